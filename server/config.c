@@ -1,0 +1,534 @@
+/* Reads plxd.conf with libinih and validates it against the key tables of
+ * [server] and of each handler. Every problem is collected, not just the
+ * first, and each names file, line and key. */
+#include "config.h"
+#include "alloc.h"
+#include "handler.h"
+#include "log.h"
+
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <ini.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#ifndef PLXD_DEFAULT_ROOT
+#define PLXD_DEFAULT_ROOT "/usr/local/share/plxd/cgi-bin"
+#endif
+
+static const char *check_listen(const char *value);
+static const char *check_log_level(const char *value);
+static const char *check_addresses(const char *value);
+
+#define SERVER_KEY(n, t, field, def, ...) \
+	{ .name = n, .type = t, .offset = offsetof(struct server_conf, field), \
+	  .default_value = def, __VA_ARGS__ }
+
+const struct conf_key server_keys[] = {
+	SERVER_KEY("listen", CONF_STRING, listen, "127.0.0.1:8080", .check = check_listen,
+		.flags = CONF_RESTART,
+		.help = "address and port to accept connections on: 127.0.0.1:8080, [::1]:0, *:80 (port 0: any free port)"),
+	SERVER_KEY("root", CONF_PATH, root, PLXD_DEFAULT_ROOT,
+		.help = "document root, served at /"),
+	SERVER_KEY("user", CONF_STRING, user, "", .flags = CONF_RESTART,
+		.help = "when started as root, switch to this user after binding (scripts run as it too)"),
+	SERVER_KEY("follow_symlinks_outside", CONF_BOOL, follow_symlinks_outside, "no",
+		.help = "serve files through symbolic links that lead outside root (otherwise 403)"),
+	SERVER_KEY("max_connections", CONF_UINT, max_connections, "512", .min = 1, .max = 65536,
+		.flags = CONF_RESTART,
+		.help = "open connections at most; requests beyond get 503 with Retry-After (each connection is a thread)"),
+	SERVER_KEY("per_ip_connections", CONF_UINT, per_ip_connections, "0", .max = 65536,
+		.flags = CONF_RESTART,
+		.help = "open connections at most from one client address, 0 for no limit; never applies to trusted_proxies"),
+	SERVER_KEY("connection_timeout", CONF_DURATION, connection_timeout_ms, "30s",
+		.min = 1000, .max = 3600 * 1000, .flags = CONF_RESTART,
+		.help = "close a connection idle this long (keep-alive or a stalled client)"),
+	SERVER_KEY("header_timeout", CONF_DURATION, header_timeout_ms, "10s", .max = 3600 * 1000,
+		.help = "close a connection whose request line and headers took longer than this, 0 for no limit (slow clients)"),
+	SERVER_KEY("max_header_size", CONF_SIZE, max_header_size, "32K", .min = 4096,
+		.max = 1024 * 1024, .flags = CONF_RESTART,
+		.help = "memory for a request line and headers; longer gets 414 or 431"),
+	SERVER_KEY("max_body", CONF_SIZE, max_body, "64M",
+		.help = "request body size at most; larger gets 413"),
+	SERVER_KEY("shutdown_timeout", CONF_DURATION, shutdown_timeout_ms, "10s", .max = 3600 * 1000,
+		.help = "on SIGTERM or SIGINT, wait this long for requests in flight to finish"),
+	SERVER_KEY("trusted_proxies", CONF_LIST, trusted_proxies, "", .check = check_addresses,
+		.help = "addresses of reverse proxies whose X-Forwarded-For and X-Forwarded-Proto are believed"),
+	SERVER_KEY("error_log", CONF_PATH, error_log, "-",
+		.help = "error log file, - for stderr"),
+	SERVER_KEY("access_log", CONF_PATH, access_log, "-",
+		.help = "access log file (Combined Log Format plus microseconds), - for stderr, empty for none"),
+	SERVER_KEY("log_level", CONF_STRING, log_level, "info", .check = check_log_level,
+		.help = "error, warn, info or debug"),
+	SERVER_KEY("tmp_dir", CONF_PATH, tmp_dir, "/tmp",
+		.help = "folder for request bodies too large to keep in memory"),
+	CONF_KEYS_END
+};
+
+int config_parse_listen(const char *text, char *host, size_t hostlen, unsigned *port)
+{
+	const char *colon;
+	const char *h = text;
+	size_t hlen;
+	if (text[0] == '[') {
+		const char *close = strchr(text, ']');
+		if (!close || close[1] != ':')
+			return -1;
+		h = text + 1;
+		hlen = (size_t)(close - h);
+		colon = close + 1;
+	} else {
+		colon = strrchr(text, ':');
+		if (!colon)
+			return -1;
+		hlen = (size_t)(colon - text);
+		if (memchr(text, ':', hlen))
+			return -1; /* an IPv6 address needs brackets */
+	}
+	if (hlen + 1 > hostlen)
+		return -1;
+	if (hlen == 1 && h[0] == '*')
+		hlen = 0;
+	memcpy(host, h, hlen);
+	host[hlen] = '\0';
+
+	unsigned long long p;
+	const char *digits = colon + 1;
+	if (*digits == '\0' || strspn(digits, "0123456789") != strlen(digits)
+			|| conf_parse_size(digits, &p) < 0 || p > 65535)
+		return -1;
+	if (hlen) {
+		unsigned char buf[sizeof(struct in6_addr)];
+		if (inet_pton(AF_INET, host, buf) != 1 && inet_pton(AF_INET6, host, buf) != 1)
+			return -1;
+	}
+	*port = (unsigned)p;
+	return 0;
+}
+
+static const char *check_listen(const char *value)
+{
+	char host[INET6_ADDRSTRLEN];
+	unsigned port;
+	if (config_parse_listen(value, host, sizeof host, &port) < 0)
+		return "expected ADDRESS:PORT, such as 127.0.0.1:8080, [::1]:8080 or *:8080";
+	return NULL;
+}
+
+static const char *check_log_level(const char *value)
+{
+	enum log_level level;
+	return log_level_parse(value, &level) < 0 ? "expected error, warn, info or debug" : NULL;
+}
+
+static const char *check_addresses(const char *value)
+{
+	char word[INET6_ADDRSTRLEN + 1];
+	unsigned char buf[sizeof(struct in6_addr)];
+	const char *p = value;
+	while (*p) {
+		p += strspn(p, " \t");
+		size_t n = strcspn(p, " \t");
+		if (n == 0)
+			break;
+		if (n >= sizeof word)
+			return "expected IP addresses separated by spaces";
+		memcpy(word, p, n);
+		word[n] = '\0';
+		if (inet_pton(AF_INET, word, buf) != 1 && inet_pton(AF_INET6, word, buf) != 1)
+			return "expected IP addresses separated by spaces";
+		p += n;
+	}
+	return NULL;
+}
+
+/* ---- reading the file ---------------------------------------------------- */
+
+struct entry {
+	char *section;
+	char *key;
+	char *value;
+	unsigned line;      /* 0 for the command line */
+	const char *origin; /* the command-line option, or NULL */
+	int used;
+};
+
+struct section_line {
+	char *name;
+	unsigned line;
+};
+
+struct parse {
+	const char *file;
+	FILE *stream;
+	unsigned line;
+	struct entry *entries;
+	size_t nentries;
+	struct section_line *sections;
+	size_t nsections;
+	char *errors;
+	size_t nerrors;
+	char *line_buf;
+	size_t line_cap;
+	size_t *route_sections; /* index into config->handlers, per route */
+};
+
+static void add_error(struct parse *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void add_error(struct parse *p, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	char *msg;
+	if (vasprintf(&msg, fmt, ap) < 0)
+		msg = NULL;
+	va_end(ap);
+	char *joined = xasprintf("%s%s%s", p->errors ? p->errors : "", p->errors ? "\n" : "",
+			msg ? msg : "?");
+	free(msg);
+	free(p->errors);
+	p->errors = joined;
+	p->nerrors++;
+}
+
+/* Where an entry came from, for messages: "conf/plxd.conf:12" or "--listen". */
+static void entry_error(struct parse *p, const struct entry *e, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void entry_error(struct parse *p, const struct entry *e, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	if (e->origin)
+		add_error(p, "%s: %s", e->origin, msg);
+	else
+		add_error(p, "%s:%u: [%s] %s: %s", p->file, e->line, e->section, e->key, msg);
+}
+
+/* libinih's reader, fed one line per call so that libinih's line numbers
+ * and ours agree. It also rejects what libinih would silently accept:
+ * indented lines (libinih joins them to the previous value) and lines too
+ * long for libinih's buffer (it would split them in two). */
+static char *read_line(char *str, int num, void *stream)
+{
+	struct parse *p = stream;
+	ssize_t len = getline(&p->line_buf, &p->line_cap, p->stream);
+	if (len < 0)
+		return NULL;
+	p->line++;
+	char *text = p->line_buf;
+	while (len > 0 && (text[len - 1] == '\n' || text[len - 1] == '\r'))
+		text[--len] = '\0';
+	size_t lead = strspn(text, " \t");
+	char first = text[lead];
+	int blank_or_comment = first == '\0' || first == ';' || first == '#';
+
+	if (len >= num - 1) {
+		add_error(p, "%s:%u: line is longer than %d characters", p->file, p->line, num - 2);
+		text = "";
+	} else if (lead > 0 && !blank_or_comment) {
+		add_error(p, "%s:%u: indented line: continuation lines are not supported, "
+			"write each key on its own line from the first column", p->file, p->line);
+		text = "";
+	} else if (first == '[') {
+		char *close = strchr(text, ']');
+		if (close) {
+			p->sections = xrealloc(p->sections, (p->nsections + 1) * sizeof *p->sections);
+			p->sections[p->nsections].name = xstrndup(text + 1, (size_t)(close - text - 1));
+			p->sections[p->nsections].line = p->line;
+			p->nsections++;
+		}
+	}
+	snprintf(str, (size_t)num, "%s\n", text);
+	return str;
+}
+
+static int on_value(void *user, const char *section, const char *key, const char *value)
+{
+	struct parse *p = user;
+	p->entries = xrealloc(p->entries, (p->nentries + 1) * sizeof *p->entries);
+	p->entries[p->nentries++] = (struct entry){
+		.section = xstrdup(section), .key = xstrdup(key), .value = xstrdup(value),
+		.line = p->line,
+	};
+	return 1;
+}
+
+static void read_file(struct parse *p)
+{
+	p->stream = fopen(p->file, "re");
+	if (!p->stream) {
+		add_error(p, "%s: cannot open: %s", p->file, strerror(errno));
+		return;
+	}
+	int bad_line = ini_parse_stream(read_line, p, on_value, p);
+	if (bad_line > 0)
+		add_error(p, "%s:%d: syntax error: expected [section], key = value or a comment",
+				p->file, bad_line);
+	fclose(p->stream);
+	p->stream = NULL;
+}
+
+/* ---- building the config ------------------------------------------------- */
+
+static int is_key_section(const char *name)
+{
+	return strcmp(name, "server") == 0 || strcmp(name, "handlers") == 0;
+}
+
+static int same_key(const struct entry *a, const struct entry *b)
+{
+	if (strcmp(a->section, b->section) != 0)
+		return 0;
+	/* Extensions match without regard to case, so they collide that way. */
+	if (strcmp(a->section, "handlers") == 0)
+		return strcasecmp(a->key, b->key) == 0;
+	return strcmp(a->key, b->key) == 0;
+}
+
+static void reject_duplicates(struct parse *p)
+{
+	for (size_t i = 0; i < p->nentries; i++) {
+		for (size_t j = 0; j < i; j++) {
+			if (!p->entries[i].origin && !p->entries[j].origin
+					&& same_key(&p->entries[i], &p->entries[j])) {
+				entry_error(p, &p->entries[i], "duplicate key (first set on line %u)",
+						p->entries[j].line);
+				p->entries[i].used = 1;
+				break;
+			}
+		}
+	}
+}
+
+/* The last entry for section/key, so that command-line values win. */
+static const struct entry *last_entry(struct parse *p, const char *section, const char *key)
+{
+	const struct entry *found = NULL;
+	for (size_t i = 0; i < p->nentries; i++)
+		if (strcmp(p->entries[i].section, section) == 0 && strcmp(p->entries[i].key, key) == 0)
+			found = &p->entries[i];
+	return found;
+}
+
+static struct handler_section *find_section(struct config *c, const char *name)
+{
+	for (size_t i = 0; i < c->nhandlers; i++)
+		if (strcmp(c->handlers[i].handler->name, name) == 0)
+			return &c->handlers[i];
+	return NULL;
+}
+
+/* Adds the section for handler name with its defaults, or returns the one
+ * already there. Returns NULL after an error when there is no such handler. */
+static struct handler_section *add_section(struct parse *p, struct config *c, const char *name,
+		const char *base_dir, config_find_fn *find, void *ctx, const char *why_needed)
+{
+	struct handler_section *s = find_section(c, name);
+	if (s)
+		return s;
+	const struct entry *load = last_entry(p, name, "load");
+	char err[512] = "";
+	const struct plxd_handler *h = find(name, load ? load->value : NULL, err, sizeof err, ctx);
+	if (!h) {
+		add_error(p, "%s: %s", why_needed, err[0] ? err : "no such handler");
+		return NULL;
+	}
+	/* The array only grows before routes point into it (see config_load). */
+	c->handlers = xrealloc(c->handlers, (c->nhandlers + 1) * sizeof *c->handlers);
+	s = &c->handlers[c->nhandlers++];
+	*s = (struct handler_section){ .handler = h, .conf = xcalloc(1, h->conf_size),
+		.load = load ? xstrdup(load->value) : NULL };
+	if (conf_section_defaults(h->keys, s->conf, base_dir, err, sizeof err) < 0)
+		add_error(p, "handler %s: bad default: %s", name, err);
+	return s;
+}
+
+static void set_values(struct parse *p, const char *section, const struct conf_key *keys,
+		void *target, const char *base_dir)
+{
+	for (size_t i = 0; i < p->nentries; i++) {
+		struct entry *e = &p->entries[i];
+		if (e->used || strcmp(e->section, section) != 0)
+			continue;
+		e->used = 1;
+		if (!is_key_section(section) && strcmp(e->key, "load") == 0)
+			continue;
+		const struct conf_key *key = conf_key_find(keys, e->key);
+		if (!key) {
+			entry_error(p, e, "unknown key (plxd --help lists the keys of each section)");
+			continue;
+		}
+		char err[512];
+		char cwd[PATH_MAX];
+		const char *dir = base_dir;
+		if (e->origin) /* command-line paths are relative to where plxd was started */
+			dir = getcwd(cwd, sizeof cwd) ? cwd : ".";
+		if (conf_key_set(key, target, e->value, dir, err, sizeof err) < 0)
+			entry_error(p, e, "%s", err);
+	}
+}
+
+static int valid_extension(const char *ext)
+{
+	if (ext[0] != '.' || ext[1] == '\0')
+		return 0;
+	for (const char *s = ext + 1; *s; s++)
+		if (*s == '/' || *s == '\\' || *s == ' ')
+			return 0;
+	return 1;
+}
+
+static void add_routes(struct parse *p, struct config *c, const char *base_dir,
+		config_find_fn *find, void *ctx)
+{
+	for (size_t i = 0; i < p->nentries; i++) {
+		struct entry *e = &p->entries[i];
+		if (e->used || strcmp(e->section, "handlers") != 0)
+			continue;
+		e->used = 1;
+		if (!valid_extension(e->key)) {
+			entry_error(p, e, "expected a file extension with its dot, such as .pl");
+			continue;
+		}
+		char why[512];
+		snprintf(why, sizeof why, "%s:%u: [handlers] %s", p->file, e->line, e->key);
+		struct handler_section *section = add_section(p, c, e->value, base_dir, find, ctx, why);
+		if (!section)
+			continue;
+		c->routes = xrealloc(c->routes, (c->nroutes + 1) * sizeof *c->routes);
+		struct route *r = &c->routes[c->nroutes++];
+		r->ext = xstrdup(e->key);
+		for (char *s = r->ext; *s; s++)
+			*s = (char)tolower((unsigned char)*s);
+		r->ext_len = strlen(r->ext);
+		r->section = NULL; /* set once the handlers array stops moving */
+		p->route_sections = xrealloc(p->route_sections, c->nroutes * sizeof *p->route_sections);
+		p->route_sections[c->nroutes - 1] = (size_t)(section - c->handlers);
+	}
+}
+
+static void parse_free(struct parse *p)
+{
+	for (size_t i = 0; i < p->nentries; i++) {
+		free(p->entries[i].section);
+		free(p->entries[i].key);
+		free(p->entries[i].value);
+	}
+	free(p->entries);
+	for (size_t i = 0; i < p->nsections; i++)
+		free(p->sections[i].name);
+	free(p->sections);
+	free(p->line_buf);
+	free(p->route_sections);
+	free(p->errors);
+}
+
+struct config *config_load(const char *file, const struct config_override *overrides,
+		size_t noverrides, config_find_fn *find, void *ctx, char **errors)
+{
+	struct parse p = { .file = file ? file : "(no configuration file)" };
+	struct config *c = xcalloc(1, sizeof *c);
+	c->file = xstrdup(p.file);
+
+	char base_dir[PATH_MAX] = ".";
+	if (file) {
+		char *copy = xstrdup(file);
+		snprintf(base_dir, sizeof base_dir, "%s", dirname(copy));
+		free(copy);
+		read_file(&p);
+	}
+	for (size_t i = 0; i < noverrides; i++) {
+		p.entries = xrealloc(p.entries, (p.nentries + 1) * sizeof *p.entries);
+		p.entries[p.nentries++] = (struct entry){
+			.section = xstrdup(overrides[i].section), .key = xstrdup(overrides[i].key),
+			.value = xstrdup(overrides[i].value), .origin = overrides[i].origin,
+		};
+	}
+	reject_duplicates(&p);
+
+	char err[512];
+	if (conf_section_defaults(server_keys, &c->server, base_dir, err, sizeof err) < 0)
+		add_error(&p, "[server]: bad default: %s", err);
+	/* Command-line overrides come last, so conf_key_set's later call wins;
+	 * set_values walks entries in order. */
+	set_values(&p, "server", server_keys, &c->server, base_dir);
+
+	/* Handler sections: every section named in the file, then every handler
+	 * [handlers] names, then the static fallback. */
+	for (size_t i = 0; i < p.nsections; i++) {
+		const char *name = p.sections[i].name;
+		if (is_key_section(name) || find_section(c, name))
+			continue;
+		char why[512];
+		snprintf(why, sizeof why, "%s:%u: [%s]: unknown section", p.file,
+				p.sections[i].line, name);
+		add_section(&p, c, name, base_dir, find, ctx, why);
+	}
+	add_routes(&p, c, base_dir, find, ctx);
+	add_section(&p, c, "static", base_dir, find, ctx, "the static handler");
+	for (size_t i = 0; i < c->nhandlers; i++)
+		set_values(&p, c->handlers[i].handler->name, c->handlers[i].handler->keys,
+				c->handlers[i].conf, base_dir);
+
+	/* Routes point into the handlers array only now that it has stopped
+	 * growing. */
+	for (size_t i = 0; i < c->nroutes; i++)
+		c->routes[i].section = &c->handlers[p.route_sections[i]];
+	c->fallback = find_section(c, "static");
+
+	/* Entries not consumed belong to sections no handler claimed: already
+	 * reported as unknown sections, or given on the command line. */
+	for (size_t i = 0; i < p.nentries; i++)
+		if (!p.entries[i].used && p.entries[i].origin)
+			entry_error(&p, &p.entries[i], "unknown setting [%s] %s", p.entries[i].section,
+					p.entries[i].key);
+
+	if (p.nerrors) {
+		*errors = p.errors;
+		p.errors = NULL;
+		parse_free(&p);
+		config_free(c);
+		return NULL;
+	}
+	*errors = NULL;
+	parse_free(&p);
+	return c;
+}
+
+void config_free(struct config *c)
+{
+	if (!c)
+		return;
+	conf_section_free(server_keys, &c->server);
+	for (size_t i = 0; i < c->nhandlers; i++) {
+		conf_section_free(c->handlers[i].handler->keys, c->handlers[i].conf);
+		free(c->handlers[i].conf);
+		free(c->handlers[i].load);
+	}
+	free(c->handlers);
+	for (size_t i = 0; i < c->nroutes; i++)
+		free(c->routes[i].ext);
+	free(c->routes);
+	free(c->file);
+	free(c);
+}
+
+const struct handler_section *config_route(const struct config *c, const char *name)
+{
+	size_t len = strlen(name);
+	for (size_t i = 0; i < c->nroutes; i++) {
+		const struct route *r = &c->routes[i];
+		if (len > r->ext_len && strcasecmp(name + len - r->ext_len, r->ext) == 0)
+			return r->section;
+	}
+	return c->fallback;
+}

@@ -1,0 +1,90 @@
+/* plxd's configuration: the INI file (read with libinih) turned into a
+ * validated, immutable struct config. A reload builds a new one beside the
+ * running one. Pure C: no libmicrohttpd, no Perl, no dlopen; handlers are
+ * found through a callback so that tests and fuzzers can supply their own. */
+#ifndef PLXD_CONFIG_H
+#define PLXD_CONFIG_H
+
+#include <stddef.h>
+
+#include "conf.h"
+
+struct plxd_handler;
+
+struct server_conf {
+	char *listen;
+	char *root;
+	char *user;
+	int follow_symlinks_outside;
+	unsigned long max_connections;
+	unsigned long per_ip_connections;
+	unsigned long connection_timeout_ms;
+	unsigned long header_timeout_ms;
+	unsigned long long max_header_size;
+	unsigned long long max_body;
+	unsigned long shutdown_timeout_ms;
+	char *trusted_proxies;
+	char *error_log;
+	char *access_log;
+	char *log_level;
+	char *tmp_dir;
+};
+
+/* The keys of [server]. */
+extern const struct conf_key server_keys[];
+
+/* One handler's configuration: its [section], defaults filled in. */
+struct handler_section {
+	const struct plxd_handler *handler;
+	void *conf;        /* handler->conf_size bytes, filled by handler->keys */
+	char *load;        /* the section's load = PATH, or NULL */
+};
+
+/* One [handlers] row: files ending in ext go to section's handler. */
+struct route {
+	char *ext;         /* lower case, with its leading dot */
+	size_t ext_len;
+	struct handler_section *section;
+};
+
+struct config {
+	char *file;        /* as given, for messages */
+	struct server_conf server;
+	struct handler_section *handlers;
+	size_t nhandlers;
+	struct route *routes;
+	size_t nroutes;
+	struct handler_section *fallback; /* "static": files no route claims */
+};
+
+/* Finds (loading it if need be) the handler called name; load is the
+ * section's load = PATH or NULL. Returns NULL with a message in err when
+ * there is no such handler. */
+typedef const struct plxd_handler *config_find_fn(const char *name, const char *load,
+		char *err, size_t errlen, void *ctx);
+
+/* A value given on the command line; it replaces the file's. */
+struct config_override {
+	const char *origin;  /* "--listen", for messages */
+	const char *section;
+	const char *key;
+	const char *value;
+};
+
+/* Reads file (NULL: no file, defaults only) and applies overrides. Returns
+ * the config, or NULL with every problem in *errors, one per line, each
+ * naming file, line and key (caller frees). */
+struct config *config_load(const char *file, const struct config_override *overrides,
+		size_t noverrides, config_find_fn *find, void *ctx, char **errors);
+
+void config_free(struct config *config);
+
+/* The handler section that serves a file name (matched on its extension,
+ * ignoring case), or the fallback. */
+const struct handler_section *config_route(const struct config *config, const char *name);
+
+/* Splits "127.0.0.1:8080", "[::1]:0", "*:80" or ":80" into host (empty
+ * for any address) and port. Returns 0, or -1. */
+int config_parse_listen(const char *text, char *host, size_t hostlen, unsigned *port);
+
+#endif

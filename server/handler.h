@@ -1,0 +1,130 @@
+/* The handler interface: what a request handler is and what it may call.
+ *
+ * A handler turns a routed request into a response. The static handler is
+ * built in; others (echo, cgi, perl) are shared objects that export
+ * `plxd_handler_module`. [handlers] in the configuration maps file
+ * extensions to handler names; a request whose file has no mapped extension
+ * goes to the static handler.
+ *
+ * Hooks, in the order plxd calls them:
+ *
+ *   hook         called when...                              thread
+ *   start        plxd starts, before it accepts a connection  main
+ *   begin        (optional) a request's headers are in, its   the request's
+ *                body not yet read: may refuse (503) early,   connection
+ *                or ask for the body as it arrives
+ *   body         (optional) a chunk of body arrives, for a    the request's
+ *                request whose begin asked for streaming      connection
+ *   handle       the request is complete: headers read and    the request's
+ *                body spooled (plxd_body_read) or streamed    connection
+ *   finished     the request has ended, however it ended;     the request's
+ *                called once for every request routed to the  connection
+ *                handler, even one that never reached handle
+ *                (body cut short, or refused with 413)
+ *   reconfigure  plxd re-read its configuration (SIGHUP)      main
+ *   stop         plxd shuts down, after the last request      main
+ *
+ * handle may block: every connection has its own thread, so a handler that
+ * waits (for a child process, a worker) holds up only its own client.
+ */
+#ifndef PLXD_HANDLER_H
+#define PLXD_HANDLER_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include "conf.h"
+
+#define PLXD_HANDLER_ABI 1
+
+struct MHD_Connection;
+struct MHD_Response;
+
+enum plxd_end {
+	PLXD_END_DONE,        /* the response was sent completely */
+	PLXD_END_CLIENT_GONE, /* the client closed the connection or failed to read */
+	PLXD_END_TIMEOUT,     /* the connection timed out */
+	PLXD_END_ERROR        /* plxd gave up on the request (error, shutdown) */
+};
+
+/* What a handler sees of a request. Strings stay valid until finished()
+ * returns. */
+struct plxd_request {
+	struct MHD_Connection *connection;
+	const char *method;
+	const char *version;     /* "HTTP/1.1" */
+	const char *target;      /* the request target exactly as received */
+	const char *path;        /* decoded and normalised; starts with '/' */
+	const char *query;       /* raw, undecoded query string; "" when none */
+	const char *root;        /* document root, absolute */
+	const char *file;        /* file the path resolved to, absolute */
+	const char *script_name; /* the part of path that names file */
+	const char *path_info;   /* the part of path after file; "" when none */
+	int fd;                  /* open on file, read-only; owned by plxd */
+	struct stat st;          /* of fd */
+	const struct sockaddr *client;
+	const struct sockaddr *local;
+	int64_t content_length;  /* from Content-Length; -1 for a chunked body */
+	uint64_t body_length;    /* bytes of request body received (or spooled) */
+
+	const void *conf;        /* this handler's config section, for this request */
+	void *state;             /* what start() made */
+	void *data;              /* the handler's own; free it in finished() */
+
+	unsigned status;         /* set by plxd_respond() */
+	uint64_t bytes_sent;     /* body bytes, for the access log; set by
+				    plxd_respond() from the response size, a
+				    streaming handler adds its own count */
+};
+
+struct plxd_handler {
+	unsigned abi;                 /* PLXD_HANDLER_ABI */
+	const char *name;             /* as named in [handlers] and its [section] */
+	const struct conf_key *keys;  /* its [section]'s keys, CONF_KEYS_END last */
+	size_t conf_size;             /* bytes of the struct those keys fill */
+
+	/* Returns 0, or -1 after logging why (plxd then refuses to start). */
+	int (*start)(const void *conf, void **state);
+	/* Returns 0, or -1 after logging why (the old settings stay). */
+	int (*reconfigure)(void *state, const void *conf);
+	void (*stop)(void *state);
+
+	/* Optional. Returns PLXD_SPOOL_BODY (plxd keeps the body for
+	 * plxd_body_read), PLXD_STREAM_BODY (body() gets it as it arrives), or
+	 * PLXD_RESPONDED after queuing a response (plxd then closes the
+	 * connection if a body was coming). Only a response queued here or in
+	 * handle reaches the client: libmicrohttpd accepts none in between. */
+	int (*begin)(struct plxd_request *r);
+	/* Optional, with PLXD_STREAM_BODY: one chunk of body. Returns 0, or an
+	 * HTTP status: plxd drops the rest of the body and answers with it
+	 * (handle is not called). */
+	unsigned (*body)(struct plxd_request *r, const char *data, size_t len);
+
+	/* Queues a response with plxd_respond*(). Returns 0, or -1 when it
+	 * could not; plxd then answers 500 if nothing was queued. */
+	int (*handle)(struct plxd_request *r);
+	void (*finished)(struct plxd_request *r, enum plxd_end how);
+};
+
+enum { PLXD_SPOOL_BODY, PLXD_STREAM_BODY, PLXD_RESPONDED };
+
+/* A module's one exported symbol. */
+extern const struct plxd_handler plxd_handler_module;
+
+/* Queues response with status and releases it. Returns 0, or -1. */
+int plxd_respond(struct plxd_request *r, unsigned status, struct MHD_Response *response);
+
+/* Queues plxd's small HTML page for an error status (503 gets Retry-After). */
+int plxd_respond_error(struct plxd_request *r, unsigned status);
+
+/* A request header's value, or NULL. Names are case-insensitive. */
+const char *plxd_request_header(struct plxd_request *r, const char *name);
+
+/* Reads the spooled request body sequentially. Returns bytes read, 0 at the
+ * end, or -1 with errno. */
+ssize_t plxd_body_read(struct plxd_request *r, void *buf, size_t len);
+
+#endif

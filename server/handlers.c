@@ -1,0 +1,215 @@
+/* Handler registry. Modules are loaded with RTLD_NOW | RTLD_GLOBAL: the Perl
+ * handler links libperl, and Debian's XS modules (POSIX.so, ...) are not
+ * linked to libperl themselves; with RTLD_LOCAL their Perl_* symbols would
+ * not resolve ("undefined symbol: Perl_xs_handshake"). */
+#include "handlers.h"
+#include "alloc.h"
+#include "log.h"
+
+#include <dirent.h>
+#include <dlfcn.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#ifndef PLXD_MODULE_DIR
+#define PLXD_MODULE_DIR "/usr/local/lib/plxd"
+#endif
+
+extern const struct plxd_handler static_handler;
+
+static const struct plxd_handler *const builtins[] = { &static_handler };
+
+struct loaded {
+	const struct plxd_handler *handler;
+	void *dl;        /* NULL for built-ins */
+	void *state;
+	int started;
+};
+
+/* Touched by the main thread only (start-up, reload, shutdown); request
+ * threads read states of handlers that are started, which never move. */
+static struct loaded *loaded;
+static size_t nloaded;
+
+static struct loaded *find_loaded(const char *name)
+{
+	for (size_t i = 0; i < nloaded; i++)
+		if (strcmp(loaded[i].handler->name, name) == 0)
+			return &loaded[i];
+	return NULL;
+}
+
+static struct loaded *remember(const struct plxd_handler *h, void *dl)
+{
+	/* Request threads hold pointers to states, not to the array, so it may
+	 * move; but it only grows before handlers start (config_load runs
+	 * before handlers_apply). */
+	loaded = xrealloc(loaded, (nloaded + 1) * sizeof *loaded);
+	loaded[nloaded] = (struct loaded){ .handler = h, .dl = dl };
+	return &loaded[nloaded++];
+}
+
+/* The folder modules are looked for in: modules/ beside the binary when it
+ * runs from the build tree, else the install folder. */
+static void module_dirs(char dirs[2][PATH_MAX])
+{
+	char exe[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+	dirs[0][0] = '\0';
+	if (n > 0) {
+		exe[n] = '\0';
+		snprintf(dirs[0], PATH_MAX, "%s/modules", dirname(exe));
+	}
+	snprintf(dirs[1], PATH_MAX, "%s", PLXD_MODULE_DIR);
+}
+
+static const struct plxd_handler *load_module(const char *path, const char *name, char *err,
+		size_t errlen)
+{
+	void *dl = dlopen(path, RTLD_NOW | RTLD_GLOBAL);
+	if (!dl) {
+		snprintf(err, errlen, "cannot load handler module %s: %s", path, dlerror());
+		return NULL;
+	}
+	const struct plxd_handler *h = dlsym(dl, "plxd_handler_module");
+	if (!h) {
+		snprintf(err, errlen, "%s is not a plxd handler module (no plxd_handler_module)", path);
+		dlclose(dl);
+		return NULL;
+	}
+	if (h->abi != PLXD_HANDLER_ABI) {
+		snprintf(err, errlen, "%s was built for handler interface %u, plxd has %u", path,
+				h->abi, PLXD_HANDLER_ABI);
+		dlclose(dl);
+		return NULL;
+	}
+	if (name && strcmp(h->name, name) != 0) {
+		snprintf(err, errlen, "%s holds handler '%s', not '%s'", path, h->name, name);
+		dlclose(dl);
+		return NULL;
+	}
+	struct loaded *already = find_loaded(h->name);
+	if (already) { /* the same module by another path, or loaded twice */
+		dlclose(dl);
+		return already->handler;
+	}
+	return remember(h, dl)->handler;
+}
+
+const struct plxd_handler *handlers_find(const char *name, const char *load, char *err,
+		size_t errlen, void *ctx)
+{
+	(void)ctx;
+	for (size_t i = 0; i < sizeof builtins / sizeof builtins[0]; i++) {
+		if (strcmp(builtins[i]->name, name) == 0) {
+			if (load) {
+				snprintf(err, errlen, "%s is built in: load = is not allowed", name);
+				return NULL;
+			}
+			struct loaded *l = find_loaded(name);
+			return l ? l->handler : remember(builtins[i], NULL)->handler;
+		}
+	}
+	struct loaded *l = find_loaded(name);
+	if (l && !load)
+		return l->handler;
+	if (load)
+		return load_module(load, name, err, errlen);
+	if (strchr(name, '/') || name[0] == '.' || name[0] == '\0') {
+		snprintf(err, errlen, "'%s' is not a handler name", name);
+		return NULL;
+	}
+	char dirs[2][PATH_MAX];
+	module_dirs(dirs);
+	for (int i = 0; i < 2; i++) {
+		if (!dirs[i][0])
+			continue;
+		char *path = xasprintf("%s/%s.so", dirs[i], name);
+		const struct plxd_handler *h = NULL;
+		int exists = access(path, F_OK) == 0;
+		if (exists)
+			h = load_module(path, name, err, errlen);
+		free(path);
+		if (exists)
+			return h;
+	}
+	snprintf(err, errlen, "no handler called '%s' (built in: static; modules looked for in %s%s%s)",
+			name, dirs[0], dirs[0][0] ? " and " : "", dirs[1]);
+	return NULL;
+}
+
+int handlers_apply(const struct config *config)
+{
+	for (size_t i = 0; i < config->nhandlers; i++) {
+		const struct handler_section *s = &config->handlers[i];
+		struct loaded *l = find_loaded(s->handler->name);
+		if (!l)
+			l = remember(s->handler, NULL);
+		if (l->started) {
+			if (l->handler->reconfigure && l->handler->reconfigure(l->state, s->conf) < 0)
+				plxd_log(LOG_ERROR, "handler %s kept its old settings", l->handler->name);
+			continue;
+		}
+		if (l->handler->start && l->handler->start(s->conf, &l->state) < 0) {
+			plxd_log(LOG_ERROR, "handler %s failed to start", l->handler->name);
+			return -1;
+		}
+		l->started = 1;
+	}
+	return 0;
+}
+
+void *handlers_state(const struct plxd_handler *h)
+{
+	for (size_t i = 0; i < nloaded; i++)
+		if (loaded[i].handler == h)
+			return loaded[i].state;
+	return NULL;
+}
+
+void handlers_stop_all(void)
+{
+	for (size_t i = nloaded; i-- > 0;) {
+		if (loaded[i].started && loaded[i].handler->stop)
+			loaded[i].handler->stop(loaded[i].state);
+		loaded[i].started = 0;
+	}
+	for (size_t i = nloaded; i-- > 0;)
+		if (loaded[i].dl)
+			dlclose(loaded[i].dl);
+	free(loaded);
+	loaded = NULL;
+	nloaded = 0;
+}
+
+void handlers_each_known(void (*fn)(const struct plxd_handler *h, void *ctx), void *ctx)
+{
+	for (size_t i = 0; i < sizeof builtins / sizeof builtins[0]; i++)
+		fn(builtins[i], ctx);
+	char dirs[2][PATH_MAX];
+	module_dirs(dirs);
+	for (int i = 0; i < 2; i++) {
+		DIR *d = dirs[i][0] ? opendir(dirs[i]) : NULL;
+		if (!d)
+			continue;
+		struct dirent *de;
+		while ((de = readdir(d))) {
+			size_t len = strlen(de->d_name);
+			if (len < 4 || strcmp(de->d_name + len - 3, ".so") != 0)
+				continue;
+			char name[256];
+			snprintf(name, sizeof name, "%.*s", (int)(len - 3), de->d_name);
+			if (find_loaded(name))
+				continue;
+			char err[512];
+			const struct plxd_handler *h = handlers_find(name, NULL, err, sizeof err, NULL);
+			if (h)
+				fn(h, ctx);
+		}
+		closedir(d);
+	}
+}

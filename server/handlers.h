@@ -1,0 +1,32 @@
+/* The handler registry: built-in handlers and handlers loaded from shared
+ * objects, found by name. */
+#ifndef PLXD_HANDLERS_H
+#define PLXD_HANDLERS_H
+
+#include <stddef.h>
+
+#include "config.h"
+#include "handler.h"
+
+/* config_find_fn for config_load: a built-in handler, or a module loaded
+ * from load (when given), else from the folder beside the plxd binary
+ * (build tree) or the install folder. */
+const struct plxd_handler *handlers_find(const char *name, const char *load, char *err,
+		size_t errlen, void *ctx);
+
+/* Starts every handler config names that is not running yet, or
+ * reconfigures it if it is. Returns 0, or -1 (logged) if one failed to
+ * start. */
+int handlers_apply(const struct config *config);
+
+/* The state a running handler's start() made. */
+void *handlers_state(const struct plxd_handler *h);
+
+/* Stops every started handler, in reverse order, and unloads modules. */
+void handlers_stop_all(void);
+
+/* Calls fn for every handler that can be found: built-ins and the modules
+ * in the module folders (for --help). */
+void handlers_each_known(void (*fn)(const struct plxd_handler *h, void *ctx), void *ctx);
+
+#endif

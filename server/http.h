@@ -1,0 +1,63 @@
+/* The HTTP daemon: libmicrohttpd in thread-per-connection mode, with plxd's
+ * connection accounting (max and per-IP connections, header deadline).
+ * request.c handles what arrives on each connection. */
+#ifndef PLXD_HTTP_H
+#define PLXD_HTTP_H
+
+#include <microhttpd.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "config.h"
+
+/* Per connection, kept as libmicrohttpd's socket context. */
+struct conn {
+	struct conn *prev, *next;        /* the watchdog's list */
+	int fd;
+	struct sockaddr_storage local;
+	struct sockaddr_storage peer;
+	/* Start of the wait for the next request's headers (accept, or the end
+	 * of the previous request), in ms; 0 once they are complete. */
+	_Atomic uint64_t waiting_since;
+	int timed_out;                   /* the watchdog closed it */
+	char *target;                    /* raw request target of the current request */
+	size_t target_cap;
+	uint64_t request_start_us;
+};
+
+/* Binds and listens on "ADDR:PORT". Returns the socket, or -1 with err. */
+int http_listen(const char *listen, char *err, size_t errlen);
+
+/* The address a socket is bound to, as an http:// URL. */
+void http_url(int fd, char *out, size_t outlen);
+
+/* Starts serving on listen_fd (libmicrohttpd owns it from here). */
+int http_start(int listen_fd, const struct server_conf *server, char *err, size_t errlen);
+
+/* Stops accepting new connections. */
+void http_quiesce(void);
+
+/* Waits until no request is in flight or timeout_ms has passed. Returns the
+ * number still in flight. */
+unsigned http_wait_idle(unsigned long timeout_ms);
+
+/* Closes every connection and stops the daemon. */
+void http_stop(void);
+
+/* For request.c. */
+uint64_t http_now_ms(void);
+uint64_t http_now_us(void);
+unsigned http_open_connections(void);
+struct conn *http_conn(struct MHD_Connection *connection);
+void http_request_started(struct conn *c);
+void http_request_ended(struct conn *c);
+
+/* The access handler and completion callback, in request.c. */
+enum MHD_Result request_access(void *cls, struct MHD_Connection *connection, const char *url,
+		const char *method, const char *version, const char *upload_data,
+		size_t *upload_data_size, void **con_cls);
+void request_completed(void *cls, struct MHD_Connection *connection, void **con_cls,
+		enum MHD_RequestTerminationCode toe);
+
+#endif

@@ -1,0 +1,232 @@
+/* Error and access logs. Lines are built in a stack buffer and written with
+ * one write(2), so concurrent threads never interleave within a line and no
+ * lock is taken on the request path. */
+#include "log.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+static atomic_int error_fd = 2;
+static atomic_int access_fd = -1;
+static atomic_int current_level = LOG_INFO;
+
+static const char *const level_names[] = { "error", "warn", "info", "debug" };
+
+int log_level_parse(const char *name, enum log_level *out)
+{
+	for (int i = LOG_ERROR; i <= LOG_DEBUG; i++) {
+		if (strcasecmp(name, level_names[i]) == 0) {
+			*out = (enum log_level)i;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+int log_enabled(enum log_level level)
+{
+	return (int)level <= atomic_load_explicit(&current_level, memory_order_relaxed);
+}
+
+static int open_log(const char *path, char *err, size_t errlen)
+{
+	if (strcmp(path, "-") == 0)
+		return dup(2);
+	int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
+	if (fd < 0)
+		snprintf(err, errlen, "cannot open log %s: %s", path, strerror(errno));
+	return fd;
+}
+
+/* Replaces *slot with fd; the old descriptor is closed only after the swap
+ * so that a concurrent writer at worst writes one line to the old file. */
+static void install(atomic_int *slot, int fd)
+{
+	int old = atomic_exchange(slot, fd);
+	if (old > 2)
+		close(old);
+}
+
+int log_open(const char *error_log, const char *access_log, enum log_level level,
+		char *err, size_t errlen)
+{
+	int efd = open_log(error_log && *error_log ? error_log : "-", err, errlen);
+	if (efd < 0)
+		return -1;
+	int afd = -1;
+	if (access_log && *access_log) {
+		afd = open_log(access_log, err, errlen);
+		if (afd < 0) {
+			close(efd);
+			return -1;
+		}
+	}
+	install(&error_fd, efd);
+	install(&access_fd, afd);
+	atomic_store(&current_level, (int)level);
+	return 0;
+}
+
+void log_close(void)
+{
+	install(&access_fd, -1);
+	install(&error_fd, 2);
+}
+
+void log_chown(unsigned uid, unsigned gid)
+{
+	int fds[2] = { atomic_load(&error_fd), atomic_load(&access_fd) };
+	for (int i = 0; i < 2; i++) {
+		if (fds[i] > 2 && fchown(fds[i], uid, gid) < 0)
+			plxd_log(LOG_WARN, "cannot give a log file to uid %u: %s", uid, strerror(errno));
+	}
+}
+
+static void write_line(int fd, const char *buf, size_t len)
+{
+	while (len > 0) {
+		ssize_t n = write(fd, buf, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return;
+		buf += n;
+		len -= (size_t)n;
+	}
+}
+
+void plxd_log(enum log_level level, const char *fmt, ...)
+{
+	if (!log_enabled(level))
+		return;
+	int saved_errno = errno;
+	char line[4096];
+	struct timeval tv;
+	struct tm tm;
+	gettimeofday(&tv, NULL);
+	localtime_r(&tv.tv_sec, &tm);
+	size_t n = strftime(line, sizeof line, "%Y-%m-%d %H:%M:%S", &tm);
+	n += (size_t)snprintf(line + n, sizeof line - n, ".%03ld [%s] [pid %d] ",
+			(long)(tv.tv_usec / 1000), level_names[level], (int)getpid());
+	va_list ap;
+	va_start(ap, fmt);
+	int m = vsnprintf(line + n, sizeof line - n, fmt, ap);
+	va_end(ap);
+	if (m < 0)
+		m = 0;
+	n += (size_t)m;
+	if (n > sizeof line - 2)
+		n = sizeof line - 2; /* truncated: long script output lines */
+	/* A message never spans lines: a script's text could forge entries. */
+	for (size_t i = 0; i < n; i++)
+		if (line[i] == '\n' || line[i] == '\r')
+			line[i] = ' ';
+	line[n++] = '\n';
+	write_line(atomic_load(&error_fd), line, n);
+	errno = saved_errno;
+}
+
+void log_format_addr(const struct sockaddr *sa, char *out, size_t outlen)
+{
+	const void *addr = NULL;
+	if (sa && sa->sa_family == AF_INET)
+		addr = &((const struct sockaddr_in *)sa)->sin_addr;
+	else if (sa && sa->sa_family == AF_INET6)
+		addr = &((const struct sockaddr_in6 *)sa)->sin6_addr;
+	if (!addr || !inet_ntop(sa->sa_family, addr, out, (socklen_t)outlen))
+		snprintf(out, outlen, "-");
+}
+
+/* A line being built; appends stop quietly at the end of the buffer. */
+struct line {
+	char buf[8192];
+	size_t len;
+};
+
+static void put(struct line *l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put(struct line *l, const char *fmt, ...)
+{
+	size_t room = sizeof l->buf - l->len;
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(l->buf + l->len, room, fmt, ap);
+	va_end(ap);
+	if (n > 0)
+		l->len += (size_t)n < room ? (size_t)n : room - 1;
+}
+
+/* Appends s for a quoted log field, escaping what could break the line or
+ * the quoting (as Apache does, with \xHH). Keeps 128 bytes for the tail. */
+static void put_escaped(struct line *l, const char *s)
+{
+	static const char hex[] = "0123456789abcdef";
+	if (!s)
+		s = "-";
+	for (; *s && l->len + 128 < sizeof l->buf; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c < 0x20 || c == '"' || c == '\\' || c >= 0x7f) {
+			l->buf[l->len++] = '\\';
+			l->buf[l->len++] = 'x';
+			l->buf[l->len++] = hex[c >> 4];
+			l->buf[l->len++] = hex[c & 15];
+		} else {
+			l->buf[l->len++] = (char)c;
+		}
+	}
+}
+
+/* The "[10/Oct/2000:13:55:36 +0000]" field, formatted once a second per
+ * thread. */
+static const char *clf_time(void)
+{
+	static __thread time_t cached_sec = -1;
+	static __thread char cached[40];
+	time_t now = time(NULL);
+	if (now != cached_sec) {
+		struct tm tm;
+		localtime_r(&now, &tm);
+		strftime(cached, sizeof cached, "[%d/%b/%Y:%H:%M:%S %z]", &tm);
+		cached_sec = now;
+	}
+	return cached;
+}
+
+void log_access(const struct access_entry *e)
+{
+	int fd = atomic_load_explicit(&access_fd, memory_order_relaxed);
+	if (fd < 0)
+		return;
+	struct line l = { .len = 0 };
+	char addr[INET6_ADDRSTRLEN];
+	log_format_addr(e->client, addr, sizeof addr);
+	put(&l, "%s - ", addr);
+	put_escaped(&l, e->user);
+	put(&l, " %s \"", clf_time());
+	put_escaped(&l, e->method);
+	put(&l, " ");
+	put_escaped(&l, e->target);
+	put(&l, " ");
+	put_escaped(&l, e->version);
+	put(&l, "\" %u ", e->status);
+	if (e->bytes)
+		put(&l, "%llu", (unsigned long long)e->bytes);
+	else
+		put(&l, "-");
+	put(&l, " \"");
+	put_escaped(&l, e->referer);
+	put(&l, "\" \"");
+	put_escaped(&l, e->user_agent);
+	put(&l, "\" %llu\n", (unsigned long long)e->duration_us);
+	write_line(fd, l.buf, l.len);
+}

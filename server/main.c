@@ -1,0 +1,340 @@
+/* plxd: command line, start-up, privileges, and the signal loop (SIGHUP
+ * reloads, SIGTERM and SIGINT stop gracefully). */
+#include "alloc.h"
+#include "config.h"
+#include "handlers.h"
+#include "http.h"
+#include "log.h"
+#include "site.h"
+#include "version.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <grp.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#ifndef PLXD_DEFAULT_CONFIG
+#define PLXD_DEFAULT_CONFIG "/usr/local/etc/plxd/plxd.conf"
+#endif
+
+struct options {
+	const char *config;
+	const char *listen; /* overrides [server] listen */
+	const char *root;   /* overrides [server] root */
+	int check;
+};
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"usage: plxd [--config FILE] [--listen ADDR:PORT] [--root DIR] [--check]\n"
+		"            [--version] [--help]\n"
+		"\n"
+		"  -c, --config FILE    configuration file (default %s)\n"
+		"  -l, --listen ADDR:PORT  address to listen on, overrides [server] listen;\n"
+		"                       port 0 picks a free port\n"
+		"  -r, --root DIR       document root, overrides [server] root\n"
+		"      --check          validate the configuration and exit (0 valid, 1 not)\n"
+		"  -V, --version        print the version and exit\n"
+		"  -h, --help           print this help and every configuration key\n",
+		PLXD_DEFAULT_CONFIG);
+}
+
+static void print_keys(FILE *out, const char *section, const struct conf_key *keys)
+{
+	fprintf(out, "\n[%s]\n", section);
+	for (; keys->name; keys++) {
+		fprintf(out, "  %-24s %-8s default: %s%s\n      %s\n", keys->name,
+				conf_type_name(keys->type),
+				keys->default_value && *keys->default_value ? keys->default_value : "(empty)",
+				keys->flags & CONF_RESTART ? "  (changes need a restart)" : "",
+				keys->help);
+	}
+}
+
+static void print_handler_keys(const struct plxd_handler *h, void *ctx)
+{
+	print_keys(ctx, h->name, h->keys);
+	fprintf(ctx, "  %-24s %-8s default: %s\n      %s\n", "load", "path", "(found by name)",
+			"shared object to load this handler from");
+}
+
+static void help(void)
+{
+	usage(stdout);
+	printf("\nConfiguration keys (INI; sizes take K, M or G; durations ms, s, m or h):\n");
+	print_keys(stdout, "server", server_keys);
+	printf("\n[handlers]\n  .EXT = HANDLER           files ending in .EXT (any case) go to HANDLER;\n"
+	       "                           others are served by the static handler\n");
+	handlers_each_known(print_handler_keys, stdout);
+}
+
+static int parse_args(int argc, char **argv, struct options *o)
+{
+	static const struct option longopts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "listen", required_argument, NULL, 'l' },
+		{ "root", required_argument, NULL, 'r' },
+		{ "check", no_argument, NULL, 'k' },
+		{ "version", no_argument, NULL, 'V' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c;
+	while ((c = getopt_long(argc, argv, "c:l:r:Vh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'c':
+			o->config = optarg;
+			break;
+		case 'l':
+			o->listen = optarg;
+			break;
+		case 'r':
+			o->root = optarg;
+			break;
+		case 'k':
+			o->check = 1;
+			break;
+		case 'V':
+			printf("plxd %s (%s)\n", PLXD_VERSION, PLXD_GIT_REVISION);
+			exit(0);
+		case 'h':
+			help();
+			exit(0);
+		default:
+			usage(stderr);
+			return -1;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "plxd: unexpected argument '%s'\n", argv[optind]);
+		usage(stderr);
+		return -1;
+	}
+	return 0;
+}
+
+static struct config *load(const struct options *o, char **errors)
+{
+	const char *file = o->config;
+	if (!file && access(PLXD_DEFAULT_CONFIG, F_OK) == 0)
+		file = PLXD_DEFAULT_CONFIG;
+	struct config_override overrides[2];
+	size_t n = 0;
+	if (o->listen)
+		overrides[n++] = (struct config_override){ "--listen", "server", "listen", o->listen };
+	if (o->root)
+		overrides[n++] = (struct config_override){ "--root", "server", "root", o->root };
+	return config_load(file, overrides, n, handlers_find, NULL, errors);
+}
+
+static int open_logs(const struct server_conf *s, char *err, size_t errlen)
+{
+	enum log_level level = LOG_INFO;
+	log_level_parse(s->log_level, &level);
+	return log_open(s->error_log, s->access_log, level, err, errlen);
+}
+
+/* Started as root with [server] user set: become that user, after binding
+ * the port and opening the logs (which are given to the user so that a
+ * SIGHUP can reopen them). */
+static int drop_privileges(const struct config *c)
+{
+	const char *user = c->server.user;
+	if (!user[0])
+		return 0;
+	if (geteuid() != 0) {
+		plxd_log(LOG_INFO, "not started as root: [server] user %s ignored", user);
+		return 0;
+	}
+	errno = 0;
+	struct passwd *pw = getpwnam(user);
+	if (!pw) {
+		plxd_log(LOG_ERROR, "%s: [server] user %s: no such user", c->file, user);
+		return -1;
+	}
+	log_chown(pw->pw_uid, pw->pw_gid);
+	if (initgroups(pw->pw_name, pw->pw_gid) < 0 || setgid(pw->pw_gid) < 0
+			|| setuid(pw->pw_uid) < 0) {
+		plxd_log(LOG_ERROR, "cannot become user %s: %s", user, strerror(errno));
+		return -1;
+	}
+	if (strcmp(c->file, "(no configuration file)") != 0 && access(c->file, R_OK) < 0)
+		plxd_log(LOG_WARN, "user %s cannot read %s: a reload (SIGHUP) will fail", user, c->file);
+	plxd_log(LOG_INFO, "running as user %s (uid %u)", user, (unsigned)pw->pw_uid);
+	return 0;
+}
+
+static void log_errors(const char *errors)
+{
+	const char *p = errors;
+	while (*p) {
+		size_t n = strcspn(p, "\n");
+		plxd_log(LOG_ERROR, "%.*s", (int)n, p);
+		p += n + (p[n] == '\n');
+	}
+}
+
+static void reload(const struct options *o)
+{
+	plxd_log(LOG_INFO, "SIGHUP: reloading the configuration");
+	char *errors = NULL;
+	struct config *c = load(o, &errors);
+	if (!c) {
+		log_errors(errors);
+		plxd_log(LOG_ERROR, "the new configuration is invalid: kept the running one");
+		free(errors);
+		return;
+	}
+	struct site *old = site_acquire();
+	for (const struct conf_key *k = server_keys; k->name; k++) {
+		if (!(k->flags & CONF_RESTART) || conf_value_equal(k, &c->server, &old->config->server))
+			continue;
+		plxd_log(LOG_WARN, "[server] %s changed: it takes effect only after a restart", k->name);
+		conf_value_copy(k, &c->server, &old->config->server);
+	}
+	site_release(old);
+
+	char err[512];
+	if (open_logs(&c->server, err, sizeof err) < 0) {
+		plxd_log(LOG_ERROR, "%s: kept the running configuration", err);
+		config_free(c);
+		return;
+	}
+	struct site *site = site_create(c, err, sizeof err);
+	if (!site) {
+		plxd_log(LOG_ERROR, "%s: kept the running configuration", err);
+		return;
+	}
+	if (handlers_apply(site->config) < 0) {
+		plxd_log(LOG_ERROR, "a handler failed to start: kept the running configuration");
+		site_release(site);
+		return;
+	}
+	site_install(site);
+	plxd_log(LOG_INFO, "configuration reloaded");
+}
+
+static int serve(const struct options *o, struct config *config)
+{
+	char err[512];
+	if (open_logs(&config->server, err, sizeof err) < 0) {
+		fprintf(stderr, "plxd: %s\n", err);
+		config_free(config);
+		return 1;
+	}
+	int listen_fd = http_listen(config->server.listen, err, sizeof err);
+	if (listen_fd < 0) {
+		plxd_log(LOG_ERROR, "%s", err);
+		config_free(config);
+		return 1;
+	}
+	if (drop_privileges(config) < 0) {
+		close(listen_fd);
+		config_free(config);
+		return 1;
+	}
+	struct site *site = site_create(config, err, sizeof err);
+	if (!site) {
+		plxd_log(LOG_ERROR, "%s", err);
+		close(listen_fd);
+		return 1;
+	}
+	if (handlers_apply(site->config) < 0) {
+		close(listen_fd);
+		handlers_stop_all();
+		site_release(site);
+		return 1;
+	}
+	site_install(site);
+	unsigned long shutdown_ms = site->config->server.shutdown_timeout_ms;
+	char url[128];
+	http_url(listen_fd, url, sizeof url);
+	if (http_start(listen_fd, &site->config->server, err, sizeof err) < 0) {
+		plxd_log(LOG_ERROR, "%s", err);
+		close(listen_fd);
+		handlers_stop_all();
+		site_install(NULL);
+		return 1;
+	}
+	plxd_log(LOG_INFO, "plxd %s listening on %s", PLXD_VERSION, url);
+	printf("listening on %s\n", url);
+	fflush(stdout);
+
+	sigset_t signals;
+	sigemptyset(&signals);
+	sigaddset(&signals, SIGHUP);
+	sigaddset(&signals, SIGTERM);
+	sigaddset(&signals, SIGINT);
+	for (;;) {
+		int sig = sigwaitinfo(&signals, NULL);
+		if (sig == SIGHUP) {
+			reload(o);
+			struct site *now = site_acquire();
+			shutdown_ms = now->config->server.shutdown_timeout_ms;
+			site_release(now);
+		} else if (sig == SIGTERM || sig == SIGINT) {
+			break;
+		}
+	}
+	plxd_log(LOG_INFO, "stopping: no new connections; waiting up to %lu ms for requests in flight",
+			shutdown_ms);
+	http_quiesce();
+	unsigned left = http_wait_idle(shutdown_ms);
+	if (left)
+		plxd_log(LOG_WARN, "stopping with %u requests still running: closing their connections",
+				left);
+	http_stop();
+	handlers_stop_all();
+	site_install(NULL);
+	plxd_log(LOG_INFO, "stopped");
+	log_close();
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct options o = { 0 };
+	if (parse_args(argc, argv, &o) < 0)
+		return 1;
+
+	/* Every thread inherits this mask, so the signals arrive only at
+	 * sigwaitinfo() in the main loop. SIGPIPE is ignored: a client or a
+	 * child that goes away must show up as EPIPE, not end plxd. */
+	sigset_t signals;
+	sigemptyset(&signals);
+	sigaddset(&signals, SIGHUP);
+	sigaddset(&signals, SIGTERM);
+	sigaddset(&signals, SIGINT);
+	pthread_sigmask(SIG_BLOCK, &signals, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	char *errors = NULL;
+	struct config *config = load(&o, &errors);
+	if (!config) {
+		fprintf(stderr, "%s\nplxd: the configuration is invalid: not starting\n", errors);
+		free(errors);
+		handlers_stop_all();
+		return 1;
+	}
+	if (o.check) {
+		char err[512];
+		struct site *site = site_create(config, err, sizeof err);
+		if (!site) {
+			fprintf(stderr, "%s\n", err);
+			handlers_stop_all();
+			return 1;
+		}
+		printf("plxd: %s: configuration OK\n", site->config->file);
+		site_release(site);
+		handlers_stop_all();
+		return 0;
+	}
+	int rc = serve(&o, config);
+	return rc;
+}

@@ -1,0 +1,415 @@
+/* One request's life: libmicrohttpd calls the access handler several times
+ * per request (headers in; once per body chunk; once more at the end of
+ * the body) and then the completion callback. This file hides that state
+ * machine: a handler sees one handle() call with the body spooled, and one
+ * finished() call. */
+#include "alloc.h"
+#include "handler.h"
+#include "handlers.h"
+#include "http.h"
+#include "log.h"
+#include "path.h"
+#include "resolve.h"
+#include "site.h"
+#include "version.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+/* Bodies up to this size stay in memory; larger ones go to a temp file. */
+#define BODY_IN_MEMORY (64 * 1024)
+
+enum phase {
+	PHASE_READING,  /* headers in; body (if any) being read */
+	PHASE_DONE      /* handled, or answered by plxd itself */
+};
+
+struct request {
+	struct plxd_request pub;
+	struct conn *conn;
+	struct site *site;
+	const struct handler_section *section; /* NULL: plxd answered itself */
+	enum phase phase;
+	int responded;
+	int close;            /* answer with Connection: close */
+	unsigned refuse;      /* status decided while the body arrives (413) */
+	int streaming;        /* the handler's body() takes the body */
+	char *target;
+	char *path;
+	char *file;
+	char *script_name;
+	uint64_t start_us;
+
+	char *body_mem;
+	size_t body_cap;
+	int body_fd;          /* temp file once the body outgrew memory */
+	uint64_t body_read_pos;
+};
+
+#define REQUEST_OF(pub) ((struct request *)(void *)((char *)(pub) - offsetof(struct request, pub)))
+
+static const char *reason(unsigned status)
+{
+	switch (status) {
+	case 400: return "Bad Request";
+	case 403: return "Forbidden";
+	case 404: return "Not Found";
+	case 405: return "Method Not Allowed";
+	case 408: return "Request Timeout";
+	case 413: return "Content Too Large";
+	case 414: return "URI Too Long";
+	case 416: return "Range Not Satisfiable";
+	case 431: return "Request Header Fields Too Large";
+	case 500: return "Internal Server Error";
+	case 501: return "Not Implemented";
+	case 502: return "Bad Gateway";
+	case 503: return "Service Unavailable";
+	case 504: return "Gateway Timeout";
+	default: return "Error";
+	}
+}
+
+int plxd_respond(struct plxd_request *pub, unsigned status, struct MHD_Response *response)
+{
+	struct request *r = REQUEST_OF(pub);
+	if (r->responded) {
+		MHD_destroy_response(response);
+		return -1;
+	}
+	MHD_add_response_header(response, MHD_HTTP_HEADER_SERVER, "plxd/" PLXD_VERSION);
+	if (r->close)
+		MHD_add_response_header(response, MHD_HTTP_HEADER_CONNECTION, "close");
+	enum MHD_Result ok = MHD_queue_response(pub->connection, status, response);
+	MHD_destroy_response(response);
+	if (ok != MHD_YES)
+		return -1;
+	r->responded = 1;
+	pub->status = status;
+	return 0;
+}
+
+int plxd_respond_error(struct plxd_request *pub, unsigned status)
+{
+	char page[256];
+	int len = snprintf(page, sizeof page,
+			"<!DOCTYPE html>\n<html><head><title>%u %s</title></head>"
+			"<body><h1>%u %s</h1></body></html>\n",
+			status, reason(status), status, reason(status));
+	struct MHD_Response *resp = MHD_create_response_from_buffer((size_t)len, page,
+			MHD_RESPMEM_MUST_COPY);
+	if (!resp)
+		return -1;
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/html; charset=utf-8");
+	if (status == 503)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, "1");
+	pub->bytes_sent = (uint64_t)len;
+	return plxd_respond(pub, status, resp);
+}
+
+const char *plxd_request_header(struct plxd_request *pub, const char *name)
+{
+	return MHD_lookup_connection_value(pub->connection, MHD_HEADER_KIND, name);
+}
+
+ssize_t plxd_body_read(struct plxd_request *pub, void *buf, size_t len)
+{
+	struct request *r = REQUEST_OF(pub);
+	uint64_t left = pub->body_length - r->body_read_pos;
+	if (len > left)
+		len = (size_t)left;
+	if (len == 0)
+		return 0;
+	ssize_t n;
+	if (r->body_fd >= 0) {
+		n = pread(r->body_fd, buf, len, (off_t)r->body_read_pos);
+		if (n < 0)
+			return -1;
+	} else {
+		memcpy(buf, r->body_mem + r->body_read_pos, len);
+		n = (ssize_t)len;
+	}
+	r->body_read_pos += (uint64_t)n;
+	return n;
+}
+
+/* Answers with plxd's own error page; the connection closes when the
+ * request could not be read to its end. */
+static void refuse(struct request *r, unsigned status, int close_connection)
+{
+	r->close |= close_connection;
+	r->phase = PHASE_DONE;
+	if (plxd_respond_error(&r->pub, status) < 0)
+		plxd_log(LOG_WARN, "could not queue a %u response", status);
+}
+
+static int open_spool(struct request *r)
+{
+	const char *dir = r->site->config->server.tmp_dir;
+	int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		plxd_log(LOG_ERROR, "cannot create a temp file in %s for a request body: %s", dir,
+				strerror(errno));
+		return -1;
+	}
+	ssize_t n = r->pub.body_length ? write(fd, r->body_mem, (size_t)r->pub.body_length) : 0;
+	if (n != (ssize_t)r->pub.body_length) {
+		plxd_log(LOG_ERROR, "cannot write a request body to %s: %s", dir, strerror(errno));
+		close(fd);
+		return -1;
+	}
+	free(r->body_mem);
+	r->body_mem = NULL;
+	r->body_fd = fd;
+	return 0;
+}
+
+/* Appends a chunk of body. Returns 0, or an HTTP status to answer with. */
+static unsigned body_append(struct request *r, const char *data, size_t len)
+{
+	if (r->body_fd < 0 && r->pub.body_length + len > BODY_IN_MEMORY && open_spool(r) < 0)
+		return 500;
+	if (r->body_fd >= 0) {
+		while (len > 0) {
+			ssize_t n = write(r->body_fd, data, len);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n < 0) {
+				plxd_log(LOG_ERROR, "cannot spool a request body: %s", strerror(errno));
+				return 500;
+			}
+			data += n;
+			len -= (size_t)n;
+			r->pub.body_length += (uint64_t)n;
+		}
+		return 0;
+	}
+	if (r->pub.body_length + len > r->body_cap) {
+		size_t cap = r->body_cap ? r->body_cap * 2 : 4096;
+		while (cap < r->pub.body_length + len)
+			cap *= 2;
+		r->body_mem = xrealloc(r->body_mem, cap);
+		r->body_cap = cap;
+	}
+	memcpy(r->body_mem + r->pub.body_length, data, len);
+	r->pub.body_length += len;
+	return 0;
+}
+
+static void dispatch(struct request *r)
+{
+	r->phase = PHASE_DONE;
+	const struct plxd_handler *h = r->section->handler;
+	int rc = h->handle(&r->pub);
+	if (!r->responded) {
+		if (rc == 0)
+			plxd_log(LOG_ERROR, "handler %s queued no response for %s", h->name, r->path);
+		refuse(r, 500, 0);
+	}
+}
+
+/* Finds the file and the handler. Returns 0, or an HTTP status. */
+static unsigned route(struct request *r)
+{
+	const char *why = NULL;
+	size_t cap = strlen(r->target) + 2;
+	r->path = xmalloc(cap);
+	const char *query;
+	unsigned status = (unsigned)path_from_target(r->target, r->path, cap, &query, &why);
+	if (status) {
+		plxd_log(LOG_INFO, "refused %s: %s", r->target, why);
+		return status;
+	}
+	r->pub.path = r->path;
+	r->pub.query = query;
+
+	const struct config *config = r->site->config;
+	struct resolved res;
+	status = (unsigned)resolve_path(r->site->root_fd, r->path,
+			config->server.follow_symlinks_outside, &res);
+	if (status)
+		return status;
+	r->pub.fd = res.fd;
+	r->pub.st = res.st;
+	r->script_name = xstrndup(r->path, res.name_len);
+	r->pub.script_name = r->script_name;
+	r->pub.path_info = r->path + res.name_len;
+	r->file = xasprintf("%s%s", config->server.root, r->script_name);
+	r->pub.file = r->file;
+	r->pub.root = config->server.root;
+
+	const char *name = strrchr(r->script_name, '/');
+	r->section = config_route(config, name ? name + 1 : r->script_name);
+	r->pub.conf = r->section->conf;
+	r->pub.state = handlers_state(r->section->handler);
+	return 0;
+}
+
+static struct request *request_begin(struct MHD_Connection *connection, const char *method,
+		const char *version)
+{
+	struct request *r = xcalloc(1, sizeof *r);
+	r->conn = http_conn(connection);
+	r->site = site_acquire();
+	r->body_fd = -1;
+	r->pub.fd = -1;
+	r->pub.connection = connection;
+	r->pub.method = method;
+	r->pub.version = version;
+	r->target = xstrdup(r->conn && r->conn->target ? r->conn->target : "/");
+	r->pub.target = r->target;
+	r->pub.query = "";
+	r->pub.path_info = "";
+	r->start_us = r->conn && r->conn->request_start_us ? r->conn->request_start_us
+							   : http_now_us();
+	if (r->conn) {
+		r->pub.client = (struct sockaddr *)&r->conn->peer;
+		r->pub.local = (struct sockaddr *)&r->conn->local;
+		http_request_started(r->conn);
+	}
+	return r;
+}
+
+/* The first call of a request: its headers are in. */
+static void request_headers(struct request *r)
+{
+	struct MHD_Connection *connection = r->pub.connection;
+	const struct server_conf *server = &r->site->config->server;
+
+	if (http_open_connections() > server->max_connections) {
+		plxd_log(LOG_WARN, "answered 503: %u connections open, max_connections is %lu",
+				http_open_connections(), server->max_connections);
+		refuse(r, 503, 1);
+		return;
+	}
+	unsigned status = route(r);
+	if (status) {
+		refuse(r, status, 0);
+		return;
+	}
+	const char *length = MHD_lookup_connection_value(connection, MHD_HEADER_KIND,
+			MHD_HTTP_HEADER_CONTENT_LENGTH);
+	r->pub.content_length = length ? (int64_t)strtoull(length, NULL, 10) : 0;
+	if (MHD_lookup_connection_value(connection, MHD_HEADER_KIND,
+				MHD_HTTP_HEADER_TRANSFER_ENCODING))
+		r->pub.content_length = -1;
+	if (r->pub.content_length > 0 && (uint64_t)r->pub.content_length > server->max_body) {
+		refuse(r, 413, 1);
+		return;
+	}
+	r->phase = PHASE_READING;
+	const struct plxd_handler *h = r->section->handler;
+	if (h->begin) {
+		int how = h->begin(&r->pub);
+		if (how == PLXD_RESPONDED || r->responded) {
+			/* Answered before the body: it will not be read. */
+			r->phase = PHASE_DONE;
+			if (!r->responded)
+				refuse(r, 500, 1);
+			return;
+		}
+		r->streaming = how == PLXD_STREAM_BODY && h->body;
+	}
+	/* Even without a body the handler runs on the next call: a response
+	 * queued on this first call makes libmicrohttpd close the connection
+	 * (it takes it for an answer given before the body). */
+}
+
+enum MHD_Result request_access(void *cls, struct MHD_Connection *connection, const char *url,
+		const char *method, const char *version, const char *upload_data,
+		size_t *upload_data_size, void **con_cls)
+{
+	(void)cls;
+	(void)url; /* decoded by libmicrohttpd: plxd uses the raw target instead */
+	struct request *r = *con_cls;
+	if (!r) {
+		r = request_begin(connection, method, version);
+		*con_cls = r;
+		if (!r->site) {
+			refuse(r, 503, 1);
+			return MHD_YES;
+		}
+		request_headers(r);
+		return MHD_YES;
+	}
+	if (*upload_data_size > 0) {
+		/* After a refusal the rest of the body is read and dropped. */
+		size_t len = *upload_data_size;
+		*upload_data_size = 0;
+		if (r->phase != PHASE_READING || r->refuse)
+			return MHD_YES;
+		if (r->pub.body_length + len > r->site->config->server.max_body)
+			r->refuse = 413;
+		else if (r->streaming) {
+			r->pub.body_length += len;
+			r->refuse = r->section->handler->body(&r->pub, upload_data, len);
+		} else
+			r->refuse = body_append(r, upload_data, len);
+		return MHD_YES;
+	}
+	if (r->phase == PHASE_READING) {
+		if (r->refuse)
+			refuse(r, r->refuse, 1);
+		else
+			dispatch(r);
+	}
+	return MHD_YES;
+}
+
+static enum plxd_end end_of(enum MHD_RequestTerminationCode toe)
+{
+	switch (toe) {
+	case MHD_REQUEST_TERMINATED_COMPLETED_OK: return PLXD_END_DONE;
+	case MHD_REQUEST_TERMINATED_TIMEOUT_REACHED: return PLXD_END_TIMEOUT;
+	case MHD_REQUEST_TERMINATED_READ_ERROR:
+	case MHD_REQUEST_TERMINATED_CLIENT_ABORT: return PLXD_END_CLIENT_GONE;
+	default: return PLXD_END_ERROR;
+	}
+}
+
+void request_completed(void *cls, struct MHD_Connection *connection, void **con_cls,
+		enum MHD_RequestTerminationCode toe)
+{
+	(void)cls;
+	(void)connection;
+	struct request *r = *con_cls;
+	if (!r)
+		return;
+	*con_cls = NULL;
+	enum plxd_end how = end_of(toe);
+	if (r->section && r->section->handler->finished)
+		r->section->handler->finished(&r->pub, how);
+
+	struct access_entry entry = {
+		.client = r->pub.client,
+		.method = r->pub.method,
+		.target = r->target,
+		.version = r->pub.version,
+		/* No response queued: nginx's 499 when the client left first. */
+		.status = r->pub.status ? r->pub.status : (how == PLXD_END_CLIENT_GONE ? 499 : 500),
+		.bytes = strcmp(r->pub.method, "HEAD") == 0 ? 0 : r->pub.bytes_sent,
+		.referer = plxd_request_header(&r->pub, "Referer"),
+		.user_agent = plxd_request_header(&r->pub, "User-Agent"),
+		.duration_us = http_now_us() - r->start_us,
+	};
+	log_access(&entry);
+
+	if (r->conn)
+		http_request_ended(r->conn);
+	if (r->pub.fd >= 0)
+		close(r->pub.fd);
+	if (r->body_fd >= 0)
+		close(r->body_fd);
+	free(r->body_mem);
+	free(r->target);
+	free(r->path);
+	free(r->file);
+	free(r->script_name);
+	site_release(r->site);
+	free(r);
+}

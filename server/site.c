@@ -1,0 +1,59 @@
+/* The current site, swapped under a mutex; requests hold references. */
+#include "site.h"
+#include "alloc.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static struct site *current;
+
+struct site *site_create(struct config *config, char *err, size_t errlen)
+{
+	int fd = open(config->server.root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0) {
+		snprintf(err, errlen, "%s: [server] root %s: %s", config->file, config->server.root,
+				strerror(errno));
+		config_free(config);
+		return NULL;
+	}
+	struct site *s = xcalloc(1, sizeof *s);
+	s->config = config;
+	s->root_fd = fd;
+	atomic_init(&s->refs, 1);
+	return s;
+}
+
+struct site *site_acquire(void)
+{
+	pthread_mutex_lock(&lock);
+	struct site *s = current;
+	if (s)
+		atomic_fetch_add_explicit(&s->refs, 1, memory_order_relaxed);
+	pthread_mutex_unlock(&lock);
+	return s;
+}
+
+void site_release(struct site *s)
+{
+	if (!s || atomic_fetch_sub_explicit(&s->refs, 1, memory_order_acq_rel) != 1)
+		return;
+	close(s->root_fd);
+	config_free(s->config);
+	free(s);
+}
+
+void site_install(struct site *s)
+{
+	pthread_mutex_lock(&lock);
+	struct site *old = current;
+	current = s;
+	pthread_mutex_unlock(&lock);
+	site_release(old);
+}
