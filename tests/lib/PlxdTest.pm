@@ -1,0 +1,277 @@
+package PlxdTest;
+# Integration test harness: starts a real plxd on a free loopback port with a
+# configuration written inline, in a temporary folder, and checks on the way
+# out that it stopped cleanly: not killed by a signal, no sanitizer report in
+# its logs.
+#
+#   my $s = PlxdTest->start(
+#       files    => { 'hello.html' => "hi\n" },     # written under the root
+#       server   => { max_body => '1K' },           # [server] keys
+#       handlers => { '.echo' => 'echo' },          # [handlers]
+#       sections => { echo => { greeting => 'hi' } },
+#   );
+#   my $res = $s->get('/hello.html');                # HTTP::Tiny response
+#   my $raw = $s->raw("GET / HTTP/1.0\r\n\r\n");     # bytes over a socket
+#   $s->stop;                                        # or let it go out of scope
+#
+# Knobs: PLXD_TEST_KEEP=1 keeps the temporary folder; the logs are printed
+# with diag whenever the test file is failing.
+
+use strict;
+use warnings;
+use Exporter 'import';
+use File::Path qw(make_path remove_tree);
+use File::Spec;
+use File::Temp qw(tempdir);
+use HTTP::Tiny;
+use IO::Select;
+use IO::Socket::IP;
+use POSIX qw(WNOHANG);
+use Test::More;
+use Scalar::Util qw(weaken);
+use Test2::API qw(test2_add_callback_testing_done);
+use Time::HiRes qw(time);
+
+# Servers still running when the test calls done_testing are stopped (and
+# their checks counted) before the plan is printed.
+my %live;
+test2_add_callback_testing_done(sub { $_->stop for grep { defined && $_->{pid} } values %live });
+
+our @EXPORT_OK = qw(wait_for plxd_bin source_dir build_dir write_file read_file run_plxd);
+
+sub plxd_bin   { $ENV{PLXD_BIN} // die "PLXD_BIN is not set (run the tests through ctest)\n" }
+sub build_dir  { $ENV{PLXD_BUILD_DIR} // File::Spec->rel2abs('build') }
+sub source_dir { $ENV{PLXD_SOURCE_DIR} // File::Spec->rel2abs('.') }
+
+# Polls cond every 20 ms until it returns true or timeout seconds pass.
+# Returns cond's last value. This is how tests wait: never a fixed sleep.
+sub wait_for {
+    my ($cond, $timeout) = @_;
+    my $until = time + ($timeout // 10);
+    while (1) {
+        my $v = $cond->();
+        return $v if $v || time > $until;
+        select(undef, undef, undef, 0.02);
+    }
+}
+
+sub write_file {
+    my ($path, $content, $mode) = @_;
+    my ($dir) = $path =~ m{^(.*)/[^/]+$};
+    make_path($dir) if defined $dir && length $dir && !-d $dir;
+    open my $fh, '>:raw', $path or die "cannot write $path: $!";
+    print $fh $content;
+    close $fh;
+    chmod $mode, $path if defined $mode;
+}
+
+sub read_file {
+    my ($path) = @_;
+    open my $fh, '<:raw', $path or return '';
+    local $/;
+    my $text = <$fh>;
+    return $text // '';
+}
+
+sub _ini {
+    my ($name, $keys) = @_;
+    my $text = "[$name]\n";
+    $text .= "$_ = $keys->{$_}\n" for sort keys %$keys;
+    return $text;
+}
+
+# Runs plxd with arguments to completion (for --check, --help, ...).
+# Returns (exit status, stdout, stderr).
+sub run_plxd {
+    my (@args) = @_;
+    my $dir = tempdir('plxd-run-XXXXXX', TMPDIR => 1, CLEANUP => 1);
+    my $pid = fork // die "fork: $!";
+    if (!$pid) {
+        open STDOUT, '>', "$dir/out" or die;
+        open STDERR, '>', "$dir/err" or die;
+        exec plxd_bin(), @args or die "exec: $!";
+    }
+    waitpid $pid, 0;
+    my $status = $?;
+    return ($status, read_file("$dir/out"), read_file("$dir/err"));
+}
+
+sub start {
+    my ($class, %o) = @_;
+    my $dir = tempdir('plxd-test-XXXXXX', TMPDIR => 1, CLEANUP => !$ENV{PLXD_TEST_KEEP});
+    my $root = "$dir/root";
+    make_path($root);
+    write_file("$root/$_", $o{files}{$_}) for keys %{ $o{files} || {} };
+
+    my %server = (
+        root       => 'root',
+        error_log  => 'error.log',
+        access_log => 'access.log',
+        log_level  => 'debug',
+        %{ $o{server} || {} },
+    );
+    my $conf = $o{conf} // join "\n", _ini(server => \%server),
+        _ini(handlers => $o{handlers} || {}),
+        map { _ini($_ => $o{sections}{$_}) } sort keys %{ $o{sections} || {} };
+    write_file("$dir/plxd.conf", $conf);
+
+    my $self = bless {
+        dir => $dir, root => $root, conf => "$dir/plxd.conf", args => $o{args} || [],
+        listen => $o{listen} // '127.0.0.1:0', env => $o{env} || {},
+    }, $class;
+    $self->_spawn;
+    $live{"$self"} = $self;
+    weaken($live{"$self"});
+    return $self;
+}
+
+sub _spawn {
+    my ($self) = @_;
+    pipe(my $out_r, my $out_w) or die "pipe: $!";
+    my $pid = fork // die "fork: $!";
+    if (!$pid) {
+        close $out_r;
+        open STDOUT, '>&', $out_w or die;
+        open STDERR, '>>', "$self->{dir}/stderr.log" or die;
+        $ENV{$_} = $self->{env}{$_} for keys %{ $self->{env} };
+        exec plxd_bin(), '--config', $self->{conf}, '--listen', $self->{listen},
+            @{ $self->{args} } or die "exec: $!";
+    }
+    close $out_w;
+    $self->{pid} = $pid;
+    $self->{stdout} = $out_r;
+
+    # plxd prints "listening on URL" once it accepts connections.
+    my $sel = IO::Select->new($out_r);
+    my $line = '';
+    my $until = time + 30;
+    while (time < $until && $line !~ /\n/) {
+        last unless $sel->can_read($until - time);
+        my $n = sysread $out_r, my $buf, 4096;
+        last unless $n;
+        $line .= $buf;
+    }
+    if ($line =~ m{^listening on (http://(\[[^\]]+\]|[^:/]+):(\d+)/)$}m) {
+        @$self{qw(url host port)} = ($1, $2, $3);
+        $self->{host} =~ s/^\[|\]$//g;
+        return;
+    }
+    my $logs = $self->logs;
+    kill 'KILL', $pid;
+    waitpid $pid, 0;
+    delete $self->{pid};
+    die "plxd did not start (stdout: '$line')\n$logs";
+}
+
+sub url  { my ($self, $path) = @_; my $u = $self->{url}; $u =~ s{/$}{}; return $u . ($path // '/') }
+sub port { $_[0]{port} }
+sub host { $_[0]{host} }
+sub pid  { $_[0]{pid} }
+sub dir  { $_[0]{dir} }
+sub root { $_[0]{root} }
+sub conf_file { $_[0]{conf} }
+
+sub error_log  { read_file("$_[0]{dir}/error.log") . read_file("$_[0]{dir}/stderr.log") }
+sub access_log { read_file("$_[0]{dir}/access.log") }
+sub logs {
+    my ($self) = @_;
+    return join '', map { "--- $_\n" . read_file("$self->{dir}/$_") }
+        grep { -e "$self->{dir}/$_" } qw(stderr.log error.log access.log);
+}
+
+sub http { HTTP::Tiny->new(timeout => 30, keep_alive => 0, max_redirect => 0) }
+
+sub get {
+    my ($self, $path, $headers) = @_;
+    return $self->http->get($self->url($path), { headers => $headers || {} });
+}
+
+sub request {
+    my ($self, $method, $path, %args) = @_;
+    return $self->http->request($method, $self->url($path), \%args);
+}
+
+# A connected socket to plxd.
+sub connect {
+    my ($self, %o) = @_;
+    return IO::Socket::IP->new(
+        PeerHost => $self->{host}, PeerPort => $self->{port}, Proto => 'tcp',
+        ($o{local} ? (LocalHost => $o{local}) : ()),
+    ) // die "connect: $@";
+}
+
+# Sends bytes and reads until plxd closes the connection or timeout seconds
+# pass without it. Returns what was read.
+sub raw {
+    my ($self, $bytes, $timeout) = @_;
+    my $sock = $self->connect;
+    $sock->syswrite($bytes) if length $bytes;
+    return read_until_closed($sock, $timeout // 10);
+}
+
+sub read_until_closed {
+    my ($sock, $timeout) = @_;
+    my $sel = IO::Select->new($sock);
+    my $data = '';
+    my $until = time + $timeout;
+    while (time < $until) {
+        last unless $sel->can_read($until - time);
+        my $n = sysread $sock, my $buf, 65536;
+        last unless $n;
+        $data .= $buf;
+    }
+    return $data;
+}
+
+# Polls the error log for a pattern.
+sub wait_log {
+    my ($self, $re, $timeout) = @_;
+    return wait_for(sub { $self->error_log =~ $re }, $timeout);
+}
+
+sub signal {
+    my ($self, $sig) = @_;
+    kill $sig, $self->{pid};
+}
+
+# Stops plxd with SIGTERM and checks how it went. Returns the exit status.
+sub stop {
+    my ($self, %o) = @_;
+    my $pid = delete $self->{pid} or return;
+    kill 'TERM', $pid;
+    my $status;
+    wait_for(sub { my $r = waitpid($pid, WNOHANG); $status = $? if $r == $pid; $r == $pid }, 60);
+    if (!defined $status) {
+        kill 'KILL', $pid;
+        waitpid $pid, 0;
+        fail('plxd stopped within 60 s of SIGTERM');
+        $status = $?;
+    }
+    my $signal = $status & 127;
+    ok(!$signal, 'plxd main process was not killed by a signal') or diag("signal $signal");
+    unlike($self->error_log, qr/AddressSanitizer|LeakSanitizer|UndefinedBehaviorSanitizer|runtime error:/,
+        'no sanitizer report in the logs');
+    diag($self->logs) unless Test::More->builder->is_passing;
+    diag("kept $self->{dir}") if $ENV{PLXD_TEST_KEEP};
+    return $status;
+}
+
+# Waits for plxd to exit on its own (after a signal the test sent).
+sub wait_exit {
+    my ($self, $timeout) = @_;
+    my $pid = $self->{pid} or return;
+    my $status;
+    wait_for(sub { my $r = waitpid($pid, WNOHANG); $status = $? if $r == $pid; $r == $pid },
+        $timeout // 30);
+    delete $self->{pid} if defined $status;
+    return $status;
+}
+
+sub DESTROY {
+    my ($self) = @_;
+    local ($?, $@);
+    $self->stop if $self->{pid};
+    delete $live{"$self"};
+}
+
+1;
