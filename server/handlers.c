@@ -178,6 +178,11 @@ void handlers_stop_all(void)
 			loaded[i].handler->stop(loaded[i].state);
 		loaded[i].started = 0;
 	}
+}
+
+void handlers_unload(void)
+{
+	handlers_stop_all();
 	for (size_t i = nloaded; i-- > 0;)
 		if (loaded[i].dl)
 			dlclose(loaded[i].dl);

@@ -22,8 +22,12 @@ int handlers_apply(const struct config *config);
 /* The state a running handler's start() made. */
 void *handlers_state(const struct plxd_handler *h);
 
-/* Stops every started handler, in reverse order, and unloads modules. */
+/* Stops every started handler, in reverse order. */
 void handlers_stop_all(void);
+
+/* Stops what still runs and unloads the modules: call it after the last
+ * config that names their handlers (and their key tables) is freed. */
+void handlers_unload(void);
 
 /* Calls fn for every handler that can be found: built-ins and the modules
  * in the module folders (for --help). */

@@ -376,6 +376,7 @@ int http_start(int listen_fd, const struct server_conf *server, char *err, size_
 		MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL
 			| MHD_USE_ITC | MHD_USE_ERROR_LOG,
 		0, accept_policy, NULL, request_access, NULL,
+		MHD_OPTION_EXTERNAL_LOGGER, log_from_mhd, NULL,
 		MHD_OPTION_LISTEN_SOCKET, listen_fd,
 		MHD_OPTION_CONNECTION_LIMIT, (unsigned)server->max_connections + spare,
 		MHD_OPTION_CONNECTION_TIMEOUT, timeout_s,
@@ -383,7 +384,6 @@ int http_start(int listen_fd, const struct server_conf *server, char *err, size_
 		MHD_OPTION_NOTIFY_COMPLETED, request_completed, NULL,
 		MHD_OPTION_NOTIFY_CONNECTION, on_connection, NULL,
 		MHD_OPTION_URI_LOG_CALLBACK, on_uri, NULL,
-		MHD_OPTION_EXTERNAL_LOGGER, log_from_mhd, NULL,
 		MHD_OPTION_END);
 	if (!daemon_handle) {
 		snprintf(err, errlen, "libmicrohttpd failed to start");

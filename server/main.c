@@ -249,6 +249,7 @@ static int serve(const struct options *o, struct config *config)
 		close(listen_fd);
 		handlers_stop_all();
 		site_release(site);
+		handlers_unload();
 		return 1;
 	}
 	site_install(site);
@@ -260,6 +261,7 @@ static int serve(const struct options *o, struct config *config)
 		close(listen_fd);
 		handlers_stop_all();
 		site_install(NULL);
+		handlers_unload();
 		return 1;
 	}
 	plxd_log(LOG_INFO, "plxd %s listening on %s", PLXD_VERSION, url);
@@ -292,6 +294,7 @@ static int serve(const struct options *o, struct config *config)
 	http_stop();
 	handlers_stop_all();
 	site_install(NULL);
+	handlers_unload();
 	plxd_log(LOG_INFO, "stopped");
 	log_close();
 	return 0;
@@ -319,7 +322,7 @@ int main(int argc, char **argv)
 	if (!config) {
 		fprintf(stderr, "%s\nplxd: the configuration is invalid: not starting\n", errors);
 		free(errors);
-		handlers_stop_all();
+		handlers_unload();
 		return 1;
 	}
 	if (o.check) {
@@ -327,12 +330,12 @@ int main(int argc, char **argv)
 		struct site *site = site_create(config, err, sizeof err);
 		if (!site) {
 			fprintf(stderr, "%s\n", err);
-			handlers_stop_all();
+			handlers_unload();
 			return 1;
 		}
 		printf("plxd: %s: configuration OK\n", site->config->file);
 		site_release(site);
-		handlers_stop_all();
+		handlers_unload();
 		return 0;
 	}
 	int rc = serve(&o, config);

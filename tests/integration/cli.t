@@ -1,0 +1,36 @@
+# The command line: --version, --help (every key, from the same tables the
+# parser uses), unknown options.
+use strict;
+use warnings;
+use Test::More;
+use PlxdTest qw(run_plxd source_dir read_file);
+
+my ($status, $out, $err) = run_plxd('--version');
+is($status, 0, '--version exits 0');
+like($out, qr/^plxd \d+\.\d+\.\d+ \(\w+\)$/m, '--version prints version and revision');
+
+($status, $out, $err) = run_plxd('--help');
+is($status, 0, '--help exits 0');
+like($out, qr/--config FILE.*--listen ADDR:PORT.*--root DIR.*--check/s, '--help lists the options');
+
+# Every [server] key in the reference configuration is in --help and every
+# key --help lists for [server] is in the reference configuration.
+my $conf = read_file(source_dir() . '/conf/plxd.conf');
+my ($server_conf) = $conf =~ /^\[server\]\n(.*?)(?=^\[|\z)/ms;
+my %in_conf = map { /^;?\s*(\w+)\s*=/ ? ($1 => 1) : () } split /\n/, $server_conf;
+my ($server_help) = $out =~ /^\[server\]\n(.*?)(?=^\[|\z)/ms;
+my %in_help = map { /^  (\w+)\s/ ? ($1 => 1) : () } split /\n/, $server_help;
+ok(keys %in_help >= 10, 'help lists the [server] keys');
+is_deeply([sort keys %in_conf], [sort keys %in_help], 'conf/plxd.conf documents exactly the keys --help lists');
+like($out, qr/^\[echo\]\n  greeting .*\n.*\n  max_sleep/m, 'module handler keys are listed (echo)');
+like($out, qr/^  load\s+path/m, 'the load key is listed for modules');
+like($out, qr/changes need a restart/, 'keys that need a restart say so');
+
+($status, $out, $err) = run_plxd('--bogus');
+is($status >> 8, 1, 'an unknown option exits 1');
+like($err, qr/usage: plxd/, 'and prints usage');
+
+($status, $out, $err) = run_plxd('extra');
+is($status >> 8, 1, 'a stray argument exits 1');
+
+done_testing;

@@ -1,0 +1,61 @@
+# Configuration mistakes stop plxd and name file, line and key; --check
+# validates without serving; a known handler's section is checked even when
+# no extension maps to it.
+use strict;
+use warnings;
+use Test::More;
+use File::Temp qw(tempdir);
+use PlxdTest qw(run_plxd write_file source_dir);
+
+my $dir = tempdir(CLEANUP => 1);
+mkdir "$dir/root";
+
+sub check_conf {
+    my ($text) = @_;
+    write_file("$dir/plxd.conf", $text);
+    return run_plxd('--check', '--config', "$dir/plxd.conf");
+}
+
+my ($status, $out, $err) = check_conf("[server]\nroot = root\nlisten = 127.0.0.1:0\n");
+is($status, 0, '--check passes a valid file');
+like($out, qr/configuration OK/, '--check says so');
+
+($status, $out, $err) = run_plxd('--check', '--config', source_dir() . '/conf/plxd.conf');
+is($status, 0, 'the shipped conf/plxd.conf is valid') or diag($err);
+
+my @cases = (
+    [ "[server]\nroot = root\nbogus = 1\n", 3, qr/\[server\] bogus: unknown key/, 'unknown key' ],
+    [ "[server]\nroot = root\n[nope]\nx = 1\n", 3, qr/\[nope\]: unknown section/, 'unknown section' ],
+    [ "[server]\nroot = root\nmax_body = lots\n", 3, qr/\[server\] max_body: 'lots' is not a size/, 'bad value' ],
+    [ "[server]\nroot = root\nmax_body = 1K\nmax_body = 2K\n", 4, qr/max_body: duplicate key \(first set on line 3\)/, 'duplicate key' ],
+    [ "[server]\nroot = root\n  max_body = 1K\n", 3, qr/indented line/, 'indented continuation line' ],
+    [ "[server]\nroot = root\nlisten = localhost\n", 3, qr/\[server\] listen: expected ADDRESS:PORT/, 'bad listen' ],
+    [ "[server]\nroot = root\n[echo]\nbogus = 1\n", 4, qr/\[echo\] bogus: unknown key/, 'unmapped handler section validated' ],
+    [ "[server]\nroot = root\n[echo]\nmax_sleep = forever\n", 4, qr/\[echo\] max_sleep: 'forever' is not a duration/, 'unmapped handler value validated' ],
+    [ "[server]\nroot = root\n[handlers]\n.x = nosuch\n", 4, qr/\[handlers\] \.x: no handler called 'nosuch'/, 'unknown handler' ],
+    [ "[server]\nroot = root\n[echo]\nload = /nonexistent/echo.so\n", 0, qr/cannot load handler module \/nonexistent\/echo\.so/, 'bad load path' ],
+);
+for my $c (@cases) {
+    my ($text, $line, $re, $name) = @$c;
+    ($status, $out, $err) = check_conf($text);
+    is($status >> 8, 1, "$name: --check exits 1");
+    like($err, $re, "$name: says what is wrong");
+    like($err, qr/\Q$dir\E\/plxd\.conf:$line:/, "$name: names file and line $line") if $line;
+    # The same file refuses to start.
+    my ($st2, undef, $err2) = run_plxd('--config', "$dir/plxd.conf", '--listen', '127.0.0.1:0');
+    isnt($st2, 0, "$name: plxd refuses to start");
+    like($err2, qr/not starting/, "$name: and says so");
+}
+
+($status, $out, $err) = run_plxd('--check', '--config', "$dir/missing.conf");
+is($status >> 8, 1, 'a missing file fails --check');
+like($err, qr/\Q$dir\E\/missing\.conf: cannot open: No such file/, 'and is named');
+
+($status, $out, $err) = check_conf("[server]\nroot = nowhere\n");
+is($status >> 8, 1, 'a missing document root fails --check');
+like($err, qr/root .*nowhere: No such file/, 'and is named');
+
+($status, $out, $err) = run_plxd('--check', '--config', "$dir/plxd.conf", '--listen', 'bad');
+like($err, qr/^--listen: expected ADDRESS:PORT/m, 'a bad --listen is named as such');
+
+done_testing;

@@ -1,0 +1,97 @@
+# The handler interface through the echo module: loading by name and by
+# load = PATH, routing by extension, the request a handler sees, the body
+# (in memory, spooled, chunked, too large), the always-called finished hook,
+# and a blocking handler that holds up only its own connection.
+use strict;
+use warnings;
+use Test::More;
+use File::Copy qw(copy);
+use Time::HiRes qw(time);
+use PlxdTest qw(build_dir wait_for);
+
+my $s = PlxdTest->start(
+    files    => { 'a.echo' => "not served\n", 'dir/b.ECHO' => "x\n", 'plain.txt' => "plain\n" },
+    handlers => { '.echo' => 'echo' },
+    sections => { echo => { greeting => 'hello from echo' } },
+    server   => { max_body => '2M' },
+);
+
+my $res = $s->get('/a.echo?x=1&y=%20');
+is($res->{status}, 200, 'mapped extension goes to the handler');
+like($res->{content}, qr/^hello from echo\n/, 'the handler reads its own section');
+like($res->{content}, qr/^method GET$/m, 'method');
+like($res->{content}, qr/^query x=1&y=%20$/m, 'raw query, undecoded');
+like($res->{content}, qr/^file \Q${\ $s->root}\E\/a\.echo$/m, 'file under the root');
+like($res->{content}, qr/^header Host: /m, 'headers');
+
+$res = $s->get('/dir/b.ECHO/more/path');
+like($res->{content}, qr/^script_name \/dir\/b\.ECHO$/m, 'extension matched in any case');
+like($res->{content}, qr/^path_info \/more\/path$/m, 'PATH_INFO after the file');
+
+is($s->get('/plain.txt')->{content}, "plain\n", 'unmapped files go to the static handler');
+is($s->get('/missing.echo')->{status}, 404, 'a missing script is 404 before any handler');
+
+# Bodies: small (memory), large (temp file), chunked.
+my $small = 'a=1&b=2';
+$res = $s->request('POST', '/a.echo', content => $small);
+like($res->{content}, qr/^body_length 7$/m, 'body length');
+like($res->{content}, qr/\nbody\n\Q$small\E\z/, 'small body reaches the handler');
+my $big = join '', map { chr(ord('a') + $_ % 26) x 1000 } 0 .. 1023;    # 1,024,000 bytes
+$res = $s->request('POST', '/a.echo', content => $big);
+my ($echoed) = $res->{content} =~ /\nbody\n(.*)\z/s;
+ok(defined $echoed && $echoed eq $big, 'a 1 MB body is spooled and read back byte for byte');
+my @chunks = ('x' x 100, 'y' x 200);
+$res = $s->request('POST', '/a.echo', content => sub { shift @chunks });
+like($res->{content}, qr/^body_length 300$/m, 'a chunked body is spooled whole');
+
+# Over max_body: by Content-Length (refused before reading) and chunked.
+my $raw = $s->raw("POST /a.echo HTTP/1.1\r\nHost: x\r\nContent-Length: 3000000\r\n\r\n");
+like($raw, qr{^HTTP/1\.1 413 }, 'Content-Length over max_body is 413');
+like($raw, qr/^Connection: close\r$/mi, 'and closes the connection');
+my $chunked = "POST /a.echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n";
+$chunked .= sprintf("%x\r\n%s\r\n", 65536, 'z' x 65536) for 1 .. 40;
+$chunked .= "0\r\n\r\n";
+$raw = $s->raw($chunked);
+like($raw, qr{^HTTP/1\.1 413 }, 'a chunked body growing over max_body is 413');
+
+# finished(): once per request, with how it ended.
+my $stats = sub { $s->get('/a.echo?stats')->{content} };
+my ($done_before) = $stats->() =~ /done=(\d+)/;
+$s->get('/a.echo');
+my ($done_after) = $stats->() =~ /done=(\d+)/;
+is($done_after, $done_before + 2, 'finished(done) after each complete request (and the stats one)');
+
+my $sock = $s->connect;
+$sock->syswrite("POST /a.echo HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\npartial");
+wait_for(sub { 0 }, 0.2);    # let the partial body arrive before closing
+close $sock;
+ok(wait_for(sub { $stats->() =~ /client_gone=([1-9]\d*)/ }, 10),
+    'finished(client gone) for a client that left mid-body, before handle ran');
+
+# A handler blocking in one request does not hold up another.
+my $slow = $s->connect;
+$slow->syswrite("GET /a.echo?sleep=3000 HTTP/1.1\r\nHost: x\r\n\r\n");
+wait_for(sub { $stats->() =~ /handled/ }, 1);
+my $t0 = time;
+$res = $s->get('/plain.txt');
+my $took = time - $t0;
+is($res->{status}, 200, 'another request is answered while one handler sleeps');
+cmp_ok($took, '<', 1.5, "promptly (${\ sprintf '%.3f', $took} s)");
+my $slow_answer = PlxdTest::read_until_closed($slow, 10);
+like($slow_answer, qr{^HTTP/1\.1 200 }, 'the sleeping request is answered too');
+$s->stop;
+
+# load = PATH names the module file explicitly.
+my $copy = File::Temp::tempdir(CLEANUP => 1) . '/echo-copy.so';
+copy(build_dir() . '/modules/echo.so', $copy) or die "copy: $!";
+my $l = PlxdTest->start(
+    files    => { 'x.echo' => '' },
+    handlers => { '.echo' => 'echo' },
+    sections => { echo => { load => $copy, greeting => 'loaded by path' } },
+);
+like($l->get('/x.echo')->{content}, qr/^loaded by path\n/, 'load = PATH loads the module from there');
+like($l->error_log, qr/echo: started/, 'start() was called');
+$l->stop;
+like($l->error_log, qr/echo: stopped/, 'stop() was called at shutdown');
+
+done_testing;
