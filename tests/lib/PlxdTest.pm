@@ -99,6 +99,7 @@ sub run_plxd {
 sub start {
     my ($class, %o) = @_;
     my $dir = tempdir('plxd-test-XXXXXX', TMPDIR => 1, CLEANUP => !$ENV{PLXD_TEST_KEEP});
+    chmod 0755, $dir;    # readable after plxd drops privileges to [server] user
     my $root = "$dir/root";
     make_path($root);
     write_file("$root/$_", $o{files}{$_}) for keys %{ $o{files} || {} };

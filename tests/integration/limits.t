@@ -1,0 +1,74 @@
+# Connection and request limits: max_connections answers 503 with
+# Retry-After, per_ip_connections (never for trusted proxies), the idle
+# timeout, the header deadline against trickling clients, header size.
+use strict;
+use warnings;
+use Test::More;
+use IO::Select;
+use Time::HiRes qw(time);
+use PlxdTest qw(wait_for);
+
+sub closed_within {
+    my ($sock, $timeout, $trickle) = @_;
+    my $sel = IO::Select->new($sock);
+    my $t0 = time;
+    while (time - $t0 < $timeout) {
+        if ($sel->can_read(0.3)) {
+            my $n = sysread $sock, my $buf, 4096;
+            return time - $t0 if !$n;
+            next;
+        }
+        $sock->syswrite($trickle) if defined $trickle;    # one byte at a time
+    }
+    return undef;
+}
+
+# max_connections
+my $s = PlxdTest->start(files => { 'a.txt' => "a\n" }, server => { max_connections => 4 });
+my @idle = map { $s->connect } 1 .. 4;
+$_->syswrite("GET /a.txt HTTP/1.1\r\n") for @idle;    # started, not finished
+my $raw = $s->raw("GET /a.txt HTTP/1.1\r\nHost: x\r\n\r\n");
+like($raw, qr{^HTTP/1\.1 503 }, 'a connection beyond max_connections gets 503');
+like($raw, qr/^Retry-After: \d+\r$/m, 'with Retry-After');
+like($raw, qr/^Connection: close\r$/mi, 'and the connection is closed');
+like($s->error_log, qr/max_connections is 4/, 'and it is logged');
+close $_ for @idle;
+ok(wait_for(sub { $s->get('/a.txt')->{status} == 200 }, 10), 'served again once connections close');
+$s->stop;
+
+# per_ip_connections, with a trusted proxy exempt
+$s = PlxdTest->start(files => { 'a.txt' => "a\n" },
+    server => { per_ip_connections => 2, trusted_proxies => '127.0.0.2' });
+my @mine = map { $s->connect } 1 .. 2;
+$mine[0]->syswrite("GET /a.txt HTTP/1.1\r\nHost: x\r\n\r\n");
+like(PlxdTest::read_until_closed($mine[0], 1), qr{^HTTP/1\.1 200 }, 'connections within the per-IP limit are served');
+my $third = $s->connect;
+$third->syswrite("GET /a.txt HTTP/1.1\r\nHost: x\r\n\r\n");
+is(PlxdTest::read_until_closed($third, 5), '', 'a third connection from the same address is closed unanswered');
+like($s->error_log, qr/refused a connection from 127\.0\.0\.1: 2 open/, 'and it is logged');
+my @proxy = map { $s->connect(local => '127.0.0.2') } 1 .. 3;
+$proxy[2]->syswrite("GET /a.txt HTTP/1.0\r\n\r\n");
+like(PlxdTest::read_until_closed($proxy[2], 5), qr{^HTTP/1\.1 200 }, 'a trusted proxy is not limited');
+close $_ for @mine, @proxy, $third;
+$s->stop;
+
+# Idle timeout, header deadline, header size.
+$s = PlxdTest->start(files => { 'a.txt' => "a\n" },
+    server => { connection_timeout => '1s', header_timeout => '1500ms', max_header_size => '4K' });
+my $took = closed_within($s->connect, 8);
+ok(defined $took && $took > 0.5 && $took < 5, 'an idle connection is closed after connection_timeout ('
+    . ($took // 'never') . ' s)');
+
+my $slow = $s->connect;
+$slow->syswrite("GET /a.txt HTTP/1.1\r\nHost: x\r\n");
+$took = closed_within($slow, 8, 'X');
+ok(defined $took && $took > 1 && $took < 5, 'a client trickling its headers is cut at header_timeout ('
+    . ($took // 'never') . ' s), although it never idles');
+like($s->error_log, qr/no complete request headers within header_timeout/, 'and it is logged');
+
+$raw = $s->raw("GET /a.txt HTTP/1.1\r\nHost: x\r\nX-Big: " . ('b' x 6000) . "\r\n\r\n");
+like($raw, qr{^HTTP/1\.1 431 }, 'headers over max_header_size get 431');
+$raw = $s->raw("GET /" . ('u' x 6000) . " HTTP/1.1\r\nHost: x\r\n\r\n");
+like($raw, qr{^HTTP/1\.1 414 }, 'a request line over max_header_size gets 414');
+is($s->get('/a.txt')->{status}, 200, 'still serving');
+done_testing;

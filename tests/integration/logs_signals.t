@@ -1,0 +1,65 @@
+# Logs and signals: the access log's format, the error log's timestamps and
+# levels, SIGHUP (reopen logs, reload, keep a bad config out, report
+# restart-only changes), and a graceful SIGTERM.
+use strict;
+use warnings;
+use Test::More;
+use PlxdTest qw(wait_for write_file read_file);
+
+my $s = PlxdTest->start(
+    files    => { 'a.txt' => "a\n", 'x.echo' => '' },
+    handlers => { '.echo' => 'echo' },
+    sections => { echo => { greeting => 'first' } },
+);
+$s->get('/a.txt?q=1', { Referer => 'http://ref/', 'User-Agent' => 'tester "7"' });
+ok(wait_for(sub { $s->access_log =~ /a\.txt/ }, 5), 'the request is in the access log');
+like($s->access_log,
+    qr{^127\.0\.0\.1 - - \[\d\d/\w{3}/\d{4}:\d\d:\d\d:\d\d [+-]\d{4}\] "GET /a\.txt\?q=1 HTTP/1\.1" 200 2 "http://ref/" "tester \\x227\\x22" \d+$}m,
+    'Combined Log Format plus microseconds, quotes escaped');
+like($s->error_log, qr/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} \[info\] \[pid \d+\] plxd [\d.]+ listening on/m,
+    'error log lines carry a timestamp and a level');
+
+# SIGHUP reopens the logs (as after logrotate's rename).
+rename $s->dir . '/access.log', $s->dir . '/access.log.1' or die;
+rename $s->dir . '/error.log', $s->dir . '/error.log.1' or die;
+$s->signal('HUP');
+ok(wait_for(sub { -e $s->dir . '/error.log' && $s->error_log =~ /configuration reloaded/ }, 10),
+    'SIGHUP reopens the error log');
+$s->get('/a.txt');
+ok(wait_for(sub { $s->access_log =~ /a\.txt/ }, 5), 'and the access log');
+
+# A changed handler setting is applied by reconfigure.
+like($s->get('/x.echo')->{content}, qr/^first\n/, 'greeting before reload');
+my $conf = read_file($s->conf_file);
+(my $second = $conf) =~ s/greeting = first/greeting = second/;
+write_file($s->conf_file, $second);
+$s->signal('HUP');
+ok(wait_for(sub { $s->get('/x.echo')->{content} =~ /^second\n/ }, 10), 'SIGHUP applies the new configuration');
+like($s->error_log, qr/echo: reconfigured, greeting 'second'/, 'the handler was reconfigured');
+
+# An invalid configuration is refused and the running one kept.
+write_file($s->conf_file, $second . "[server]\nbogus = 1\n");
+$s->signal('HUP');
+ok($s->wait_log(qr/the new configuration is invalid: kept the running one/, 10), 'a bad reload is refused');
+like($s->error_log, qr/\[error\].*plxd\.conf:\d+: \[server\] bogus: unknown key/, 'with the mistake named');
+like($s->get('/x.echo')->{content}, qr/^second\n/, 'and the running configuration still serves');
+
+# Settings that need a restart are reported and not half-applied.
+(my $restart = $second) =~ s/\[server\]\n/[server]\nmax_connections = 7\n/;
+write_file($s->conf_file, $restart);
+$s->signal('HUP');
+ok($s->wait_log(qr/\[server\] max_connections changed: it takes effect only after a restart/, 10),
+    'a restart-only change is logged as such');
+
+# SIGTERM: requests in flight finish, then plxd exits 0.
+my $slow = $s->connect;
+$slow->syswrite("GET /x.echo?sleep=1500 HTTP/1.1\r\nHost: x\r\n\r\n");
+ok(wait_for(sub { $s->get('/x.echo?stats')->{content} =~ /handled [3-9]/ }, 5), 'slow request is running');
+$s->signal('TERM');
+my $answer = PlxdTest::read_until_closed($slow, 10);
+like($answer, qr{^HTTP/1\.1 200 }, 'a request in flight at SIGTERM still gets its answer');
+my $status = $s->wait_exit(20);
+is($status, 0, 'then plxd exits 0');
+like($s->error_log, qr/stopping: no new connections/, 'the stop is logged');
+like($s->error_log, qr/\] stopped$/m, 'and its end');
+done_testing;
