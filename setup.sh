@@ -1,0 +1,74 @@
+#!/bin/sh
+# The README's two commands, for a fresh Debian 12 machine, as root:
+#   ./setup.sh run    install what is missing, build, start plxd on conf/plxd.conf
+#   ./setup.sh test   install what is missing, build, run the whole test suite
+#                     (warnings as errors), then again under ASan+UBSan
+set -eu
+cd "$(dirname "$0")"
+
+# Build and run: compiler, CMake, libmicrohttpd, libinih, libperl, CGI.pm
+# (no longer in core Perl), the system's mime.types.
+RUN_PACKAGES="build-essential cmake pkg-config git libmicrohttpd-dev libinih-dev libperl-dev
+  perl libcgi-pm-perl media-types"
+# Tests: clang's libFuzzer runtime for the fuzz targets, the load tools.
+TEST_PACKAGES="clang libclang-rt-14-dev apache2-utils wrk hyperfine curl"
+
+install_missing() {
+	missing=""
+	for p in "$@"; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" \
+			|| missing="$missing $p"
+	done
+	[ -z "$missing" ] && return 0
+	echo "== installing:$missing"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	# shellcheck disable=SC2086
+	apt-get install -y -qq --no-install-recommends $missing
+}
+
+stage_start=0
+stage() {
+	now=$(date +%s)
+	[ "$stage_start" -ne 0 ] && echo "== stage took $((now - stage_start)) s"
+	stage_start=$now
+	[ $# -gt 0 ] && echo "== $*"
+	return 0
+}
+
+build() { # build-dir cmake-options...
+	dir=$1
+	shift
+	cmake -S . -B "$dir" "$@" >/dev/null
+	cmake --build "$dir" -j"$(nproc)"
+}
+
+case "${1:-}" in
+run)
+	# shellcheck disable=SC2086
+	install_missing $RUN_PACKAGES
+	build build -DCMAKE_BUILD_TYPE=Release
+	echo "== starting plxd; open the URL it prints (Ctrl-C stops it)"
+	exec build/plxd --config conf/plxd.conf
+	;;
+test)
+	stage "installing packages"
+	# shellcheck disable=SC2086
+	install_missing $RUN_PACKAGES $TEST_PACKAGES
+	stage "building (warnings are errors)"
+	build build -DPLXD_WERROR=ON
+	stage "running the test suite"
+	(cd build && ctest --output-on-failure)
+	stage "building with ASan+UBSan"
+	build build-asan -DPLXD_WERROR=ON -DPLXD_SANITIZE=ON
+	stage "running the test suite under ASan+UBSan"
+	# The install test builds a separate, non-sanitized tree: run above.
+	(cd build-asan && ctest --output-on-failure -E 'integration/install')
+	stage
+	echo "== all tests passed"
+	;;
+*)
+	echo "usage: $0 run|test" >&2
+	exit 2
+	;;
+esac
