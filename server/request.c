@@ -40,10 +40,13 @@ struct request {
 	int close;            /* answer with Connection: close */
 	unsigned refuse;      /* status decided while the body arrives (413) */
 	int streaming;        /* the handler's body() takes the body */
+	uint64_t body_seen;   /* bytes of body received, kept or dropped */
 	char *target;
 	char *path;
 	char *file;
 	char *script_name;
+	char *local_target;   /* plxd_serve_local's target */
+	unsigned redirects;   /* plxd_serve_local calls so far */
 	uint64_t start_us;
 
 	char *body_mem;
@@ -213,16 +216,17 @@ static void dispatch(struct request *r)
 	}
 }
 
-/* Finds the file and the handler. Returns 0, or an HTTP status. */
-static unsigned route(struct request *r)
+/* Finds the file and the handler for target. Returns 0, or an HTTP
+ * status. */
+static unsigned route(struct request *r, const char *target)
 {
 	const char *why = NULL;
-	size_t cap = strlen(r->target) + 2;
+	size_t cap = strlen(target) + 2;
 	r->path = xmalloc(cap);
 	const char *query;
-	unsigned status = (unsigned)path_from_target(r->target, r->path, cap, &query, &why);
+	unsigned status = (unsigned)path_from_target(target, r->path, cap, &query, &why);
 	if (status) {
-		plxd_log(LOG_INFO, "refused %s: %s", r->target, why);
+		plxd_log(LOG_INFO, "refused %s: %s", target, why);
 		return status;
 	}
 	r->pub.path = r->path;
@@ -248,6 +252,49 @@ static unsigned route(struct request *r)
 	r->pub.conf = r->section->conf;
 	r->pub.state = handlers_state(r->section->handler);
 	return 0;
+}
+
+const struct server_conf *plxd_server_conf(struct plxd_request *pub)
+{
+	return &REQUEST_OF(pub)->site->config->server;
+}
+
+int plxd_serve_local(struct plxd_request *pub, const char *target)
+{
+	struct request *r = REQUEST_OF(pub);
+	if (r->responded)
+		return -1;
+	if (++r->redirects > 10) {
+		plxd_log(LOG_ERROR, "%s: more than 10 local redirects, last to %s", r->target,
+				target);
+		refuse(r, 500, 0);
+		return r->responded ? 0 : -1;
+	}
+	/* Forget the first route (the access log keeps the client's target)
+	 * and the body: the new target is fetched with GET. */
+	if (pub->fd >= 0)
+		close(pub->fd);
+	pub->fd = -1;
+	free(r->path);
+	free(r->file);
+	free(r->script_name);
+	r->path = r->file = r->script_name = NULL;
+	free(r->local_target);
+	r->local_target = xstrdup(target);
+	pub->target = r->local_target;
+	pub->method = "GET";
+	pub->query = "";
+	pub->path_info = "";
+	pub->content_length = 0;
+	pub->body_length = 0;
+	pub->data = NULL;
+	r->section = NULL;
+	unsigned status = route(r, r->local_target);
+	if (status)
+		refuse(r, status, 0);
+	else
+		dispatch(r);
+	return r->responded ? 0 : -1;
 }
 
 static struct request *request_begin(struct MHD_Connection *connection, const char *method,
@@ -287,7 +334,7 @@ static void request_headers(struct request *r)
 		refuse(r, 503, 1);
 		return;
 	}
-	unsigned status = route(r);
+	unsigned status = route(r, r->target);
 	if (status) {
 		refuse(r, status, 0);
 		return;
@@ -338,14 +385,23 @@ enum MHD_Result request_access(void *cls, struct MHD_Connection *connection, con
 		return MHD_YES;
 	}
 	if (*upload_data_size > 0) {
-		/* After a refusal the rest of the body is read and dropped. */
 		size_t len = *upload_data_size;
 		*upload_data_size = 0;
+		r->body_seen += len;
+		if (r->body_seen > r->site->config->server.max_body) {
+			/* libmicrohttpd accepts no response until the body has
+			 * been read; rather than read an endless chunked body to
+			 * say 413, plxd closes the connection. */
+			plxd_log(LOG_WARN, "closed the connection: the body of %s %s grew past "
+					"max_body (%llu bytes)", r->pub.method, r->target,
+					r->site->config->server.max_body);
+			r->pub.status = 413; /* for the access log */
+			return MHD_NO;
+		}
+		/* After a refusal the rest of the body is read and dropped. */
 		if (r->phase != PHASE_READING || r->refuse)
 			return MHD_YES;
-		if (r->pub.body_length + len > r->site->config->server.max_body)
-			r->refuse = 413;
-		else if (r->streaming) {
+		if (r->streaming) {
 			r->pub.body_length += len;
 			r->refuse = r->section->handler->body(&r->pub, upload_data, len);
 		} else
@@ -410,6 +466,7 @@ void request_completed(void *cls, struct MHD_Connection *connection, void **con_
 	free(r->path);
 	free(r->file);
 	free(r->script_name);
+	free(r->local_target);
 	site_release(r->site);
 	free(r);
 }
