@@ -10,8 +10,10 @@ cd "$(dirname "$0")"
 # (no longer in core Perl), the system's mime.types.
 RUN_PACKAGES="build-essential cmake pkg-config git libmicrohttpd-dev libinih-dev libperl-dev
   perl libcgi-pm-perl media-types"
-# Tests: clang's libFuzzer runtime for the fuzz targets, the load tools.
-TEST_PACKAGES="clang libclang-rt-14-dev apache2-utils wrk hyperfine curl"
+# Tests: clang's libFuzzer runtime for the fuzz targets, the load tools;
+# gnuplot and fonts for bench/run's chart, headless Chromium for the front page.
+TEST_PACKAGES="clang libclang-rt-14-dev apache2-utils wrk hyperfine curl nginx-light
+  gnuplot-nox fonts-dejavu-core chromium chromium-driver"
 
 install_missing() {
 	missing=""
@@ -22,9 +24,18 @@ install_missing() {
 	[ -z "$missing" ] && return 0
 	echo "== installing:$missing"
 	export DEBIAN_FRONTEND=noninteractive
+	# Servers among them (nginx for the balancer test) must not start as
+	# system services: tests start their own, on loopback ports.
+	policy=/usr/sbin/policy-rc.d
+	made_policy=""
+	if [ ! -e $policy ]; then
+		printf '#!/bin/sh\nexit 101\n' > $policy && chmod 755 $policy && made_policy=1
+	fi
 	apt-get update -qq
 	# shellcheck disable=SC2086
 	apt-get install -y -qq --no-install-recommends $missing
+	[ -n "$made_policy" ] && rm -f $policy
+	return 0
 }
 
 stage_start=0

@@ -279,9 +279,11 @@ static void read_file(struct parse *p)
 
 /* ---- building the config ------------------------------------------------- */
 
+/* Sections of plxd's own, as opposed to a handler's. */
 static int is_key_section(const char *name)
 {
-	return strcmp(name, "server") == 0 || strcmp(name, "handlers") == 0;
+	return strcmp(name, "server") == 0 || strcmp(name, "handlers") == 0
+		|| strcmp(name, "request") == 0;
 }
 
 static int same_key(const struct entry *a, const struct entry *b)
@@ -439,12 +441,22 @@ struct config *config_load(const char *file, const struct config_override *overr
 	struct config *c = xcalloc(1, sizeof *c);
 	c->file = xstrdup(p.file);
 
+	/* Relative paths in the file are relative to its folder, made absolute
+	 * here: handlers change directory (a CGI child runs in its script's
+	 * folder), so a relative root would name another place there. */
 	char base_dir[PATH_MAX] = ".";
+	char cwd[PATH_MAX];
 	if (file) {
 		char *copy = xstrdup(file);
 		snprintf(base_dir, sizeof base_dir, "%s", dirname(copy));
 		free(copy);
 		read_file(&p);
+	}
+	if (base_dir[0] != '/' && getcwd(cwd, sizeof cwd)) {
+		char *joined = strcmp(base_dir, ".") == 0 ? xstrdup(cwd)
+							  : xasprintf("%s/%s", cwd, base_dir);
+		snprintf(base_dir, sizeof base_dir, "%s", joined);
+		free(joined);
 	}
 	for (size_t i = 0; i < noverrides; i++) {
 		p.entries = xrealloc(p.entries, (p.nentries + 1) * sizeof *p.entries);
@@ -461,6 +473,8 @@ struct config *config_load(const char *file, const struct config_override *overr
 	/* Command-line overrides come last, so conf_key_set's later call wins;
 	 * set_values walks entries in order. */
 	set_values(&p, "server", server_keys, &c->server, base_dir);
+	req_limits_defaults(&c->request);
+	set_values(&p, "request", req_limits_keys, &c->request, base_dir);
 
 	/* Handler sections: every section named in the file, then every handler
 	 * [handlers] names, then the static fallback. */

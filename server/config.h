@@ -8,6 +8,7 @@
 #include <stddef.h>
 
 #include "conf.h"
+#include "req_limits.h"
 
 struct plxd_handler;
 
@@ -38,6 +39,7 @@ struct handler_section {
 	const struct plxd_handler *handler;
 	void *conf;        /* handler->conf_size bytes, filled by handler->keys */
 	char *load;        /* the section's load = PATH, or NULL */
+	void *state;       /* the running handler's state, set by handlers_apply */
 };
 
 /* One [handlers] row: files ending in ext go to section's handler. */
@@ -50,6 +52,7 @@ struct route {
 struct config {
 	char *file;        /* as given, for messages */
 	struct server_conf server;
+	struct req_limits request;  /* [request]: limits for parsing parameters */
 	struct handler_section *handlers;
 	size_t nhandlers;
 	struct route *routes;

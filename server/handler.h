@@ -127,4 +127,22 @@ const char *plxd_request_header(struct plxd_request *r, const char *name);
  * end, or -1 with errno. */
 ssize_t plxd_body_read(struct plxd_request *r, void *buf, size_t len);
 
+/* The [server] settings this request runs under (config.h has the struct):
+ * tmp_dir, trusted_proxies, max_body... Valid until finished() returns. */
+struct server_conf;
+const struct server_conf *plxd_server_conf(struct plxd_request *r);
+
+/* The [request] limits this request runs under (req_limits.h). */
+struct req_limits;
+const struct req_limits *plxd_request_limits(struct plxd_request *r);
+
+/* Answers r as if the client had asked "GET target": target (a path with
+ * an optional query) is resolved under the document root and routed to its
+ * handler, whose handle() runs now, with no request body. For a CGI local
+ * redirect (RFC 3875 6.2.2). Call it from handle with nothing queued, after
+ * releasing r->data: the caller's finished() is not called for r unless
+ * target routes to the same handler again. Gives up with 500 after 10
+ * redirects in a row. Returns 0, or -1 when no response could be queued. */
+int plxd_serve_local(struct plxd_request *r, const char *target);
+
 #endif

@@ -30,8 +30,7 @@ struct loaded {
 	int started;
 };
 
-/* Touched by the main thread only (start-up, reload, shutdown); request
- * threads read states of handlers that are started, which never move. */
+/* Touched by the main thread only (start-up, reload, shutdown). */
 static struct loaded *loaded;
 static size_t nloaded;
 
@@ -45,9 +44,6 @@ static struct loaded *find_loaded(const char *name)
 
 static struct loaded *remember(const struct plxd_handler *h, void *dl)
 {
-	/* Request threads hold pointers to states, not to the array, so it may
-	 * move; but it only grows before handlers start (config_load runs
-	 * before handlers_apply). */
 	loaded = xrealloc(loaded, (nloaded + 1) * sizeof *loaded);
 	loaded[nloaded] = (struct loaded){ .handler = h, .dl = dl };
 	return &loaded[nloaded++];
@@ -142,33 +138,28 @@ const struct plxd_handler *handlers_find(const char *name, const char *load, cha
 	return NULL;
 }
 
-int handlers_apply(const struct config *config)
+int handlers_apply(struct config *config)
 {
 	for (size_t i = 0; i < config->nhandlers; i++) {
-		const struct handler_section *s = &config->handlers[i];
+		struct handler_section *s = &config->handlers[i];
 		struct loaded *l = find_loaded(s->handler->name);
 		if (!l)
 			l = remember(s->handler, NULL);
 		if (l->started) {
 			if (l->handler->reconfigure && l->handler->reconfigure(l->state, s->conf) < 0)
 				plxd_log(LOG_ERROR, "handler %s kept its old settings", l->handler->name);
-			continue;
+		} else {
+			if (l->handler->start && l->handler->start(s->conf, &l->state) < 0) {
+				plxd_log(LOG_ERROR, "handler %s failed to start", l->handler->name);
+				return -1;
+			}
+			l->started = 1;
 		}
-		if (l->handler->start && l->handler->start(s->conf, &l->state) < 0) {
-			plxd_log(LOG_ERROR, "handler %s failed to start", l->handler->name);
-			return -1;
-		}
-		l->started = 1;
+		/* Requests find the state through their config, never through
+		 * this registry, which a reload may grow under them. */
+		s->state = l->state;
 	}
 	return 0;
-}
-
-void *handlers_state(const struct plxd_handler *h)
-{
-	for (size_t i = 0; i < nloaded; i++)
-		if (loaded[i].handler == h)
-			return loaded[i].state;
-	return NULL;
 }
 
 void handlers_stop_all(void)
@@ -191,10 +182,11 @@ void handlers_unload(void)
 	nloaded = 0;
 }
 
-void handlers_each_known(void (*fn)(const struct plxd_handler *h, void *ctx), void *ctx)
+void handlers_each_known(void (*fn)(const struct plxd_handler *h, int builtin, void *ctx),
+		void *ctx)
 {
 	for (size_t i = 0; i < sizeof builtins / sizeof builtins[0]; i++)
-		fn(builtins[i], ctx);
+		fn(builtins[i], 1, ctx);
 	char dirs[2][PATH_MAX];
 	module_dirs(dirs);
 	for (int i = 0; i < 2; i++) {
@@ -213,7 +205,7 @@ void handlers_each_known(void (*fn)(const struct plxd_handler *h, void *ctx), vo
 			char err[512];
 			const struct plxd_handler *h = handlers_find(name, NULL, err, sizeof err, NULL);
 			if (h)
-				fn(h, ctx);
+				fn(h, 0, ctx);
 		}
 		closedir(d);
 	}

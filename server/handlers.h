@@ -15,12 +15,9 @@ const struct plxd_handler *handlers_find(const char *name, const char *load, cha
 		size_t errlen, void *ctx);
 
 /* Starts every handler config names that is not running yet, or
- * reconfigures it if it is. Returns 0, or -1 (logged) if one failed to
- * start. */
-int handlers_apply(const struct config *config);
-
-/* The state a running handler's start() made. */
-void *handlers_state(const struct plxd_handler *h);
+ * reconfigures it if it is, and records each one's state in its section.
+ * Returns 0, or -1 (logged) if one failed to start. */
+int handlers_apply(struct config *config);
 
 /* Stops every started handler, in reverse order. */
 void handlers_stop_all(void);
@@ -31,6 +28,7 @@ void handlers_unload(void);
 
 /* Calls fn for every handler that can be found: built-ins and the modules
  * in the module folders (for --help). */
-void handlers_each_known(void (*fn)(const struct plxd_handler *h, void *ctx), void *ctx);
+void handlers_each_known(void (*fn)(const struct plxd_handler *h, int builtin, void *ctx),
+		void *ctx);
 
 #endif

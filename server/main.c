@@ -57,10 +57,11 @@ static void print_keys(FILE *out, const char *section, const struct conf_key *ke
 	}
 }
 
-static void print_handler_keys(const struct plxd_handler *h, void *ctx)
+static void print_handler_keys(const struct plxd_handler *h, int builtin, void *ctx)
 {
 	print_keys(ctx, h->name, h->keys);
-	fprintf(ctx, "  %-24s %-8s default: %s\n      %s\n", "load", "path", "(found by name)",
+	if (!builtin) /* built-in handlers have no file to load */
+		fprintf(ctx, "  %-24s %-8s default: %s\n      %s\n", "load", "path", "(found by name)",
 			"shared object to load this handler from");
 }
 
@@ -69,6 +70,7 @@ static void help(void)
 	usage(stdout);
 	printf("\nConfiguration keys (INI; sizes take K, M or G; durations ms, s, m or h):\n");
 	print_keys(stdout, "server", server_keys);
+	print_keys(stdout, "request", req_limits_keys);
 	printf("\n[handlers]\n  .EXT = HANDLER           files ending in .EXT (any case) go to HANDLER;\n"
 	       "                           others are served by the static handler\n");
 	handlers_each_known(print_handler_keys, stdout);

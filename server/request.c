@@ -4,6 +4,7 @@
  * machine: a handler sees one handle() call with the body spooled, and one
  * finished() call. */
 #include "alloc.h"
+#include "framing.h"
 #include "handler.h"
 #include "handlers.h"
 #include "http.h"
@@ -16,6 +17,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -238,6 +240,12 @@ static unsigned route(struct request *r, const char *target)
 			config->server.follow_symlinks_outside, &res);
 	if (status)
 		return status;
+	if (res.index) { /* "/dir/" is served, named and routed as "/dir/index.html" */
+		char *index_path = xasprintf("%s%s", r->path, res.index);
+		free(r->path);
+		r->path = index_path;
+		r->pub.path = index_path;
+	}
 	r->pub.fd = res.fd;
 	r->pub.st = res.st;
 	r->script_name = xstrndup(r->path, res.name_len);
@@ -249,14 +257,23 @@ static unsigned route(struct request *r, const char *target)
 
 	const char *name = strrchr(r->script_name, '/');
 	r->section = config_route(config, name ? name + 1 : r->script_name);
+	/* A link with a harmless name (x.txt -> x.pl) is routed by the file's
+	 * own name too, and a handler wins: a script is never sent as text. */
+	if (r->section == config->fallback && res.real_name[0])
+		r->section = config_route(config, res.real_name);
 	r->pub.conf = r->section->conf;
-	r->pub.state = handlers_state(r->section->handler);
+	r->pub.state = r->section->state;
 	return 0;
 }
 
 const struct server_conf *plxd_server_conf(struct plxd_request *pub)
 {
 	return &REQUEST_OF(pub)->site->config->server;
+}
+
+const struct req_limits *plxd_request_limits(struct plxd_request *pub)
+{
+	return &REQUEST_OF(pub)->site->config->request;
 }
 
 int plxd_serve_local(struct plxd_request *pub, const char *target)
@@ -323,20 +340,47 @@ static struct request *request_begin(struct MHD_Connection *connection, const ch
 }
 
 /* The first call of a request: its headers are in. */
+/* Feeds a request header to the framing check. libmicrohttpd 0.9.75 glues
+ * an obsolete folded line onto the previous header's *name*, in memory of
+ * its own ("Content-: 5" then " Length" reads "Content-Length: 5"); any
+ * other header's value follows its name, the ':' (now '\0') and spaces, in
+ * the line it came in. A value found anywhere else marks a fold. */
+static enum MHD_Result header_framing(void *cls, enum MHD_ValueKind kind, const char *name,
+		size_t name_len, const char *value, size_t value_len)
+{
+	(void)kind;
+	uintptr_t after_colon = (uintptr_t)name + name_len + 1;
+	int folded = value && ((uintptr_t)value < after_colon
+			|| (uintptr_t)value - after_colon > 1024);
+	for (const char *p = name + name_len + 1; value && !folded && p < value; p++)
+		folded = *p != ' ' && *p != '\t';
+	framing_field(cls, name, name_len, value, value_len, folded);
+	return MHD_YES;
+}
+
 static void request_headers(struct request *r)
 {
 	struct MHD_Connection *connection = r->pub.connection;
 	const struct server_conf *server = &r->site->config->server;
 
+	/* Framing first: a request that could be read two ways is answered
+	 * before its body and the connection closed, so that what follows it
+	 * is never taken for a request. */
+	struct framing framing;
+	const char *why;
+	framing_begin(&framing, r->pub.method, r->pub.version);
+	MHD_get_connection_values_n(connection, MHD_HEADER_KIND, header_framing, &framing);
+	unsigned bad = framing_end(&framing, &why);
+	if (bad) {
+		plxd_log(LOG_INFO, "refused %s %s: %s", r->pub.method, r->target, why);
+		refuse(r, bad, 1);
+		return;
+	}
+
 	if (http_open_connections() > server->max_connections) {
 		plxd_log(LOG_WARN, "answered 503: %u connections open, max_connections is %lu",
 				http_open_connections(), server->max_connections);
 		refuse(r, 503, 1);
-		return;
-	}
-	unsigned status = route(r, r->target);
-	if (status) {
-		refuse(r, status, 0);
 		return;
 	}
 	const char *length = MHD_lookup_connection_value(connection, MHD_HEADER_KIND,
@@ -345,6 +389,18 @@ static void request_headers(struct request *r)
 	if (MHD_lookup_connection_value(connection, MHD_HEADER_KIND,
 				MHD_HTTP_HEADER_TRANSFER_ENCODING))
 		r->pub.content_length = -1;
+	unsigned status = route(r, r->target);
+	if (status && r->pub.content_length == 0) {
+		/* Answered on the next call, which keeps the connection open (a
+		 * browser's missing favicon must not cost a reconnect). */
+		r->refuse = status;
+		r->phase = PHASE_READING;
+		return;
+	}
+	if (status) {
+		refuse(r, status, 1); /* its body will not be read */
+		return;
+	}
 	if (r->pub.content_length > 0 && (uint64_t)r->pub.content_length > server->max_body) {
 		refuse(r, 413, 1);
 		return;
@@ -409,8 +465,8 @@ enum MHD_Result request_access(void *cls, struct MHD_Connection *connection, con
 		return MHD_YES;
 	}
 	if (r->phase == PHASE_READING) {
-		if (r->refuse)
-			refuse(r, r->refuse, 1);
+		if (r->refuse) /* the body, if any, has been read: keep the connection */
+			refuse(r, r->refuse, 0);
 		else
 			dispatch(r);
 	}

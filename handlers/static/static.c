@@ -1,37 +1,289 @@
-/* The static handler: files that no [handlers] extension claims, sent from
- * their descriptor (sendfile) with a Content-Type from the system's
- * mime.types. */
+/* The static handler: files that no [handlers] extension claims (the core
+ * routes by extension, ignoring case, before this handler is chosen), sent
+ * from their descriptor with sendfile. GET and HEAD only; validators and
+ * 304s (cond.c), one byte range (range.c), Content-Type from mime.types
+ * (mime.c). A folder is its index.html (found by the core), else 403:
+ * never a listing. */
+#include "alloc.h"
+#include "cond.h"
 #include "handler.h"
 #include "log.h"
+#include "mime.h"
+#include "range.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
 #include <microhttpd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
+
+struct static_conf {
+	char *mime_types;
+	char *default_type;
+};
+
+struct static_state {
+	struct mime_table *mime;
+	char *mime_file;
+};
+
+static int static_start(const void *conf, void **state);
+static int static_reconfigure(void *state, const void *conf);
+static void static_stop(void *state);
+static int static_begin(struct plxd_request *r);
+static int static_handle(struct plxd_request *r);
+static int respond_page(struct plxd_request *r, unsigned status, const char *title,
+		const char *header, const char *value);
+static size_t encode(char *out, size_t n, const char *s, const char *keep);
+static int respond_redirect(struct plxd_request *r);
+static struct MHD_Response *file_response(struct plxd_request *r, uint64_t offset,
+		uint64_t length);
+static int respond_file(struct plxd_request *r);
+
+static const struct conf_key static_keys[] = {
+	{ .name = "mime_types", .type = CONF_PATH, .default_value = "/etc/mime.types",
+	  .offset = offsetof(struct static_conf, mime_types), .flags = CONF_RESTART,
+	  .help = "file of content types by extension (Debian's media-types); if it cannot be read, a small built-in table is used" },
+	{ .name = "default_type", .type = CONF_STRING, .default_value = "application/octet-stream",
+	  .offset = offsetof(struct static_conf, default_type),
+	  .help = "Content-Type of files whose extension mime_types does not name" },
+	CONF_KEYS_END
+};
+
+static int static_start(const void *conf, void **state)
+{
+	const struct static_conf *c = conf;
+	struct static_state *s = xcalloc(1, sizeof *s);
+	char err[512];
+	s->mime = mime_load(c->mime_types, err, sizeof err);
+	s->mime_file = xstrdup(c->mime_types ? c->mime_types : "");
+	if (err[0])
+		plxd_log(LOG_WARN, "static: %s", err);
+	else
+		plxd_log(LOG_DEBUG, "static: %zu extensions from %s", mime_count(s->mime),
+				c->mime_types);
+	*state = s;
+	return 0;
+}
+
+static int static_reconfigure(void *state, const void *conf)
+{
+	const struct static_state *s = state;
+	const struct static_conf *c = conf;
+	/* Request threads read the table without a lock: it stays as loaded. */
+	if (strcmp(s->mime_file, c->mime_types ? c->mime_types : "") != 0)
+		plxd_log(LOG_WARN, "static: mime_types changed to %s: a restart loads it",
+				c->mime_types);
+	return 0;
+}
+
+static void static_stop(void *state)
+{
+	struct static_state *s = state;
+	if (!s)
+		return;
+	mime_free(s->mime);
+	free(s->mime_file);
+	free(s);
+}
+
+/* Refuses other methods before their body is read: plxd would otherwise
+ * spool up to max_body of a POST only to answer 405. */
+static int static_begin(struct plxd_request *r)
+{
+	if (strcmp(r->method, "GET") == 0 || strcmp(r->method, "HEAD") == 0
+			|| r->content_length == 0) /* handle() answers, keeping the connection */
+		return PLXD_SPOOL_BODY;
+	if (respond_page(r, 405, "Method Not Allowed", MHD_HTTP_HEADER_ALLOW, "GET, HEAD") < 0)
+		plxd_log(LOG_WARN, "static: could not queue a 405");
+	return PLXD_RESPONDED;
+}
+
+/* A small HTML page with one extra header (NULL for none). */
+static int respond_page(struct plxd_request *r, unsigned status, const char *title,
+		const char *header, const char *value)
+{
+	char page[256];
+	int len = snprintf(page, sizeof page,
+			"<!DOCTYPE html>\n<html><head><title>%u %s</title></head>"
+			"<body><h1>%u %s</h1></body></html>\n", status, title, status, title);
+	struct MHD_Response *resp = MHD_create_response_from_buffer((size_t)len, page,
+			MHD_RESPMEM_MUST_COPY);
+	if (!resp)
+		return -1;
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/html; charset=utf-8");
+	if (header && MHD_add_response_header(resp, header, value) != MHD_YES) {
+		MHD_destroy_response(resp);
+		return -1;
+	}
+	r->bytes_sent = (uint64_t)len;
+	return plxd_respond(r, status, resp);
+}
+
+/* Appends s to out, percent-encoding every byte but keep ones (and
+ * letters and digits). Returns the new length. */
+static size_t encode(char *out, size_t n, const char *s, const char *keep)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')
+				|| strchr(keep, c)) {
+			out[n++] = (char)c;
+		} else {
+			out[n++] = '%';
+			out[n++] = hex[c >> 4];
+			out[n++] = hex[c & 15];
+		}
+	}
+	out[n] = '\0';
+	return n;
+}
+
+/* "/dir" names a folder: 301 to "/dir/", query kept. The Location is built
+ * from the normalised path, re-encoded, so it can never start with "//"
+ * (another host) nor carry bytes a header must not. */
+static int respond_redirect(struct plxd_request *r)
+{
+	size_t cap = 3 * (strlen(r->path) + strlen(r->query)) + 4;
+	char *location = xmalloc(cap);
+	size_t n = encode(location, 0, r->path, "-._~!$&'()*+,;=:@/");
+	location[n++] = '/';
+	location[n] = '\0';
+	if (r->query[0]) {
+		location[n++] = '?';
+		/* The query stays as the client encoded it; only bytes a header
+		 * cannot carry are escaped. */
+		n = encode(location, n, r->query, "-._~!$&'()*+,;=:@/?%[]{}|\\^`\"<>#");
+	}
+	int rc = respond_page(r, 301, "Moved Permanently", MHD_HTTP_HEADER_LOCATION, location);
+	free(location);
+	return rc;
+}
+
+/* length bytes of the file from offset, to be sent with sendfile. Returns
+ * NULL after logging why. */
+static struct MHD_Response *file_response(struct plxd_request *r, uint64_t offset,
+		uint64_t length)
+{
+	if (length == 0)
+		return MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+	/* libmicrohttpd closes the descriptor it is given; plxd owns r->fd. */
+	int fd = fcntl(r->fd, F_DUPFD_CLOEXEC, 0);
+	if (fd < 0) {
+		plxd_log(LOG_ERROR, "static: %s: %s", r->file, strerror(errno));
+		return NULL;
+	}
+	struct MHD_Response *resp = MHD_create_response_from_fd_at_offset64(length, fd, offset);
+	if (!resp) {
+		plxd_log(LOG_ERROR, "static: %s: libmicrohttpd refused the file", r->file);
+		close(fd);
+	}
+	return resp;
+}
+
+static int respond_file(struct plxd_request *r)
+{
+	const struct static_conf *conf = r->conf;
+	const struct static_state *state = r->state;
+	uint64_t size = (uint64_t)r->st.st_size;
+
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
+	struct cond_validators v;
+	cond_validators(&v, &r->st, &now);
+	if (cond_not_modified(&v, plxd_request_header(r, MHD_HTTP_HEADER_IF_NONE_MATCH),
+				plxd_request_header(r, MHD_HTTP_HEADER_IF_MODIFIED_SINCE))) {
+		/* With the size a 200 would have: libmicrohttpd sends no body
+		 * for a 304 but writes its Content-Length, which RFC 9110 8.6
+		 * allows with that value only. */
+		struct MHD_Response *resp = file_response(r, 0, size);
+		if (!resp)
+			return -1;
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_ETAG, v.etag);
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_LAST_MODIFIED, v.last_modified);
+		return plxd_respond(r, 304, resp);
+	}
+
+	/* Range applies to GET only (RFC 9110 14.2); several ranges get the
+	 * whole file rather than multipart/byteranges. */
+	unsigned status = 200;
+	uint64_t first = 0, last = size ? size - 1 : 0;
+	const char *range = strcmp(r->method, "GET") == 0
+		? plxd_request_header(r, MHD_HTTP_HEADER_RANGE) : NULL;
+	if (range && cond_range_allowed(&v, plxd_request_header(r, MHD_HTTP_HEADER_IF_RANGE))) {
+		switch (range_parse(range, size, &first, &last)) {
+		case RANGE_ONE:
+			status = 206;
+			break;
+		case RANGE_UNSATISFIABLE: {
+			char value[48];
+			snprintf(value, sizeof value, "bytes */%" PRIu64, size);
+			return respond_page(r, 416, "Range Not Satisfiable",
+					MHD_HTTP_HEADER_CONTENT_RANGE, value);
+		}
+		case RANGE_NONE:
+		case RANGE_MANY:
+			first = 0;
+			last = size ? size - 1 : 0;
+			break;
+		}
+	}
+	uint64_t length = size ? last - first + 1 : 0;
+
+	struct MHD_Response *resp = file_response(r, first, length);
+	if (!resp)
+		return -1;
+
+	const char *name = strrchr(r->script_name, '/');
+	const char *type = mime_lookup(state->mime, name ? name + 1 : r->script_name);
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, type ? type : conf->default_type);
+	/* Browsers must not guess a type (and so run a text file as HTML). */
+	MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_ACCEPT_RANGES, "bytes");
+	if (v.usable) {
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_ETAG, v.etag);
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_LAST_MODIFIED, v.last_modified);
+	}
+	if (status == 206) {
+		char value[80];
+		snprintf(value, sizeof value, "bytes %" PRIu64 "-%" PRIu64 "/%" PRIu64, first, last,
+				size);
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_RANGE, value);
+	}
+	r->bytes_sent = length;
+	return plxd_respond(r, status, resp);
+}
 
 static int static_handle(struct plxd_request *r)
 {
 	if (strcmp(r->method, "GET") != 0 && strcmp(r->method, "HEAD") != 0)
-		return plxd_respond_error(r, 405);
-	if (r->path_info[0] != '\0' || !S_ISREG(r->st.st_mode))
-		return plxd_respond_error(r, 404);
-	int fd = dup(r->fd);
-	if (fd < 0)
-		return plxd_respond_error(r, 500);
-	struct MHD_Response *resp = MHD_create_response_from_fd64((uint64_t)r->st.st_size, fd);
-	if (!resp) {
-		close(fd);
-		return plxd_respond_error(r, 500);
+		return respond_page(r, 405, "Method Not Allowed", MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
+	if (S_ISDIR(r->st.st_mode)) {
+		size_t len = strlen(r->path);
+		if (len == 0 || r->path[len - 1] != '/')
+			return respond_redirect(r);
+		return plxd_respond_error(r, 403); /* no index.html, and no listings */
 	}
-	r->bytes_sent = (uint64_t)r->st.st_size;
-	return plxd_respond(r, 200, resp);
+	if (r->path_info[0] != '\0')
+		return plxd_respond_error(r, 404);
+	if (!S_ISREG(r->st.st_mode))
+		return plxd_respond_error(r, 403);
+	return respond_file(r);
 }
 
 const struct plxd_handler static_handler = {
 	.abi = PLXD_HANDLER_ABI,
 	.name = "static",
-	.keys = (const struct conf_key[]){ CONF_KEYS_END },
-	.conf_size = 1,
+	.keys = static_keys,
+	.conf_size = sizeof(struct static_conf),
+	.start = static_start,
+	.reconfigure = static_reconfigure,
+	.stop = static_stop,
+	.begin = static_begin,
 	.handle = static_handle,
 };

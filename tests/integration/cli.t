@@ -24,6 +24,8 @@ ok(keys %in_help >= 10, 'help lists the [server] keys');
 is_deeply([sort keys %in_conf], [sort keys %in_help], 'conf/plxd.conf documents exactly the keys --help lists');
 like($out, qr/^\[echo\]\n  greeting .*\n.*\n  max_sleep/m, 'module handler keys are listed (echo)');
 like($out, qr/^  load\s+path/m, 'the load key is listed for modules');
+my ($static_help) = $out =~ /^\[static\]\n(.*?)(?=^\[|\z)/ms;
+unlike($static_help // '', qr/^  load\s/m, 'but not for the built-in static handler');
 like($out, qr/changes need a restart/, 'keys that need a restart say so');
 
 ($status, $out, $err) = run_plxd('--bogus');

@@ -112,6 +112,26 @@ int main(void)
 	}
 	config_free(c);
 
+	c = load_text("[request]\nmax_fields = 5\nmax_total = 1M\n", &errors);
+	ok(c && c->request.max_fields == 5 && c->request.max_total == 1 << 20, "[request] limits");
+	ok(c && c->request.max_field_size == 1 << 20, "[request] defaults");
+	config_free(c);
+	fails("[request]\nmax_fields = 0\n", 2, "[request] max_fields: must be between", "bad [request] value");
+	fails("[request]\nnope = 1\n", 2, "[request] nope: unknown key", "unknown [request] key");
+
+	/* A relative file: its relative paths become absolute, so that a
+	 * handler that changes directory still finds them. */
+	if (chdir("/tmp") == 0) {
+		FILE *f = fopen("plxd-test-relative.conf", "w");
+		fputs("[server]\nroot = www\n", f);
+		fclose(f);
+		c = config_load("plxd-test-relative.conf", NULL, 0, find, NULL, &errors);
+		ok(c && strcmp(c->server.root, "/tmp/www") == 0, "relative config file: root is /tmp/www (%s)",
+				c ? c->server.root : errors);
+		config_free(c);
+		unlink("plxd-test-relative.conf");
+	}
+
 	/* An unrouted handler's section is still validated. */
 	fails("[fake]\nn = 9\n", 2, "[fake] n: must be between 0 and 5", "unrouted section checked");
 	fails("[server]\nlisten = nowhere\n", 2, "[server] listen: expected ADDRESS:PORT", "bad listen");

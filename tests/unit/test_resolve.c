@@ -46,6 +46,15 @@ int main(void)
 	link_to("../outdir", "root/outdir");
 	link_to("a.pl", "root/inside.txt");
 	link_to("/etc/passwd", "root/abs");
+	make("root/idx", NULL);
+	link_to("../a.pl", "root/idx/index.html");       /* an index that is a script */
+	make("root/outidx", NULL);
+	link_to("../../secret.txt", "root/outidx/index.html");
+	make("root/dirnamed", NULL);
+	make("root/dirnamed/index.html", NULL);           /* a folder, not an index */
+	link_to("dir", "root/linkdir");
+	make("root2", NULL);
+	make("root2/index.html", "root index\n");
 	char p[256];
 	snprintf(p, sizeof p, "%s/root/fifo", top);
 	mkfifo(p, 0644);
@@ -56,6 +65,7 @@ int main(void)
 
 	ok(resolve_path(root, "/a.pl", 0, &r) == 0 && S_ISREG(r.st.st_mode) && r.name_len == 5,
 			"a file");
+	ok(r.real_name[0] == '\0' && r.index == NULL, "no link followed, no index");
 	close(r.fd);
 	ok(resolve_path(root, "/a.pl/x/y", 0, &r) == 0 && r.name_len == 5, "PATH_INFO after a file");
 	close(r.fd);
@@ -71,7 +81,43 @@ int main(void)
 	ok(resolve_path(root, "/outdir/", 0, &r) == 403, "link to a folder outside is 403");
 	ok(resolve_path(root, "/abs", 0, &r) == 403, "absolute link outside is 403");
 	ok(resolve_path(root, "/inside.txt", 0, &r) == 0, "link inside the root is followed");
+	is_str(r.real_name, "a.pl", "a link's real name is reported (inside.txt -> a.pl)");
 	close(r.fd);
+	ok(resolve_path(root, "/inside.txt/x", 0, &r) == 0 && r.name_len == 11,
+			"PATH_INFO after a link");
+	is_str(r.real_name, "a.pl", "... with its real name");
+	close(r.fd);
+	ok(resolve_path(root, "/linkdir/index.html", 0, &r) == 0, "through a linked folder");
+	is_str(r.real_name, "index.html", "the name stays when only a folder was a link");
+	close(r.fd);
+
+	ok(resolve_path(root, "/dir/", 0, &r) == 0 && S_ISREG(r.st.st_mode), "a folder's index.html");
+	ok(r.index && strcmp(r.index, "index.html") == 0 && r.name_len == 15,
+			"index reported; name_len counts /dir/index.html");
+	close(r.fd);
+	ok(resolve_path(root, "/dir", 0, &r) == 0 && S_ISDIR(r.st.st_mode) && !r.index,
+			"no index without the slash");
+	close(r.fd);
+	ok(resolve_path(root, "/idx/", 0, &r) == 0 && r.index, "an index that is a link inside");
+	is_str(r.real_name, "a.pl", "... has the real name of its target");
+	close(r.fd);
+	ok(resolve_path(root, "/outidx/", 0, &r) == 403 && r.fd == -1,
+			"an index linking outside is 403");
+	ok(resolve_path(root, "/outidx/", 1, &r) == 0 && r.index,
+			"... unless follow_symlinks_outside");
+	close(r.fd);
+	ok(resolve_path(root, "/dirnamed/", 0, &r) == 0 && S_ISDIR(r.st.st_mode) && !r.index,
+			"a folder named index.html is no index");
+	close(r.fd);
+	ok(resolve_path(root, "/", 0, &r) == 0 && S_ISDIR(r.st.st_mode) && !r.index,
+			"the root without an index");
+	close(r.fd);
+	snprintf(p, sizeof p, "%s/root2", top);
+	int root2 = open(p, O_PATH | O_DIRECTORY);
+	ok(resolve_path(root2, "/", 0, &r) == 0 && r.index && r.name_len == 11,
+			"the root's index.html");
+	close(r.fd);
+	close(root2);
 	ok(resolve_path(root, "/out.txt", 1, &r) == 0, "follow_symlinks_outside follows it");
 	close(r.fd);
 	ok(resolve_path(root, "/fifo", 0, &r) == 403, "a FIFO is refused without blocking");

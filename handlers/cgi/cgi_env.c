@@ -1,0 +1,327 @@
+/* The CGI/1.1 environment builder: request facts in, "NAME=value" array
+ * out. Pure string work, shared by the CGI and Perl handlers; see
+ * cgi_env.h for the variables and the header rules. */
+#include "cgi_env.h"
+
+#include "alloc.h"
+
+#include <arpa/inet.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+/* The variables while they are collected; packed into one block at the end. */
+struct vars {
+	char **v;
+	size_t n, cap;
+};
+
+/* One IP address in binary, IPv4-mapped IPv6 folded to IPv4. */
+struct ip {
+	int family;
+	unsigned char bytes[16];
+};
+
+static void vars_add(struct vars *vs, char *item);
+static void vars_set(struct vars *vs, const char *name, const char *value);
+static char **vars_pack(struct vars *vs);
+static int ip_parse(const char *text, size_t len, struct ip *out);
+static int ip_trusted(const struct ip *ip, const char *list);
+static const char *header_value(const struct cgi_env_request *req, const char *name);
+static const char *forwarded_for(const struct cgi_env_request *req, const char *list,
+		char *out, size_t outlen);
+static int host_name_valid(const char *s, size_t len);
+static void add_headers(struct vars *vs, const struct cgi_env_request *req,
+		const struct cgi_env_options *opt);
+
+static void vars_add(struct vars *vs, char *item)
+{
+	if (vs->n == vs->cap) {
+		vs->cap = vs->cap ? vs->cap * 2 : 48;
+		vs->v = xrealloc(vs->v, vs->cap * sizeof *vs->v);
+	}
+	vs->v[vs->n++] = item;
+}
+
+static void vars_set(struct vars *vs, const char *name, const char *value)
+{
+	if (value)
+		vars_add(vs, xasprintf("%s=%s", name, value));
+}
+
+/* One allocation: the pointer array, then the strings. A child after
+ * vfork, or a Perl interpreter copying into %ENV, sees a plain envp. */
+static char **vars_pack(struct vars *vs)
+{
+	size_t bytes = (vs->n + 1) * sizeof(char *);
+	for (size_t i = 0; i < vs->n; i++)
+		bytes += strlen(vs->v[i]) + 1;
+	char **env = xmalloc(bytes);
+	char *p = (char *)(env + vs->n + 1);
+	for (size_t i = 0; i < vs->n; i++) {
+		size_t len = strlen(vs->v[i]) + 1;
+		memcpy(p, vs->v[i], len);
+		env[i] = p;
+		p += len;
+		free(vs->v[i]);
+	}
+	env[vs->n] = NULL;
+	free(vs->v);
+	vs->v = NULL;
+	return env;
+}
+
+static int ip_parse(const char *text, size_t len, struct ip *out)
+{
+	char buf[INET6_ADDRSTRLEN + 1];
+	while (len > 0 && (*text == ' ' || *text == '\t'))
+		text++, len--;
+	while (len > 0 && (text[len - 1] == ' ' || text[len - 1] == '\t'))
+		len--;
+	/* "[::1]" as some proxies write it. */
+	if (len >= 2 && text[0] == '[' && text[len - 1] == ']')
+		text++, len -= 2;
+	if (len == 0 || len >= sizeof buf)
+		return -1;
+	memcpy(buf, text, len);
+	buf[len] = '\0';
+	memset(out, 0, sizeof *out);
+	if (inet_pton(AF_INET, buf, out->bytes) == 1) {
+		out->family = AF_INET;
+		return 0;
+	}
+	if (inet_pton(AF_INET6, buf, out->bytes) != 1)
+		return -1;
+	static const unsigned char mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+	if (memcmp(out->bytes, mapped, sizeof mapped) == 0) {
+		memmove(out->bytes, out->bytes + 12, 4);
+		memset(out->bytes + 4, 0, 12);
+		out->family = AF_INET;
+	} else
+		out->family = AF_INET6;
+	return 0;
+}
+
+static int ip_trusted(const struct ip *ip, const char *list)
+{
+	const char *p = list;
+	while (p && *p) {
+		p += strspn(p, " \t\r\n");
+		size_t len = strcspn(p, " \t\r\n");
+		struct ip t;
+		if (len > 0 && ip_parse(p, len, &t) == 0 && t.family == ip->family &&
+				memcmp(t.bytes, ip->bytes, sizeof t.bytes) == 0)
+			return 1;
+		p += len;
+	}
+	return 0;
+}
+
+/* The last value of a header, or NULL. */
+static const char *header_value(const struct cgi_env_request *req, const char *name)
+{
+	const char *value = NULL;
+	for (size_t i = 0; i < req->header_count; i++)
+		if (req->headers[i].name && strcasecmp(req->headers[i].name, name) == 0)
+			value = req->headers[i].value;
+	return value;
+}
+
+/* The client behind trusted proxies: X-Forwarded-For lists the hops left
+ * to right, each proxy appending the address it saw, so walk from the
+ * right and stop at the first address that is not a trusted proxy; only
+ * that one and those right of it were written by proxies we trust. Lines
+ * of a repeated header are one list (RFC 9110 5.3), in order. */
+static const char *forwarded_for(const struct cgi_env_request *req, const char *list,
+		char *out, size_t outlen)
+{
+	const char *found = NULL;
+	for (size_t i = req->header_count; i-- > 0;) {
+		const struct cgi_env_header *h = &req->headers[i];
+		if (!h->name || !h->value || strcasecmp(h->name, "X-Forwarded-For") != 0)
+			continue;
+		size_t end = strlen(h->value);
+		while (end > 0) {
+			size_t start = end;
+			while (start > 0 && h->value[start - 1] != ',')
+				start--;
+			struct ip ip;
+			if (ip_parse(h->value + start, end - start, &ip) < 0)
+				return found; /* garbage: believe nothing further left */
+			if (inet_ntop(ip.family, ip.bytes, out, (socklen_t)outlen) == NULL)
+				return found;
+			found = out;
+			if (!ip_trusted(&ip, list))
+				return found;
+			end = start > 0 ? start - 1 : 0;
+		}
+	}
+	return found;
+}
+
+/* A host name or IP literal fit for SERVER_NAME: no path, no spaces. */
+static int host_name_valid(const char *s, size_t len)
+{
+	if (len == 0 || len > 255)
+		return 0;
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+					c == '.' || c == '-' || c == '_' || c == ':' || c == '[' ||
+					c == ']'))
+			return 0;
+	}
+	return 1;
+}
+
+/* HTTP_* from the request headers; see cgi_env.h for what is left out
+ * and why. */
+static void add_headers(struct vars *vs, const struct cgi_env_request *req,
+		const struct cgi_env_options *opt)
+{
+	size_t first = vs->n;
+	for (size_t i = 0; i < req->header_count; i++) {
+		const char *name = req->headers[i].name;
+		const char *value = req->headers[i].value ? req->headers[i].value : "";
+		if (!name || !*name)
+			continue;
+		size_t nlen = strlen(name);
+		if (strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-") !=
+				nlen)
+			continue;
+		if (strcasecmp(name, "Content-Type") == 0 || strcasecmp(name, "Content-Length") == 0 ||
+				strcasecmp(name, "Proxy") == 0 ||
+				strcasecmp(name, "Proxy-Authorization") == 0)
+			continue;
+		if (strcasecmp(name, "Authorization") == 0 && !opt->pass_authorization)
+			continue;
+		char *var = xmalloc(5 + nlen + 1);
+		memcpy(var, "HTTP_", 5);
+		for (size_t k = 0; k < nlen; k++) {
+			char c = name[k];
+			var[5 + k] = c == '-' ? '_' : (c >= 'a' && c <= 'z') ? (char)(c - 32) : c;
+		}
+		var[5 + nlen] = '\0';
+		size_t vlen = 5 + nlen;
+		size_t j;
+		for (j = first; j < vs->n; j++)
+			if (strncmp(vs->v[j], var, vlen) == 0 && vs->v[j][vlen] == '=')
+				break;
+		if (j < vs->n) {
+			const char *sep = strcmp(var, "HTTP_COOKIE") == 0 ? "; " : ", ";
+			char *joined = xasprintf("%s%s%s", vs->v[j], sep, value);
+			free(vs->v[j]);
+			vs->v[j] = joined;
+		} else
+			vars_set(vs, var, value);
+		free(var);
+	}
+}
+
+char **cgi_env_build(const struct cgi_env_request *req, const struct cgi_env_options *opt)
+{
+	static const struct cgi_env_options no_options;
+	if (!opt)
+		opt = &no_options;
+	struct vars vs = { 0 };
+	char num[32];
+	char client[INET6_ADDRSTRLEN];
+	const char *remote_addr = req->remote_addr;
+	int remote_port_known = req->remote_port != 0;
+	int https = req->https;
+
+	struct ip peer;
+	if (opt->trusted_proxies && remote_addr &&
+			ip_parse(remote_addr, strlen(remote_addr), &peer) == 0 &&
+			ip_trusted(&peer, opt->trusted_proxies)) {
+		const char *fwd = forwarded_for(req, opt->trusted_proxies, client, sizeof client);
+		if (fwd) {
+			remote_addr = fwd;
+			remote_port_known = 0; /* the proxy's port says nothing of the client's */
+		}
+		const char *proto = header_value(req, "X-Forwarded-Proto");
+		if (proto)
+			https = strcasecmp(proto, "https") == 0;
+	}
+
+	vars_set(&vs, "AUTH_TYPE", req->auth_type);
+	if (req->content_length >= 0) {
+		snprintf(num, sizeof num, "%" PRId64, req->content_length);
+		vars_set(&vs, "CONTENT_LENGTH", num);
+	}
+	if (req->content_type && *req->content_type)
+		vars_set(&vs, "CONTENT_TYPE", req->content_type);
+	vars_set(&vs, "GATEWAY_INTERFACE", "CGI/1.1");
+	if (req->path_info && *req->path_info) {
+		vars_set(&vs, "PATH_INFO", req->path_info);
+		if (req->document_root)
+			vars_add(&vs, xasprintf("PATH_TRANSLATED=%s%s", req->document_root,
+					req->path_info));
+	}
+	vars_set(&vs, "QUERY_STRING", req->query ? req->query : "");
+	vars_set(&vs, "REMOTE_ADDR", remote_addr);
+	vars_set(&vs, "REMOTE_HOST", remote_addr);
+	vars_set(&vs, "REMOTE_USER", req->remote_user);
+	vars_set(&vs, "REQUEST_METHOD", req->method);
+	vars_set(&vs, "SCRIPT_NAME", req->script_name ? req->script_name : "");
+
+	const char *server_name = req->server_name;
+	char *host_copy = NULL;
+	if (!server_name) {
+		const char *host = header_value(req, "Host");
+		if (host) {
+			size_t hlen = strlen(host);
+			/* Strip ":port", but not the colons of "[::1]". */
+			const char *colon = strrchr(host, ':');
+			const char *bracket = strrchr(host, ']');
+			if (colon && (!bracket || colon > bracket))
+				hlen = (size_t)(colon - host);
+			if (host_name_valid(host, hlen))
+				server_name = host_copy = xstrndup(host, hlen);
+		}
+		if (!server_name)
+			server_name = req->server_addr;
+	}
+	vars_set(&vs, "SERVER_NAME", server_name);
+	free(host_copy);
+	snprintf(num, sizeof num, "%u", req->server_port);
+	vars_set(&vs, "SERVER_PORT", num);
+	vars_set(&vs, "SERVER_PROTOCOL", req->protocol);
+	vars_set(&vs, "SERVER_SOFTWARE", opt->server_software ? opt->server_software : "plxd");
+
+	vars_set(&vs, "DOCUMENT_ROOT", req->document_root);
+	if (https)
+		vars_set(&vs, "HTTPS", "on");
+	if (opt->path && *opt->path)
+		vars_set(&vs, "PATH", opt->path);
+	vars_set(&vs, "REDIRECT_STATUS", "200");
+	if (remote_port_known) {
+		snprintf(num, sizeof num, "%u", req->remote_port);
+		vars_set(&vs, "REMOTE_PORT", num);
+	}
+	vars_set(&vs, "REQUEST_SCHEME", https ? "https" : "http");
+	vars_set(&vs, "REQUEST_URI", req->target);
+	vars_set(&vs, "SCRIPT_FILENAME", req->script_file);
+	vars_set(&vs, "SERVER_ADDR", req->server_addr);
+	for (char *const *e = opt->extra; e && *e; e++)
+		vars_add(&vs, xstrdup(*e));
+
+	add_headers(&vs, req, opt);
+	return vars_pack(&vs);
+}
+
+void cgi_env_free(char **env)
+{
+	free(env);
+}
+
+const char *cgi_env_get(char *const *env, const char *name)
+{
+	size_t len = strlen(name);
+	for (; env && *env; env++)
+		if (strncmp(*env, name, len) == 0 && (*env)[len] == '=')
+			return *env + len + 1;
+	return NULL;
+}

@@ -1,0 +1,68 @@
+/* Process plumbing for CGI children: start a script with pipes on its
+ * stdin, stdout and stderr, in its own process group, and end it (TERM, then
+ * KILL to the group) and reap it. No libmicrohttpd, no HTTP. */
+#ifndef PLXD_CGI_SPAWN_H
+#define PLXD_CGI_SPAWN_H
+
+#include <sys/types.h>
+
+/* Resource limits set before the script's first instruction; 0: not set. */
+struct cgi_limits {
+	unsigned long cpu_seconds;        /* RLIMIT_CPU */
+	unsigned long long address_space; /* RLIMIT_AS, bytes */
+	unsigned long processes;          /* RLIMIT_NPROC (counts all of the user's) */
+};
+
+struct cgi_spawn_spec {
+	const char *path;         /* the program to execute (interpreter or script) */
+	char *const *argv;        /* its arguments, argv[0] first */
+	char *const *envp;        /* its whole environment */
+	const char *dir;          /* its working directory */
+	const struct cgi_limits *limits; /* NULL or all 0: none */
+	const char *helper;       /* plxd-cgi-exec, which applies limits; needed
+				     only when limits are set */
+};
+
+/* A running (or finished, not yet reaped) child. Descriptors are -1 when
+ * closed; every one is O_CLOEXEC. */
+struct cgi_child {
+	pid_t pid;      /* also its process group; -1: none */
+	int pidfd;      /* readable once the child has exited */
+	int in;         /* write end of its stdin */
+	int out;        /* read end of its stdout */
+	int err;        /* read end of its stderr */
+	int exited;     /* pidfd was seen readable */
+	int reaped;     /* waited for: status is valid */
+	int status;     /* wait status, as waitpid gives it */
+};
+
+/* Sets every field to "none". */
+void cgi_child_init(struct cgi_child *c);
+
+/* Starts spec with posix_spawn: the child gets the three pipes as 0, 1 and
+ * 2 and no other descriptor, default signal dispositions, an empty signal
+ * mask and a process group of its own. Returns 0, or -1 with errno (ENOENT,
+ * EACCES, ENOEXEC when the program cannot be executed); nothing is left
+ * open or running then. */
+int cgi_spawn_start(const struct cgi_spawn_spec *spec, struct cgi_child *c);
+
+/* Closes the child's stdin (the script sees the end of its input). */
+void cgi_spawn_close_in(struct cgi_child *c);
+
+/* Sends sig to the child's process group, unless it has been reaped (its
+ * group id could then name someone else's processes). */
+void cgi_spawn_signal(struct cgi_child *c, int sig);
+
+/* Reaps the child if it has exited; returns 1 when reaped, 0 when it still
+ * runs. Never blocks. */
+int cgi_spawn_reap_if_exited(struct cgi_child *c);
+
+/* Ends the child however it stands: if it still runs, TERM to its group,
+ * up to grace_ms for it to exit, then KILL to the group; with kill_group
+ * the group gets TERM and KILL even when the child itself already exited
+ * (background processes still holding its output). Reaps it and closes
+ * every descriptor. Safe to call on a child never started or already
+ * ended. */
+void cgi_spawn_end(struct cgi_child *c, unsigned grace_ms, int kill_group);
+
+#endif

@@ -1,0 +1,160 @@
+/* Refusing requests whose framing is ambiguous (RFC 9112 sections 3, 5 and
+ * 6, RFC 9110 section 5). libmicrohttpd 0.9.75 uses the first of two
+ * Content-Length fields, lets Transfer-Encoding win over Content-Length,
+ * reads a body of unknown coding until the connection closes and keeps
+ * "Content-Length : 5" as a header of another name: each lets a client
+ * smuggle a second request past a proxy that reads the bytes differently. */
+#include "framing.h"
+
+#include <string.h>
+#include <strings.h>
+
+static int is_tchar(unsigned char c);
+static int is_token(const char *s, size_t len);
+static int is_digits(const char *s, size_t len);
+static int valid_host(const char *s, size_t len);
+static int known_method(const char *method);
+static void problem(struct framing *f, unsigned status, const char *why);
+
+/* RFC 9110 5.6.2: tchar. */
+static int is_tchar(unsigned char c)
+{
+	if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'))
+		return 1;
+	return c != '\0' && strchr("!#$%&'*+-.^_`|~", c) != NULL;
+}
+
+static int is_token(const char *s, size_t len)
+{
+	if (len == 0)
+		return 0;
+	for (size_t i = 0; i < len; i++)
+		if (!is_tchar((unsigned char)s[i]))
+			return 0;
+	return 1;
+}
+
+/* The methods of RFC 9110 and PATCH; others are 501 before any handler
+ * sees them. Case-sensitive, as methods are. */
+static int known_method(const char *method)
+{
+	static const char *const known[] = {
+		"GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH",
+	};
+	for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+		if (strcmp(method, known[i]) == 0)
+			return 1;
+	return 0;
+}
+
+/* Keeps the first 400; a 501 only stands when the request is otherwise well
+ * formed. */
+static void problem(struct framing *f, unsigned status, const char *why)
+{
+	if (f->status == 400 || (f->status == 501 && status == 501))
+		return;
+	f->status = status;
+	f->why = why;
+}
+
+static int is_digits(const char *s, size_t len)
+{
+	if (len == 0)
+		return 0;
+	for (size_t i = 0; i < len; i++)
+		if (s[i] < '0' || s[i] > '9')
+			return 0;
+	return 1;
+}
+
+/* RFC 9110 7.2: Host is uri-host [ ":" port ]: reg-name, IPv4 or an IPv6
+ * literal in brackets, so no space, slash, backslash or "@". */
+static int valid_host(const char *s, size_t len)
+{
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'))
+			continue;
+		if (strchr("-._~!$&'()*+,;=:[]%", c) == NULL || c == '\0')
+			return 0;
+	}
+	return 1;
+}
+
+void framing_begin(struct framing *f, const char *method, const char *version)
+{
+	memset(f, 0, sizeof *f);
+	f->http10 = version && strcmp(version, "HTTP/1.0") == 0;
+	if (!method || !is_token(method, strlen(method)))
+		problem(f, 400, "the method is not a token");
+	else if (!known_method(method))
+		problem(f, 501, "unknown method");
+}
+
+void framing_field(struct framing *f, const char *name, size_t name_len, const char *value,
+		size_t value_len, int folded)
+{
+	if (!value) {
+		value = "";
+		value_len = 0;
+	}
+	if (folded) {
+		/* RFC 9112 5.2 allows rejecting obs-fold; libmicrohttpd joins the
+		 * folded text onto the field's name, which can make a framing
+		 * field out of two harmless lines. */
+		problem(f, 400, "obsolete line folding in a header");
+		return;
+	}
+	if (strnlen(name, name_len) != name_len || !is_token(name, name_len)) {
+		problem(f, 400, "a header name is not a token");
+		return;
+	}
+	/* RFC 9110 5.5: CR, LF and NUL in a value are dangerous; libmicrohttpd
+	 * keeps a bare CR in the value. */
+	for (size_t i = 0; i < value_len; i++) {
+		if (value[i] == '\0' || value[i] == '\r' || value[i] == '\n') {
+			problem(f, 400, "CR, LF or NUL in a header value");
+			return;
+		}
+	}
+	if (name_len == 14 && strncasecmp(name, "Content-Length", 14) == 0) {
+		f->content_lengths++;
+		if (f->content_lengths > 1)
+			problem(f, 400, "more than one Content-Length");
+		else if (!is_digits(value, value_len))
+			problem(f, 400, "Content-Length is not a number");
+	} else if (name_len == 17 && strncasecmp(name, "Transfer-Encoding", 17) == 0) {
+		f->transfer_encodings++;
+		if (f->transfer_encodings > 1 || value_len != 7 || strncasecmp(value, "chunked", 7) != 0)
+			problem(f, 501, "a transfer coding other than chunked");
+	} else if (name_len == 4 && strncasecmp(name, "Host", 4) == 0) {
+		f->hosts++;
+		if (f->hosts > 1)
+			problem(f, 400, "more than one Host");
+		else if (!valid_host(value, value_len))
+			problem(f, 400, "Host is not a host name");
+	}
+}
+
+unsigned framing_end(struct framing *f, const char **why)
+{
+	if (f->content_lengths && f->transfer_encodings)
+		problem(f, 400, "both Content-Length and Transfer-Encoding");
+	if (f->transfer_encodings && f->http10)
+		problem(f, 400, "Transfer-Encoding in an HTTP/1.0 request");
+	if (!f->hosts && !f->http10)
+		problem(f, 400, "no Host in an HTTP/1.1 request");
+	*why = f->status ? f->why : NULL;
+	return f->status;
+}
+
+unsigned framing_check(const char *method, const char *version,
+		const struct framing_header *headers, size_t nheaders, const char **why)
+{
+	struct framing f;
+	framing_begin(&f, method, version);
+	for (size_t i = 0; i < nheaders; i++)
+		framing_field(&f, headers[i].name, strlen(headers[i].name), headers[i].value,
+				headers[i].value ? strlen(headers[i].value) : 0, headers[i].folded);
+	return framing_end(&f, why);
+}

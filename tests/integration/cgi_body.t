@@ -1,0 +1,88 @@
+# CGI: request bodies reach the script's stdin byte-exact (streamed while
+# they arrive, or spooled first when chunked so CONTENT_LENGTH is known); a
+# script that prints before it reads cannot deadlock; one that never reads
+# is fine; bodies over max_body are refused before any script runs.
+use strict;
+use warnings;
+use Test::More;
+use Time::HiRes qw(time);
+use PlxdTest qw(read_file source_dir);
+
+my $fixture = read_file(source_dir() . '/tests/integration/cgi_fixture.pl');
+my $s = PlxdTest->start(
+    files => { 'f.pl' => $fixture },
+    handlers => { '.pl' => 'cgi' },
+    server => { max_body => '16M' },
+);
+
+srand(42);
+my $ten = join '', map { pack 'N', int rand 2**32 } 1 .. (10 * 1024 * 1024 / 4);
+my $res = $s->request('POST', '/f.pl?echo=1', content => $ten,
+    headers => { 'content-type' => 'application/octet-stream' });
+is($res->{status}, 200, '10 MB upload echoed: 200');
+ok($res->{content} eq $ten, '10 MB upload: byte-exact') or diag(length $res->{content});
+
+# A script that prints 1 MB before reading anything: plxd must drain its
+# stdout while it feeds stdin, or both wait for each other forever.
+my $t0 = time;
+$res = $s->request('POST', '/f.pl?size=1048576&stdin_len=1', content => $ten);
+is($res->{status}, 200, 'prints 1 MB before reading a 10 MB body: no deadlock');
+is(length $res->{content}, 1048576 + length("stdin_len=10485760\n"), '... all its output');
+like($res->{content}, qr/stdin_len=10485760\n$/, '... and it read the whole body');
+ok(time - $t0 < 20, '... promptly');
+
+$res = $s->request('POST', '/f.pl?text=ignored', content => $ten);
+is($res->{status}, 200, 'a script that never reads its body');
+is($res->{content}, 'ignored', '... answers normally');
+
+$res = $s->request('POST', '/f.pl?read=10&text=partial', content => $ten);
+is($res->{content}, 'partial', 'a script that reads part of its body');
+
+# Chunked: spooled, then the script runs with CONTENT_LENGTH.
+my $chunked = "POST /f.pl?env=CONTENT_LENGTH&stdin_len=1 HTTP/1.1\r\nHost: x\r\n"
+    . "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+    . "5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n";
+my $raw = $s->raw($chunked);
+like($raw, qr/\r\n\r\n(?:[0-9a-fA-F]+\r\n)?CONTENT_LENGTH=11\n/, 'chunked body: CONTENT_LENGTH is known');
+like($raw, qr/stdin_len=11\n/, 'chunked body: all of it on stdin');
+
+my $big_chunked = "POST /f.pl?echo=1 HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
+    . "Connection: close\r\n\r\n";
+my $body = '';
+for my $i (0 .. 99) {
+    my $piece = substr($ten, $i * 30000, 30000);
+    $big_chunked .= sprintf("%x\r\n%s\r\n", length $piece, $piece);
+    $body .= $piece;
+}
+$big_chunked .= "0\r\n\r\n";
+$raw = $s->raw($big_chunked, 20);
+my ($head, $rest) = split /\r\n\r\n/, $raw, 2;
+my $decoded = '';
+while ($rest =~ s/^([0-9a-fA-F]+)\r\n//) {
+    my $n = hex $1;
+    last if $n == 0;
+    $decoded .= substr($rest, 0, $n, '');
+    $rest =~ s/^\r\n//;
+}
+ok($decoded eq $body, '3 MB chunked upload (past the in-memory spool): byte-exact');
+
+# Too large: refused before the script runs, and the connection closes.
+my $small = PlxdTest->start(
+    files => { 'f.pl' => $fixture },
+    handlers => { '.pl' => 'cgi' },
+    server => { max_body => '1M' },
+);
+my $marker = $small->dir . '/ran';
+$t0 = time;
+$raw = $small->raw("POST /f.pl?pidfile=$marker HTTP/1.1\r\nHost: x\r\nContent-Length: 2000000\r\n\r\n"
+    . ('x' x 65536), 10);
+like($raw, qr/^HTTP\/1\.1 413 /, 'over max_body: 413');
+ok(time - $t0 < 5, '... and the connection closes');
+ok(!-e $marker, '... the script never ran');
+
+$raw = $small->raw("POST /f.pl?pidfile=$marker HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+    . join('', map { sprintf("%x\r\n%s\r\n", 65536, 'y' x 65536) } 1 .. 20), 10);
+like($raw, qr/^(?:HTTP\/1\.1 413 .*)?$/s, 'chunked over max_body: 413 or the connection closed');
+ok(!-e $marker, '... the script never ran');
+
+done_testing;

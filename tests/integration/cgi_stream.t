@@ -1,0 +1,107 @@
+# CGI: output streams to the client as the script prints it, with bounded
+# memory; a client that leaves ends the script; a script killed mid-output
+# closes the connection; a background process holding stdout is ended
+# after linger; a slow script holds up nobody else.
+use strict;
+use warnings;
+use Test::More;
+use IO::Select;
+use Time::HiRes qw(time);
+use PlxdTest qw(read_file source_dir wait_for);
+
+my $fixture = read_file(source_dir() . '/tests/integration/cgi_fixture.pl');
+my $s = PlxdTest->start(
+    files => { 'f.pl' => $fixture, 'hello.html' => "hello\n" },
+    handlers => { '.pl' => 'cgi' },
+    sections => { cgi => { linger => '1s' } },
+);
+
+sub status_kb {
+    my ($pid, $key) = @_;
+    my ($kb) = read_file("/proc/$pid/status") =~ /^$key:\s+(\d+) kB/m;
+    return $kb // 0;
+}
+sub alive { my ($pid) = @_; return kill(0, $pid) && read_file("/proc/$pid/stat") !~ /^\d+ \(.*\) Z/ }
+sub pid_in { my ($file) = @_; wait_for(sub { -s $file }, 10); my $p = read_file($file); chomp $p; $p }
+
+# Lines arrive as printed: the first long before the script ends.
+my $sock = $s->connect;
+my $t0 = time;
+$sock->syswrite("GET /f.pl?stream=6 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+my $sel = IO::Select->new($sock);
+my $got = '';
+while ($got !~ /line 1\n/ && $sel->can_read(5)) {
+    sysread($sock, my $buf, 4096) or last;
+    $got .= $buf;
+}
+my $first = time - $t0;
+like($got, qr/line 1\n/, 'streamed: the first line arrives');
+ok($first < 0.8, "... before the script is done (after ${\ sprintf '%.2f', $first} s of 1.2 s)");
+$got .= PlxdTest::read_until_closed($sock, 10);
+like($got, qr/line 6\n.*0\r\n\r\n$/s, '... and the rest, chunked, to the end');
+
+# 10 MB byte-exact.
+my $chunk = join '', map { chr(($_ * 7) % 256) } 0 .. 65535;
+my $want = $chunk x 160;
+my $res = $s->get('/f.pl?size=' . length $want);
+ok($res->{content} eq $want, '10 MB download: byte-exact');
+
+# A script printing 300 MB to a client that does not read: plxd keeps
+# only pipe and socket buffers.
+my $pid = $s->pid;
+my $before = status_kb($pid, 'VmRSS');
+$sock = $s->connect;
+$sock->syswrite("GET /f.pl?size=314572800 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+select(undef, undef, undef, 1.0); # the script fills every buffer meanwhile
+my $stalled = status_kb($pid, 'VmRSS');
+ok($stalled - $before < 32 * 1024, "a stalled client: plxd grew by ${\ ($stalled - $before)} kB, not 300 MB");
+my $total = 0;
+$sel = IO::Select->new($sock);
+while ($sel->can_read(20)) {
+    my $n = sysread($sock, my $buf, 1 << 20) or last;
+    $total += $n;
+}
+ok($total > 314572800, "... then all 300 MB arrive ($total bytes with framing)");
+my $after = status_kb($pid, 'VmHWM');
+ok($after < 128 * 1024, "... peak resident size ${after} kB");
+
+# A client that leaves ends the script, before and after its headers.
+for my $case (['after its headers', 'stream=100'], ['before its headers', 'sleep=100']) {
+    my ($name, $word) = @$case;
+    my $pidfile = $s->dir . "/gone-$word";
+    $sock = $s->connect;
+    $sock->syswrite("GET /f.pl?pidfile=$pidfile&$word HTTP/1.1\r\nHost: x\r\n\r\n");
+    my $child = pid_in($pidfile);
+    ok($child && alive($child), "client leaves $name: the script runs");
+    if ($word =~ /stream/) { $sel = IO::Select->new($sock); $sel->can_read(5); sysread($sock, my $b, 100) }
+    close $sock;
+    ok(wait_for(sub { !alive($child) }, 5), "... and is ended when the client leaves");
+}
+
+# Killed by a signal mid-output: the chunked body is not terminated.
+my $raw = $s->raw("GET /f.pl?text=partial&kill=KILL HTTP/1.1\r\nHost: x\r\n\r\n", 10);
+like($raw, qr/partial\r\n$/, 'killed mid-output: what it printed, no final chunk');
+ok($s->wait_log(qr/f\.pl: killed by signal 9 \(SIGKILL\); response cut short/), '... logged');
+
+# A background process holding stdout: the response ends after linger and
+# the process group is ended.
+my $bgpid = $s->dir . '/bg.pid';
+$t0 = time;
+$res = $s->get("/f.pl?bgpid=$bgpid&bg=60&text=fore");
+my $took = time - $t0;
+is($res->{status}, 200, 'background child: 200');
+is($res->{content}, 'fore', '... with the output');
+ok($took >= 0.9 && $took < 4, "... ended after linger ($took s)");
+my $bg = pid_in($bgpid);
+ok(wait_for(sub { !alive($bg) }, 5), '... and the background process was ended');
+ok($s->wait_log(qr/background process held its output/), '... logged');
+
+# A slow script holds up nobody else.
+my $slow = $s->connect;
+$slow->syswrite("GET /f.pl?sleep=3&text=slow HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+$t0 = time;
+for (1 .. 5) { $s->get('/f.pl?text=fast'); $s->get('/hello.html') }
+ok(time - $t0 < 2, 'ten requests answered while a slow script runs');
+like(PlxdTest::read_until_closed($slow, 10), qr/slow/, '... which still completes');
+
+done_testing;

@@ -1,0 +1,261 @@
+# The static handler: content types, HEAD, validators and 304 (never a
+# stale one), single byte ranges (206, 416), folders (index.html, 301 to the
+# slash, 403 without an index), 405 with Allow, 404, large files.
+use strict;
+use warnings;
+use Test::More;
+use IO::Select;
+use Time::HiRes ();
+use PlxdTest;
+use PlxdRaw qw(responses request_bytes);
+
+my $hello = "hello world\n"; # 12 bytes
+my $big = join '', map { sprintf "%07d\n", $_ } 0 .. 699_999; # 5.6 MB
+my $s = PlxdTest->start(
+    files => {
+        'hello.txt'       => $hello,
+        'page.html'       => "<p>page</p>\n",
+        'STYLE.CSS'       => "p {}\n",
+        'archive.tar.gz'  => "gz",
+        'noext'           => "no extension\n",
+        'empty.txt'       => '',
+        'big.bin'         => $big,
+        'dir/index.html'  => "<p>dir index</p>\n",
+        'dir/other.txt'   => "other\n",
+        'a b/index.html'  => "spaced\n",
+        'script.pl'       => "print 'source';\n",
+    },
+    handlers => { '.pl' => 'echo' },
+);
+my $root = $s->root;
+mkdir "$root/empty" or die "mkdir: $!";
+
+# One request over its own connection; the first response, parsed.
+sub one {
+    my ($req, %o) = @_;
+    my @r = responses($s->raw($req, 10), %o);
+    return $r[0] // { status => 0, headers => {}, body => '' };
+}
+sub get_raw { one(request_bytes('GET', $_[0], 'Connection: close', @_[1 .. $#_])) }
+
+# Sets a file's modification time (fractional seconds allowed).
+sub set_mtime { my ($file, $t) = @_; Time::HiRes::utime($t, $t, "$root/$file") or die "utime: $!" }
+my $past = int(time) - 1000;
+set_mtime($_, $past + 0.25) for qw(hello.txt page.html big.bin dir/index.html empty.txt);
+
+# ---- content and types ------------------------------------------------------
+my $r = get_raw('/hello.txt');
+is($r->{status}, 200, 'GET a file');
+is($r->{body}, $hello, 'its content');
+is($r->{headers}{'content-length'}, 12, 'Content-Length');
+is($r->{headers}{'content-type'}, 'text/plain', 'Content-Type from /etc/mime.types');
+is($r->{headers}{'accept-ranges'}, 'bytes', 'Accept-Ranges');
+is($r->{headers}{'x-content-type-options'}, 'nosniff', 'nosniff');
+is(get_raw('/page.html')->{headers}{'content-type'}, 'text/html', 'html');
+is(get_raw('/STYLE.CSS')->{headers}{'content-type'}, 'text/css',
+    'extensions match without regard to case (as routing does)');
+is(get_raw('/archive.tar.gz')->{headers}{'content-type'}, 'application/gzip', 'the last extension');
+is(get_raw('/noext')->{headers}{'content-type'}, 'application/octet-stream',
+    'no extension: default_type');
+$r = get_raw('/empty.txt');
+is($r->{status}, 200, 'an empty file');
+is($r->{headers}{'content-length'}, 0, 'with Content-Length 0');
+
+$r = one(request_bytes('HEAD', '/hello.txt', 'Connection: close'), head => [0]);
+is($r->{status}, 200, 'HEAD');
+is($r->{headers}{'content-length'}, 12, 'HEAD says the size');
+my $raw = $s->raw(request_bytes('HEAD', '/hello.txt', 'Connection: close'));
+like($raw, qr/\r\n\r\n\z/, 'HEAD sends no body');
+
+# ---- validators, 304, never stale ------------------------------------------
+$r = get_raw('/hello.txt');
+my ($etag, $lm) = @{ $r->{headers} }{qw(etag last-modified)};
+like($etag, qr/^"[0-9a-f]+-c-[0-9a-f]+\.\d{9}"$/, 'a strong ETag: inode, size, mtime to the ns');
+like($lm, qr/^\w{3}, \d\d \w{3} \d{4} \d\d:\d\d:\d\d GMT$/, 'Last-Modified');
+
+$r = get_raw('/hello.txt', "If-None-Match: $etag");
+is($r->{status}, 304, 'If-None-Match with the ETag: 304');
+is($r->{body}, '', '304 has no body');
+is($r->{headers}{etag}, $etag, '304 repeats the ETag');
+ok(!defined $r->{headers}{'content-length'} || $r->{headers}{'content-length'} == 12,
+    "304: no Content-Length, or the 200's (RFC 9110 8.6)");
+{
+    my @two = responses($s->raw(request_bytes('GET', '/hello.txt', "If-None-Match: $etag")
+        . request_bytes('GET', '/hello.txt', 'Connection: close'), 10));
+    is(join(' ', map { $_->{status} } @two), '304 200', 'a 304 sends no body: the next response follows');
+    is($two[1]{body}, $hello, 'intact');
+}
+is(get_raw('/hello.txt', qq{If-None-Match: "x", W/$etag})->{status}, 304, 'weakly, in a list: 304');
+is(get_raw('/hello.txt', 'If-None-Match: *')->{status}, 304, '*: 304');
+is(get_raw('/hello.txt', 'If-None-Match: "other"')->{status}, 200, 'another ETag: 200');
+is(get_raw('/hello.txt', "If-Modified-Since: $lm")->{status}, 304, 'If-Modified-Since equal: 304');
+is(get_raw('/hello.txt', 'If-Modified-Since: Sat, 01 Jan 2000 00:00:00 GMT')->{status}, 200,
+    'If-Modified-Since another date: 200');
+is(get_raw('/hello.txt', 'If-None-Match: "other"', "If-Modified-Since: $lm")->{status}, 200,
+    'If-None-Match wins over If-Modified-Since');
+$r = one(request_bytes('HEAD', '/hello.txt', 'Connection: close', "If-None-Match: $etag"),
+    head => [0]);
+is($r->{status}, 304, 'HEAD gets 304 too');
+
+# Rewritten in place (same inode, same size) within the same second.
+open my $fh, '+<', "$root/hello.txt" or die;
+print $fh "HELLO WORLD\n";
+close $fh;
+set_mtime('hello.txt', $past + 0.75);
+$r = get_raw('/hello.txt', "If-None-Match: $etag");
+is($r->{status}, 200, 'same size, same inode, same second: the old ETag gets 200');
+is($r->{body}, "HELLO WORLD\n", 'with the new content');
+isnt($r->{headers}{etag}, $etag, 'and a new ETag');
+my $etag2 = $r->{headers}{etag};
+
+# Rewritten just now: no validators for a second, so none can go stale.
+open $fh, '+<', "$root/hello.txt" or die;
+print $fh "hello again\n";
+close $fh;
+my $t0 = Time::HiRes::time;
+$r = get_raw('/hello.txt', "If-None-Match: $etag2");
+my $took = Time::HiRes::time - $t0;
+SKIP: {
+    skip "the request took ${took}s: the file is no longer recent", 3 if $took > 0.9;
+    is($r->{status}, 200, 'modified just now: 200 whatever the client holds');
+    ok(!exists $r->{headers}{etag}, 'no ETag for a file modified within the last second');
+    ok(!exists $r->{headers}{'last-modified'}, 'no Last-Modified either');
+}
+is($r->{body}, "hello again\n", 'the newest content');
+set_mtime('hello.txt', time + 30);
+$r = get_raw('/hello.txt', 'If-None-Match: *');
+is($r->{status}, 200, 'a modification time in the future: no 304, even for *');
+ok(!exists $r->{headers}{etag}, 'and no ETag');
+
+# Replaced by an older file (rsync, tar): If-Modified-Since must be equal.
+set_mtime('hello.txt', $past + 0.25);
+$r = get_raw('/hello.txt');
+my ($etag3, $lm3) = @{ $r->{headers} }{qw(etag last-modified)};
+PlxdTest::write_file("$root/hello.new", "older file!\n");
+set_mtime('hello.new', $past - 500);
+rename "$root/hello.new", "$root/hello.txt" or die;
+$r = get_raw('/hello.txt', "If-Modified-Since: $lm3");
+is($r->{status}, 200, 'replaced by an older file: If-Modified-Since no longer matches');
+is($r->{body}, "older file!\n", 'the replacement is sent');
+is(get_raw('/hello.txt', "If-None-Match: $etag3")->{status}, 200, 'nor does the old ETag');
+PlxdTest::write_file("$root/hello.txt", $hello);
+set_mtime('hello.txt', $past + 0.25);
+
+# ---- ranges --------------------------------------------------------------
+$r = get_raw('/hello.txt', 'Range: bytes=0-4');
+is($r->{status}, 206, 'Range: 206');
+is($r->{body}, 'hello', 'the first five bytes');
+is($r->{headers}{'content-range'}, 'bytes 0-4/12', 'Content-Range');
+is($r->{headers}{'content-length'}, 5, 'Content-Length of the part');
+is(get_raw('/hello.txt', 'Range: bytes=6-')->{body}, "world\n", 'an open range');
+is(get_raw('/hello.txt', 'Range: bytes=-3')->{body}, "ld\n", 'a suffix range');
+is(get_raw('/hello.txt', 'Range: bytes=10-99')->{body}, "d\n", 'clamped to the file');
+$r = get_raw('/hello.txt', 'Range: bytes=12-');
+is($r->{status}, 416, 'past the end: 416');
+is($r->{headers}{'content-range'}, 'bytes */12', '416 says the size');
+is(get_raw('/empty.txt', 'Range: bytes=0-')->{status}, 416, 'any range of an empty file: 416');
+$r = get_raw('/hello.txt', 'Range: bytes=0-1,4-5');
+is($r->{status}, 200, 'several ranges: the whole file (200)');
+is($r->{body}, $hello, 'all of it');
+is(get_raw('/hello.txt', 'Range: bytes=5-2')->{status}, 200, 'an invalid range is ignored');
+is(get_raw('/hello.txt', 'Range: lines=1-2')->{status}, 200, 'another unit is ignored');
+$r = one(request_bytes('HEAD', '/hello.txt', 'Connection: close', 'Range: bytes=0-4'), head => [0]);
+is($r->{status}, 200, 'HEAD ignores Range');
+$r = get_raw('/hello.txt');
+($etag, $lm) = @{ $r->{headers} }{qw(etag last-modified)};
+is(get_raw('/hello.txt', 'Range: bytes=0-4', "If-Range: $etag")->{status}, 206,
+    'If-Range with the ETag: 206');
+is(get_raw('/hello.txt', 'Range: bytes=0-4', "If-Range: $lm")->{status}, 206,
+    'If-Range with Last-Modified: 206');
+$r = get_raw('/hello.txt', 'Range: bytes=0-4', 'If-Range: "stale"');
+is($r->{status}, 200, 'If-Range with another ETag: the whole file');
+is($r->{body}, $hello, 'all of it');
+$r = get_raw('/big.bin', 'Range: bytes=-8');
+is($r->{body}, "0699999\n", 'a range at the end of a large file');
+is($r->{headers}{'content-range'}, 'bytes ' . (length($big) - 8) . '-' . (length($big) - 1)
+    . '/' . length($big), 'with its Content-Range');
+$r = get_raw('/big.bin', 'Range: bytes=4000000-4000015');
+is($r->{body}, substr($big, 4_000_000, 16), 'a range in the middle (sendfile from an offset)');
+
+my $res = $s->get('/big.bin');
+is($res->{status}, 200, 'a 5.6 MB file');
+ok($res->{content} eq $big, 'arrives whole');
+
+# ---- folders --------------------------------------------------------------
+$r = get_raw('/dir/');
+is($r->{status}, 200, 'a folder with its slash: its index.html');
+is($r->{body}, "<p>dir index</p>\n", 'the index content');
+is($r->{headers}{'content-type'}, 'text/html', 'typed as html');
+ok($r->{headers}{etag}, 'with validators');
+$r = get_raw('/dir');
+is($r->{status}, 301, 'a folder without its slash: 301');
+is($r->{headers}{location}, '/dir/', 'to the folder with its slash');
+is(get_raw('/dir?x=1&y=%20')->{headers}{location}, '/dir/?x=1&y=%20', 'the query is kept');
+is(get_raw('//dir')->{headers}{location}, '/dir/', 'never a "//" Location (another host)');
+is(get_raw('/a%20b')->{headers}{location}, '/a%20b/', 'the Location is percent-encoded');
+is(get_raw('/a%20b/')->{body}, "spaced\n", 'and leads to the folder');
+is(get_raw('/empty/')->{status}, 403, 'a folder without index.html: 403, no listing');
+unlike(get_raw('/empty/')->{body}, qr/index of/i, 'no listing in the page');
+is(get_raw('/empty')->{status}, 301, 'without its slash it is still redirected first');
+is(get_raw('/')->{status}, 403, 'the root without index.html: 403');
+is(get_raw('/dir/other.txt')->{body}, "other\n", 'a file in a folder');
+mkdir "$root/dir2" or die;
+mkdir "$root/dir2/index.html" or die;
+is(get_raw('/dir2/')->{status}, 403, 'a folder named index.html is not an index');
+
+# ---- methods and errors ---------------------------------------------------
+for my $method (qw(POST PUT DELETE OPTIONS PATCH)) {
+    $r = one(request_bytes($method, '/hello.txt', 'Connection: close', 'Content-Length: 0'));
+    is($r->{status}, 405, "$method on a static file: 405");
+    is($r->{headers}{allow}, 'GET, HEAD', "$method: Allow: GET, HEAD");
+}
+is(one(request_bytes('POST', '/dir/', 'Connection: close', 'Content-Length: 0'))->{status}, 405,
+    'POST to a folder: 405');
+# A large body is refused at once, not read.
+{
+    my $sock = $s->connect;
+    $sock->syswrite(request_bytes('POST', '/hello.txt', 'Content-Length: 50000000'));
+    my @resp = responses(PlxdTest::read_until_closed($sock, 10));
+    is($resp[0]{status}, 405, 'POST with a 50 MB body announced: 405 before the body');
+}
+is(get_raw('/missing.txt')->{status}, 404, 'a missing file: 404');
+is(get_raw('/hello.txt/extra')->{status}, 404, 'a path below a static file: 404');
+is(get_raw('/hello.txt/')->{status}, 404, 'a static file with a slash: 404');
+SKIP: {
+    skip 'root reads any file', 1 if $> == 0;
+    chmod 0000, "$root/dir/other.txt";
+    is(get_raw('/dir/other.txt')->{status}, 403, 'an unreadable file: 403');
+}
+
+# ---- keep-alive ------------------------------------------------------------
+{
+    my $sock = $s->connect;
+    $sock->syswrite(request_bytes('GET', '/hello.txt'));
+    my $buf = '';
+    my $sel = IO::Select->new($sock);
+    PlxdTest::wait_for(sub {
+        if ($sel->can_read(0.05)) {
+            my $n = sysread($sock, my $chunk, 65536);
+            $buf .= $chunk if $n;
+        }
+        my @resp = responses($buf);
+        @resp && length $resp[0]{body} == 12;
+    }, 10);
+    $sock->syswrite(request_bytes('GET', '/page.html', 'Connection: close'));
+    my @resp = responses($buf . PlxdTest::read_until_closed($sock, 10));
+    is(scalar @resp, 2, 'a static response keeps the connection open for the next request');
+    is($resp[1]{body}, "<p>page</p>\n", 'which is answered');
+}
+
+# ---- configuration ---------------------------------------------------------
+my $t = PlxdTest->start(
+    files    => { 'index.html' => "root index\n", 'data.weird' => 'x', 'data.css' => 'y' },
+    sections => { static => { mime_types => '/nonexistent/mime.types', default_type => 'text/plain' } },
+);
+is($t->get('/')->{content}, "root index\n", 'the root index.html');
+is($t->get('/data.weird')->{headers}{'content-type'}, 'text/plain', 'default_type');
+is($t->get('/data.css')->{headers}{'content-type'}, 'text/css',
+    'without mime_types, the built-in table');
+like($t->error_log, qr{static: cannot read /nonexistent/mime.types}, 'and a warning says so');
+
+done_testing;
