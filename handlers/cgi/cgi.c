@@ -5,6 +5,7 @@
 #include "alloc.h"
 #include "cgi_env.h"
 #include "cgi_reply.h"
+#include "cgi_request.h"
 #include "cgi_run.h"
 #include "cgi_spawn.h"
 #include "config.h"
@@ -176,12 +177,8 @@ static int cgi_start(const void *conf, void **state)
 {
 	struct cgi_state *st = xcalloc(1, sizeof *st);
 	/* The helper is installed beside this module (build: modules/). */
-	Dl_info info;
 	char self[PATH_MAX];
-	if (dladdr((const void *)&plxd_handler_module, &info) && info.dli_fname &&
-			realpath(info.dli_fname, self)) {
-		char *slash = strrchr(self, '/');
-		*slash = '\0';
+	if (cgi_request_module_dir(self, sizeof self) == 0) {
 		if ((size_t)snprintf(st->helper, sizeof st->helper, "%s/plxd-cgi-exec", self) >=
 				sizeof st->helper)
 			st->helper[0] = '\0';
@@ -250,97 +247,6 @@ static struct cgi_req *cgi_req_create(struct plxd_request *r)
 	return q;
 }
 
-struct header_list {
-	struct cgi_env_header *v;
-	size_t n, cap;
-};
-
-static enum MHD_Result collect_header(void *cls, enum MHD_ValueKind kind, const char *name,
-		const char *value)
-{
-	(void)kind;
-	struct header_list *h = cls;
-	if (h->n == h->cap) {
-		h->cap = h->cap ? h->cap * 2 : 32;
-		h->v = xrealloc(h->v, h->cap * sizeof *h->v);
-	}
-	h->v[h->n].name = name;
-	h->v[h->n].value = value ? value : "";
-	h->n++;
-	return MHD_YES;
-}
-
-static unsigned sockaddr_port(const struct sockaddr *sa)
-{
-	if (sa && sa->sa_family == AF_INET)
-		return ntohs(((const struct sockaddr_in *)sa)->sin_port);
-	if (sa && sa->sa_family == AF_INET6)
-		return ntohs(((const struct sockaddr_in6 *)sa)->sin6_port);
-	return 0;
-}
-
-static char **build_env(struct plxd_request *r, const struct cgi_conf *conf,
-		const struct cgi_state *st)
-{
-	char remote[64], local[64];
-	log_format_addr(r->client, remote, sizeof remote);
-	log_format_addr(r->local, local, sizeof local);
-	struct header_list headers = { 0 };
-	MHD_get_connection_values(r->connection, MHD_HEADER_KIND, collect_header, &headers);
-
-	/* The root without a trailing '/', so DOCUMENT_ROOT + SCRIPT_NAME is
-	 * the file. */
-	size_t root_len = strlen(r->root);
-	while (root_len > 1 && r->root[root_len - 1] == '/')
-		root_len--;
-	char *root = xstrndup(r->root, root_len);
-
-	const struct server_conf *server = plxd_server_conf(r);
-	struct cgi_env_request req = {
-		.method = r->method,
-		.protocol = r->version,
-		.target = r->target,
-		.query = r->query,
-		.script_name = r->script_name,
-		.path_info = r->path_info,
-		.script_file = r->file,
-		.document_root = root,
-		.remote_addr = remote,
-		.remote_port = sockaddr_port(r->client),
-		.server_addr = local,
-		.server_port = sockaddr_port(r->local),
-		.content_type = plxd_request_header(r, MHD_HTTP_HEADER_CONTENT_TYPE),
-		/* A chunked body was spooled: its length is known now. */
-		.content_length = r->content_length > 0 ? r->content_length
-			: r->content_length < 0 ? (int64_t)r->body_length : -1,
-		.headers = headers.v,
-		.header_count = headers.n,
-	};
-	/* plxd's own variables: where PLXD::Request is, and the [request]
-	 * limits it parses under. */
-	char **limits = req_limits_env(plxd_request_limits(r), server->tmp_dir);
-	size_t nlimits = 0;
-	while (limits[nlimits])
-		nlimits++;
-	char **extra = xcalloc(nlimits + 2, sizeof *extra);
-	memcpy(extra, limits, nlimits * sizeof *extra);
-	if (st->perl5lib[0])
-		extra[nlimits] = (char *)st->perl5lib;
-	struct cgi_env_options opt = {
-		.path = conf->path,
-		.server_software = "plxd/" PLXD_VERSION,
-		.pass_authorization = conf->pass_authorization,
-		.trusted_proxies = server->trusted_proxies,
-		.extra = extra,
-	};
-	char **env = cgi_env_build(&req, &opt);
-	free(extra);
-	free(limits);
-	free(headers.v);
-	free(root);
-	return env;
-}
-
 /* Perl refuses to run a script whose #! line says -T (or -t) unless the
  * command line says it too ("-T" is on the #! line, it must also be used
  * on the command line), so a perl interpreter gets the switch from the
@@ -378,7 +284,8 @@ static int cgi_req_spawn(struct cgi_req *q)
 	cgi_run_init(&q->run, q->script, conf->timeout_ms, conf->linger_ms, server->max_body,
 			server->tmp_dir);
 
-	char **env = build_env(r, conf, q->state);
+	char **env = cgi_request_env(r, conf->path, conf->pass_authorization,
+			q->state->perl5lib[0] ? q->state->perl5lib : NULL);
 	/* argv is the program and the script, never words of the query string:
 	 * RFC 3875 4.4 makes them optional, and feeding client text to a
 	 * command line is how PHP-CGI's CVE-2012-1823 happened. */

@@ -65,6 +65,28 @@ static char **helper_argv(const struct cgi_spawn_spec *spec, char numbers[3][24]
 	return argv;
 }
 
+int cgi_spawn_attr_init(posix_spawnattr_t *attr)
+{
+	int rc = posix_spawnattr_init(attr);
+	if (rc != 0)
+		return rc;
+	/* plxd blocks SIGHUP/TERM/INT in every thread and ignores SIGPIPE; a
+	 * child must start with the defaults, which exec alone would not
+	 * restore (a mask and ignored signals survive execve). */
+	sigset_t all, none;
+	sigfillset(&all);
+	sigemptyset(&none);
+	if ((rc = posix_spawnattr_setsigdefault(attr, &all)) != 0 ||
+			(rc = posix_spawnattr_setsigmask(attr, &none)) != 0 ||
+			(rc = posix_spawnattr_setpgroup(attr, 0)) != 0 ||
+			(rc = posix_spawnattr_setflags(attr, POSIX_SPAWN_SETSIGDEF |
+					POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETPGROUP)) != 0) {
+		posix_spawnattr_destroy(attr);
+		return rc;
+	}
+	return 0;
+}
+
 int cgi_spawn_start(const struct cgi_spawn_spec *spec, struct cgi_child *c)
 {
 	int in[2] = { -1, -1 }, out[2] = { -1, -1 }, err[2] = { -1, -1 };
@@ -93,21 +115,9 @@ int cgi_spawn_start(const struct cgi_spawn_spec *spec, struct cgi_child *c)
 			(rc = posix_spawn_file_actions_addclosefrom_np(&fa, 3)) != 0 ||
 			(spec->dir && (rc = posix_spawn_file_actions_addchdir_np(&fa, spec->dir)) != 0))
 		goto fail;
-	if ((rc = posix_spawnattr_init(&attr)) != 0)
+	if ((rc = cgi_spawn_attr_init(&attr)) != 0)
 		goto fail;
 	attr_ready = 1;
-	/* plxd blocks SIGHUP/TERM/INT in every thread and ignores SIGPIPE; a
-	 * script must start with the defaults, which exec alone would not
-	 * restore (a mask and ignored signals survive execve). */
-	sigset_t all, none;
-	sigfillset(&all);
-	sigemptyset(&none);
-	if ((rc = posix_spawnattr_setsigdefault(&attr, &all)) != 0 ||
-			(rc = posix_spawnattr_setsigmask(&attr, &none)) != 0 ||
-			(rc = posix_spawnattr_setpgroup(&attr, 0)) != 0 ||
-			(rc = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF |
-					POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETPGROUP)) != 0)
-		goto fail;
 
 	const char *path = spec->path;
 	char *const *args = spec->argv;

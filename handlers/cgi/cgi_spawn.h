@@ -4,6 +4,7 @@
 #ifndef PLXD_CGI_SPAWN_H
 #define PLXD_CGI_SPAWN_H
 
+#include <spawn.h>
 #include <sys/types.h>
 
 /* Resource limits set before the script's first instruction; 0: not set. */
@@ -45,6 +46,12 @@ void cgi_child_init(struct cgi_child *c);
  * EACCES, ENOEXEC when the program cannot be executed); nothing is left
  * open or running then. */
 int cgi_spawn_start(const struct cgi_spawn_spec *spec, struct cgi_child *c);
+
+/* Spawn attributes for a clean child: default signal dispositions, an
+ * empty signal mask, a process group of its own (so that it and what it
+ * starts can be signalled together). Returns 0, or an errno value. Shared
+ * with the Perl handler, which spawns its workers the same way. */
+int cgi_spawn_attr_init(posix_spawnattr_t *attr);
 
 /* Closes the child's stdin (the script sees the end of its input). */
 void cgi_spawn_close_in(struct cgi_child *c);

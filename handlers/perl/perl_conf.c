@@ -1,0 +1,66 @@
+/* The [perl] keys; see perl_conf.h. */
+#include "perl_conf.h"
+
+#include <stddef.h>
+#include <string.h>
+
+static const char *check_inc(const char *value);
+
+#define PERL_KEY(n, t, field, def, ...) \
+	{ .name = n, .type = t, .offset = offsetof(struct perl_conf, field), \
+	  .default_value = def, __VA_ARGS__ }
+
+const struct conf_key perl_conf_keys[] = {
+	PERL_KEY("workers", CONF_UINT, workers, "0", .max = 256, .flags = CONF_RESTART,
+		.help = "worker processes, one Perl interpreter each, started with plxd; "
+			"0: one per CPU core"),
+	PERL_KEY("queue", CONF_UINT, queue, "100", .max = 100000,
+		.help = "requests that may wait for a busy worker; beyond, 503 with Retry-After"),
+	PERL_KEY("queue_timeout", CONF_DURATION, queue_timeout_ms, "10s", .max = 3600 * 1000,
+		.help = "how long a request waits for a worker before it gets 503"),
+	PERL_KEY("timeout", CONF_DURATION, timeout_ms, "60s", .min = 100, .max = 24 * 3600 * 1000,
+		.help = "a script running longer gets 504 (the connection is closed if its "
+			"headers were sent) and its worker is killed and replaced"),
+	PERL_KEY("start_timeout", CONF_DURATION, start_timeout_ms, "30s", .min = 100,
+		.max = 3600 * 1000,
+		.help = "a new worker must have loaded Perl and the preload file within this"),
+	PERL_KEY("max_requests", CONF_UINT, max_requests, "0", .max = 1ul << 40,
+		.help = "a worker is replaced after serving this many requests; 0: never"),
+	PERL_KEY("max_rss", CONF_SIZE, max_rss, "512M",
+		.help = "a worker whose peak resident memory passes this is replaced after its "
+			"request; 0: no limit"),
+	PERL_KEY("max_memory", CONF_SIZE, max_memory, "2G",
+		.help = "address space of a worker (RLIMIT_AS): an allocation beyond fails, the "
+			"request gets 500 and the worker is replaced; 0: no limit"),
+	PERL_KEY("preload", CONF_PATH, preload, "",
+		.help = "Perl file each worker requires once before serving (like mod_perl's "
+			"PerlRequire): load shared modules here; it must return true"),
+	PERL_KEY("inc", CONF_LIST, inc, "", .check = check_inc,
+		.help = "absolute folders put in front of @INC, in order"),
+	PERL_KEY("path", CONF_STRING, path, "/usr/local/bin:/usr/bin:/bin",
+		.help = "PATH in the scripts' environment (nothing else of plxd's environment "
+			"is passed)"),
+	PERL_KEY("pass_authorization", CONF_BOOL, pass_authorization, "no",
+		.help = "pass the Authorization header to scripts as HTTP_AUTHORIZATION"),
+	PERL_KEY("max_header_size", CONF_SIZE, max_header_size, "64K", .min = 1024,
+		.max = 16 * 1024 * 1024,
+		.help = "the header block a script prints at most (502 beyond)"),
+	PERL_KEY("timing", CONF_BOOL, timing, "no",
+		.help = "add X-Plxd-Perl to responses: whether the compiled script was reused or "
+			"compiled, and the compile and run times in microseconds"),
+	CONF_KEYS_END
+};
+
+static const char *check_inc(const char *value)
+{
+	const char *p = value;
+	while (*p) {
+		p += strspn(p, " \t");
+		if (!*p)
+			break;
+		if (*p != '/')
+			return "each folder must be an absolute path";
+		p += strcspn(p, " \t");
+	}
+	return NULL;
+}

@@ -1,0 +1,27 @@
+/* The [perl] section: the persistent Perl handler's settings, declared as
+ * a table (conf.h) so that parsing, --help and the documentation agree. */
+#ifndef PLXD_PERL_CONF_H
+#define PLXD_PERL_CONF_H
+
+#include "conf.h"
+
+struct perl_conf {
+	unsigned long workers;          /* 0: one per CPU core */
+	unsigned long queue;
+	unsigned long queue_timeout_ms;
+	unsigned long timeout_ms;
+	unsigned long start_timeout_ms;
+	unsigned long max_requests;
+	unsigned long long max_rss;
+	unsigned long long max_memory;
+	char *preload;
+	char *inc;
+	char *path;
+	int pass_authorization;
+	unsigned long long max_header_size;
+	int timing;
+};
+
+extern const struct conf_key perl_conf_keys[];
+
+#endif

@@ -1,0 +1,87 @@
+/* The Perl runtime of one worker process: an embedded interpreter (with
+ * DynaLoader, so XS modules load), its set-up (exit override, @INC,
+ * preload), and the request glue that runs one script per request the way
+ * a CGI process would (%ENV, stdio on fds 0/1/2, working directory, globals
+ * reset). It knows nothing of how requests reach the process: see
+ * perl_worker.c for that. Callers do not need perl.h. */
+#ifndef PLXD_PERL_INTERP_H
+#define PLXD_PERL_INTERP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct perl_interp;
+
+struct perl_interp_options {
+	const char *preload;      /* file required once before serving; NULL: none */
+	char *const *inc;         /* folders put in front of @INC, NULL-terminated; may be NULL */
+};
+
+/* How a request's script ended. */
+enum perl_outcome {
+	PERL_OK,            /* the script returned */
+	PERL_EXIT,          /* the script called exit */
+	PERL_DIED,          /* it died (message written to stderr) */
+	PERL_COMPILE_ERROR, /* it did not compile (message written to stderr) */
+	PERL_NOT_FOUND,     /* the script file could not be read */
+	PERL_FATAL          /* Perl itself gave up (out of memory, CORE::exit
+			       during set-up...): the interpreter must not serve
+			       again */
+};
+
+/* One request, as the worker hands it over. */
+struct perl_run {
+	/* In. */
+	const char *script;       /* absolute file name */
+	uint64_t dev, ino, size;  /* of the file, as plxd opened it */
+	int64_t mtime_sec, mtime_nsec;
+	char *const *env;         /* "NAME=value" strings, NULL-terminated */
+	int stdin_fd;             /* the request body; -1: none (reads see EOF).
+				     Taken over: closed by perl_interp_run */
+
+	/* Out. */
+	enum perl_outcome outcome;
+	int exit_status;          /* with PERL_EXIT */
+	int compiled;             /* the script was compiled for this request */
+	int forked;               /* the script started processes: one may still
+				     hold fd 1 (see perl_interp_set_stdout) */
+	uint64_t compile_us;      /* time spent compiling */
+	uint64_t run_us;          /* time spent running */
+	const char *tail;         /* output still in STDOUT's buffer when the
+				     script returned, or NULL: the caller sends
+				     it on, then calls perl_interp_tail_sent */
+	size_t tail_len;
+};
+
+/* Builds the interpreter; argv is the process's own (Perl keeps it for $0).
+ * Returns NULL with a message in err when it cannot, e.g. the preload file
+ * died. Call once per process. */
+struct perl_interp *perl_interp_create(const struct perl_interp_options *o, int argc,
+		char **argv, char *err, size_t errlen);
+
+/* Runs run->script for one request and fills the out fields. fd 0 is the
+ * request body while it runs (/dev/null otherwise); fd 1 is the response
+ * channel, which the caller owns (see perl_interp_set_stdout). When this
+ * returns, what the script wrote is in fd 1, except the last buffered
+ * bytes, which are left in run->tail (so that they can travel with the
+ * end-of-request message instead of costing a write of their own). */
+void perl_interp_run(struct perl_interp *pi, struct perl_run *run);
+
+/* Makes fd (taken over) the response channel: fd 1, restored from it
+ * whenever a script closes or moves STDOUT. At start-up fd 1 as inherited
+ * is the channel. */
+void perl_interp_set_stdout(struct perl_interp *pi, int fd);
+
+/* Drops run->tail from STDOUT's buffer once the caller has sent it. */
+void perl_interp_tail_sent(struct perl_interp *pi);
+
+/* Whether a file the interpreter loaded from outside Perl's own
+ * installation (a module under an `inc` folder, the preload file, ...)
+ * changed since it was loaded. Looks at most once per second; returns 1 on a
+ * change (the worker should then be replaced), else 0. */
+int perl_interp_modules_changed(struct perl_interp *pi);
+
+/* Runs END blocks of loaded modules and frees the interpreter. */
+void perl_interp_destroy(struct perl_interp *pi);
+
+#endif

@@ -1,0 +1,790 @@
+/* The Perl worker pool: see perl_pool.h.
+ *
+ * Workers are spawned with posix_spawn (glibc: clone(CLONE_VM|CLONE_VFORK)
+ * and exec), never fork(): plxd runs a thread per connection, and a forked
+ * copy of a threaded process inherits locks other threads held. Each
+ * worker gets a process group of its own (a timeout kills it with every
+ * program its script started), default signal dispositions, an empty
+ * signal mask, and a minimal environment (none of plxd's: no PERL5LIB,
+ * PERL5OPT...). Its exit is watched through a pidfd, so no SIGCHLD handler
+ * is involved and no one else's child is ever reaped.
+ *
+ * A slot is IDLE (ready), BUSY (lent to a request), DOWN (its process must
+ * end and be replaced) or STARTING (the keeper is replacing it). Requests
+ * only ever take IDLE slots; the keeper thread does all ending, reaping and
+ * spawning, so a request never waits for a worker to start. */
+#include "cgi_spawn.h"
+#include "perl_pool.h"
+#include "perl_wire.h"
+#include "alloc.h"
+#include "log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/pidfd.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* How long a worker told to stop (or retiring) may take to run its END
+ * blocks and exit before it is killed. */
+#define STOP_GRACE_MS 3000
+/* The longest stderr line logged as one entry. */
+#define LINE_MAX_BYTES 2048
+/* A request's relay reads at most this much stderr per call, so a script
+ * flooding stderr cannot starve its output. */
+#define RELAY_CHUNK (64 * 1024)
+
+enum slot_state { SLOT_IDLE, SLOT_BUSY, SLOT_DOWN, SLOT_STARTING };
+
+/* How the process of a DOWN slot must end. */
+enum slot_end {
+	END_NONE,    /* no process */
+	END_STOP,    /* close its socket: it finishes and exits */
+	END_RETIRE,  /* it exits by itself */
+	END_KILL     /* already sent SIGKILL */
+};
+
+struct slot {
+	struct perl_worker w;   /* first member: a worker is its slot */
+	unsigned index;
+	int pidfd;
+	enum slot_state state;
+	enum slot_end end;
+	unsigned generation;    /* of the settings it runs */
+	unsigned failures;      /* start-ups failed in a row */
+	uint64_t retry_at_ms;
+	char line[LINE_MAX_BYTES];
+	size_t line_len;
+};
+
+struct settings {
+	char *worker_path;
+	unsigned long start_timeout_ms;
+	uint64_t max_requests, max_rss_kb, max_memory;
+	char *preload;
+	char *inc;
+};
+
+/* A request waiting for a worker, on its own thread's stack. */
+struct waiter {
+	struct waiter *next;
+	pthread_cond_t cond;
+	perl_send_fn *send;
+	void *ctx;
+	enum { WAITING, SENDING, SENT } state;
+	struct slot *given;        /* the worker handed over, or NULL */
+	int send_errno;
+	int stopping;
+};
+
+struct perl_pool {
+	pthread_mutex_t lock;
+	pthread_cond_t keeper_cond;  /* a slot went DOWN, or stopping */
+	pthread_t keeper;
+	int keeper_running;
+	struct slot *slots;
+	unsigned n;
+	unsigned idle;
+	unsigned long waiting;
+	struct waiter *first, *last; /* waiting requests, first come first served */
+	int stopping;
+	unsigned generation;
+	struct settings *settings;   /* current; replaced by reconfigure */
+};
+
+static uint64_t now_ms(void);
+static struct settings *settings_copy(const struct perl_pool_settings *s);
+static void settings_free(struct settings *s);
+static int spawn_worker(struct slot *s, const struct settings *st, char *err, size_t errlen);
+static int await_ready(struct slot *s, unsigned long timeout_ms, char *err, size_t errlen);
+static void end_process(struct slot *s, enum slot_end how, unsigned long grace_ms);
+static int pidfd_wait(int pidfd, unsigned long timeout_ms);
+static void log_exit(struct slot *s, int status, enum slot_end how);
+static void *keeper_main(void *arg);
+static void relay(struct slot *s, const char *label, int flush, size_t limit);
+static struct waiter *slot_mark_idle(struct perl_pool *p, struct slot *s);
+static void serve_waiter(struct perl_pool *p, struct waiter *wt);
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static struct settings *settings_copy(const struct perl_pool_settings *s)
+{
+	struct settings *c = xcalloc(1, sizeof *c);
+	c->worker_path = xstrdup(s->worker_path);
+	c->start_timeout_ms = s->start_timeout_ms;
+	c->max_requests = s->max_requests;
+	c->max_rss_kb = s->max_rss_kb;
+	c->max_memory = s->max_memory;
+	c->preload = xstrdup(s->preload ? s->preload : "");
+	c->inc = xstrdup(s->inc ? s->inc : "");
+	return c;
+}
+
+static void settings_free(struct settings *s)
+{
+	if (!s)
+		return;
+	free(s->worker_path);
+	free(s->preload);
+	free(s->inc);
+	free(s);
+}
+
+/* ---- one worker process ---- */
+
+/* The INIT message: settings, then the preload file, then the inc folders,
+ * each NUL-terminated. */
+static int send_init(int ctl, const struct settings *st)
+{
+	size_t preload_len = st->preload[0] ? strlen(st->preload) + 1 : 0;
+	char *inc = xmalloc(strlen(st->inc) + 2);
+	size_t inc_len = 0;
+	const char *p = st->inc;
+	while (*p) {
+		p += strspn(p, " \t\n");
+		size_t len = strcspn(p, " \t\n");
+		if (len == 0)
+			break;
+		memcpy(inc + inc_len, p, len);
+		inc_len += len;
+		inc[inc_len++] = '\0';
+		p += len;
+	}
+	struct perl_wire_init init = {
+		.type = PERL_WIRE_INIT,
+		.version = PERL_WIRE_VERSION,
+		.max_requests = st->max_requests,
+		.max_rss_kb = st->max_rss_kb,
+		.max_memory = st->max_memory,
+		.preload_len = (uint32_t)preload_len,
+		.inc_len = (uint32_t)inc_len,
+	};
+	struct iovec iov[3] = {
+		{ &init, sizeof init },
+		{ st->preload, preload_len },
+		{ inc, inc_len },
+	};
+	int rc = perl_wire_send(ctl, iov, 3, NULL, 0);
+	free(inc);
+	return rc;
+}
+
+/* Starts a worker process for slot s. Returns 0, or -1 with err. */
+static int spawn_worker(struct slot *s, const struct settings *st, char *err, size_t errlen)
+{
+	int sv[2] = { -1, -1 }, ep[2] = { -1, -1 }, op[2] = { -1, -1 };
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t attr;
+	int fa_ready = 0, attr_ready = 0, rc;
+	pid_t pid = -1;
+	char *argv[] = { "plxd-perl-worker", "--plxd-worker", NULL };
+	char *envp[] = {
+#ifdef PLXD_PERL_LSAN_SUPPRESSIONS
+		"LSAN_OPTIONS=print_suppressions=0:suppressions=" PLXD_PERL_LSAN_SUPPRESSIONS,
+#endif
+		NULL
+	};
+
+	/* CLOEXEC: a child another thread spawns at the same moment must not
+	 * inherit these ends. */
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0 ||
+			pipe2(ep, O_CLOEXEC) < 0 || pipe2(op, O_CLOEXEC) < 0) {
+		rc = errno;
+		goto fail;
+	}
+	if ((rc = posix_spawn_file_actions_init(&fa)) != 0)
+		goto fail;
+	fa_ready = 1;
+	if ((rc = posix_spawn_file_actions_adddup2(&fa, sv[1], 3)) != 0 ||
+			(rc = posix_spawn_file_actions_adddup2(&fa, ep[1], 2)) != 0 ||
+			(rc = posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0)) != 0 ||
+			(rc = posix_spawn_file_actions_adddup2(&fa, op[1], 1)) != 0 ||
+			(rc = posix_spawn_file_actions_addclosefrom_np(&fa, 4)) != 0)
+		goto fail;
+	if ((rc = cgi_spawn_attr_init(&attr)) != 0)
+		goto fail;
+	attr_ready = 1;
+	if ((rc = posix_spawn(&pid, st->worker_path, &fa, &attr, argv, envp)) != 0)
+		goto fail;
+	/* Nobody else reaps our children, so pid still names it here. */
+	s->pidfd = pidfd_open(pid, 0);
+	if (s->pidfd < 0) {
+		rc = errno;
+		kill(-pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		pid = -1;
+		goto fail;
+	}
+	close(sv[1]);
+	close(ep[1]);
+	close(op[1]);
+	posix_spawn_file_actions_destroy(&fa);
+	posix_spawnattr_destroy(&attr);
+	fcntl(ep[0], F_SETFL, O_NONBLOCK);
+	fcntl(op[0], F_SETFL, O_NONBLOCK);
+	s->w.pid = pid;
+	s->w.ctl = sv[0];
+	s->w.err = ep[0];
+	s->w.out = op[0];
+	s->line_len = 0;
+	if (send_init(s->w.ctl, st) < 0) {
+		snprintf(err, errlen, "cannot send settings to perl worker %d: %s", (int)pid,
+				strerror(errno));
+		return -1; /* the caller ends the process */
+	}
+	return 0;
+
+fail:
+	snprintf(err, errlen, "cannot start %s: %s", st->worker_path, strerror(rc));
+	for (int i = 0; i < 2; i++) {
+		if (sv[i] >= 0)
+			close(sv[i]);
+		if (ep[i] >= 0)
+			close(ep[i]);
+		if (op[i] >= 0)
+			close(op[i]);
+	}
+	if (fa_ready)
+		posix_spawn_file_actions_destroy(&fa);
+	if (attr_ready)
+		posix_spawnattr_destroy(&attr);
+	return -1;
+}
+
+/* Waits for READY, logging what the worker prints meanwhile. Returns 0,
+ * or -1 with err. */
+static int await_ready(struct slot *s, unsigned long timeout_ms, char *err, size_t errlen)
+{
+	char label[64];
+	snprintf(label, sizeof label, "perl worker %d", (int)s->w.pid);
+	uint64_t deadline = now_ms() + timeout_ms;
+	char buf[4096];
+	for (;;) {
+		uint64_t now = now_ms();
+		if (now >= deadline) {
+			snprintf(err, errlen, "%s did not start within %lu ms", label, timeout_ms);
+			return -1;
+		}
+		struct pollfd p[2] = {
+			{ .fd = s->w.ctl, .events = POLLIN },
+			{ .fd = s->w.err, .events = POLLIN },
+		};
+		int rc = poll(p, 2, (int)(deadline - now));
+		if (rc < 0 && errno != EINTR) {
+			snprintf(err, errlen, "%s: poll: %s", label, strerror(errno));
+			return -1;
+		}
+		if (p[1].revents)
+			relay(s, label, 0, RELAY_CHUNK);
+		if (!p[0].revents)
+			continue;
+		int fds[2], nfds;
+		ssize_t n = perl_wire_recv(s->w.ctl, buf, sizeof buf - 1, fds, &nfds, MSG_DONTWAIT);
+		for (int i = 0; i < nfds; i++)
+			close(fds[i]);
+		if (n < 0 && errno == EAGAIN)
+			continue;
+		struct perl_wire_ready ready;
+		if (n < (ssize_t)sizeof ready) {
+			relay(s, label, 1, SIZE_MAX);
+			snprintf(err, errlen, "%s exited while starting", label);
+			return -1;
+		}
+		memcpy(&ready, buf, sizeof ready);
+		if (ready.type != PERL_WIRE_READY) {
+			snprintf(err, errlen, "%s: unexpected message while starting", label);
+			return -1;
+		}
+		if (!ready.ok) {
+			relay(s, label, 1, SIZE_MAX);
+			buf[n] = '\0';
+			snprintf(err, errlen, "%s could not start: %s", label,
+					buf + sizeof ready);
+			return -1;
+		}
+		return 0;
+	}
+}
+
+/* Waits up to timeout_ms for the process behind pidfd to exit. Returns 1
+ * when it has. */
+static int pidfd_wait(int pidfd, unsigned long timeout_ms)
+{
+	uint64_t deadline = now_ms() + timeout_ms;
+	for (;;) {
+		struct pollfd p = { .fd = pidfd, .events = POLLIN };
+		uint64_t now = now_ms();
+		int left = now >= deadline ? 0 : (int)(deadline - now);
+		int rc = poll(&p, 1, left);
+		if (rc > 0)
+			return 1;
+		if (rc == 0 || errno != EINTR)
+			return 0;
+	}
+}
+
+static void log_exit(struct slot *s, int status, enum slot_end how)
+{
+	if (WIFSIGNALED(status) && !(how == END_KILL && WTERMSIG(status) == SIGKILL))
+		plxd_log(LOG_ERROR, "perl worker %d died of signal %d (%s)", (int)s->w.pid,
+				WTERMSIG(status), strsignal(WTERMSIG(status)));
+	else if (WIFEXITED(status) && WEXITSTATUS(status) != 0)
+		plxd_log(LOG_WARN, "perl worker %d exited with status %d", (int)s->w.pid,
+				WEXITSTATUS(status));
+}
+
+/* Ends the slot's process however it stands, kills what is left of its
+ * process group (programs its scripts started in the background), reaps
+ * it, and closes its descriptors. */
+static void end_process(struct slot *s, enum slot_end how, unsigned long grace_ms)
+{
+	if (s->w.pid <= 0)
+		return;
+	if (s->w.ctl >= 0)
+		close(s->w.ctl); /* a worker reading its next request sees the end */
+	s->w.ctl = -1;
+	if (how == END_KILL || !pidfd_wait(s->pidfd, grace_ms)) {
+		if (how != END_KILL)
+			plxd_log(LOG_WARN, "perl worker %d did not exit within %lu ms: killed",
+					(int)s->w.pid, grace_ms);
+		kill(-s->w.pid, SIGKILL);
+		kill(s->w.pid, SIGKILL); /* in case it left its group */
+		pidfd_wait(s->pidfd, 10000);
+	}
+	/* Until the worker is reaped its pid, and so its group id, cannot be
+	 * reused: the group may be signalled safely until then. */
+	kill(-s->w.pid, SIGKILL);
+	char label[64];
+	snprintf(label, sizeof label, "perl worker %d", (int)s->w.pid);
+	relay(s, label, 1, SIZE_MAX);
+	siginfo_t info;
+	memset(&info, 0, sizeof info);
+	int status = 0;
+	if (waitid(P_PIDFD, (id_t)s->pidfd, &info, WEXITED) == 0) {
+		status = info.si_code == CLD_EXITED ? W_EXITCODE(info.si_status, 0)
+			: W_EXITCODE(0, info.si_status);
+		log_exit(s, status, how);
+	}
+	close(s->pidfd);
+	close(s->w.err);
+	if (s->w.out >= 0)
+		close(s->w.out);
+	s->pidfd = -1;
+	s->w.err = -1;
+	s->w.out = -1;
+	s->w.pid = -1;
+}
+
+/* ---- stderr ---- */
+
+static void relay(struct slot *s, const char *label, int flush, size_t limit)
+{
+	char buf[8192];
+	size_t total = 0;
+	while (s->w.err >= 0 && total < limit) {
+		ssize_t n = read(s->w.err, buf, sizeof buf);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		total += (size_t)n;
+		for (ssize_t i = 0; i < n; i++) {
+			char c = buf[i];
+			if (c == '\n' || s->line_len == sizeof s->line) {
+				plxd_log(LOG_WARN, "%s: %.*s", label, (int)s->line_len, s->line);
+				s->line_len = 0;
+				if (c == '\n')
+					continue;
+			}
+			s->line[s->line_len++] = c;
+		}
+	}
+	if (flush && s->line_len) {
+		plxd_log(LOG_WARN, "%s: %.*s", label, (int)s->line_len, s->line);
+		s->line_len = 0;
+	}
+}
+
+void perl_pool_relay_stderr(struct perl_worker *w, const char *label, int flush)
+{
+	relay((struct slot *)w, label, flush, flush ? SIZE_MAX : RELAY_CHUNK);
+}
+
+void perl_pool_flush_stderr(struct perl_worker *w, const char *label)
+{
+	struct slot *s = (struct slot *)w;
+	if (s->line_len) {
+		plxd_log(LOG_WARN, "%s: %.*s", label, (int)s->line_len, s->line);
+		s->line_len = 0;
+	}
+}
+
+/* ---- the keeper ---- */
+
+/* With the lock held: the worker goes to the longest-waiting request,
+ * which is returned (the caller sends its request with serve_waiter once
+ * the lock is released), or it becomes idle. Handing it over directly keeps
+ * the queue fair and spares the waiter a second round for the lock. */
+static struct waiter *slot_mark_idle(struct perl_pool *p, struct slot *s)
+{
+	struct waiter *wt = p->first;
+	if (wt) {
+		p->first = wt->next;
+		if (!p->first)
+			p->last = NULL;
+		wt->next = NULL;
+		s->state = SLOT_BUSY;
+		wt->given = s;
+		wt->state = SENDING;
+		return wt;
+	}
+	s->state = SLOT_IDLE;
+	p->idle++;
+	return NULL;
+}
+
+/* Without the lock: sends the waiter's request on the worker it was given,
+ * then wakes it. */
+static void serve_waiter(struct perl_pool *p, struct waiter *wt)
+{
+	int e = wt->send(wt->ctx, &wt->given->w) < 0 ? errno : 0;
+	pthread_mutex_lock(&p->lock);
+	wt->send_errno = e;
+	wt->state = SENT;
+	pthread_cond_signal(&wt->cond);
+	pthread_mutex_unlock(&p->lock);
+}
+
+static void *keeper_main(void *arg)
+{
+	struct perl_pool *p = arg;
+	pthread_mutex_lock(&p->lock);
+	while (!p->stopping) {
+		struct slot *s = NULL;
+		uint64_t now = now_ms(), next = 0;
+		for (unsigned i = 0; i < p->n; i++) {
+			struct slot *c = &p->slots[i];
+			if (c->state != SLOT_DOWN)
+				continue;
+			if (c->retry_at_ms <= now) {
+				s = c;
+				break;
+			}
+			if (!next || c->retry_at_ms < next)
+				next = c->retry_at_ms;
+		}
+		if (!s) {
+			if (next) {
+				struct timespec ts;
+				clock_gettime(CLOCK_MONOTONIC, &ts);
+				uint64_t wait = next - now;
+				ts.tv_sec += (time_t)(wait / 1000);
+				ts.tv_nsec += (long)(wait % 1000) * 1000000;
+				if (ts.tv_nsec >= 1000000000) {
+					ts.tv_sec++;
+					ts.tv_nsec -= 1000000000;
+				}
+				pthread_cond_timedwait(&p->keeper_cond, &p->lock, &ts);
+			} else {
+				pthread_cond_wait(&p->keeper_cond, &p->lock);
+			}
+			continue;
+		}
+		s->state = SLOT_STARTING;
+		enum slot_end end = s->end;
+		s->end = END_NONE;
+		unsigned generation = p->generation;
+		struct settings *st = settings_copy(&(struct perl_pool_settings){
+			.worker_path = p->settings->worker_path,
+			.start_timeout_ms = p->settings->start_timeout_ms,
+			.max_requests = p->settings->max_requests,
+			.max_rss_kb = p->settings->max_rss_kb,
+			.max_memory = p->settings->max_memory,
+			.preload = p->settings->preload,
+			.inc = p->settings->inc,
+		});
+		pthread_mutex_unlock(&p->lock);
+
+		end_process(s, end, STOP_GRACE_MS);
+		char err[1024];
+		int ok = spawn_worker(s, st, err, sizeof err) == 0 &&
+			await_ready(s, st->start_timeout_ms, err, sizeof err) == 0;
+		if (!ok) {
+			plxd_log(LOG_ERROR, "perl: %s", err);
+			end_process(s, END_KILL, 0);
+		}
+		settings_free(st);
+
+		pthread_mutex_lock(&p->lock);
+		if (ok) {
+			s->generation = generation;
+			s->failures = 0;
+			if (generation != p->generation || p->stopping) {
+				s->state = SLOT_DOWN;
+				s->end = END_STOP;
+			} else {
+				struct waiter *wt = slot_mark_idle(p, s);
+				if (wt) {
+					pthread_mutex_unlock(&p->lock);
+					serve_waiter(p, wt);
+					pthread_mutex_lock(&p->lock);
+				}
+			}
+		} else {
+			/* Back off: a broken preload file should not make plxd
+			 * spawn workers in a tight loop. */
+			s->failures++;
+			unsigned shift = s->failures < 5 ? s->failures : 5;
+			s->retry_at_ms = now_ms() + (1000u << shift) / 2;
+			s->state = SLOT_DOWN;
+			s->end = END_NONE;
+		}
+	}
+	pthread_mutex_unlock(&p->lock);
+	return NULL;
+}
+
+/* ---- the pool ---- */
+
+struct perl_pool *perl_pool_create(const struct perl_pool_settings *ps, char *err, size_t errlen)
+{
+	struct perl_pool *p = xcalloc(1, sizeof *p);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_mutex_init(&p->lock, NULL);
+	pthread_cond_init(&p->keeper_cond, &ca);
+	pthread_condattr_destroy(&ca);
+	p->settings = settings_copy(ps);
+	p->n = ps->workers ? ps->workers : 1;
+	p->slots = xcalloc(p->n, sizeof *p->slots);
+	for (unsigned i = 0; i < p->n; i++) {
+		struct slot *s = &p->slots[i];
+		s->index = i;
+		s->w.pid = -1;
+		s->w.ctl = s->w.err = s->w.out = s->pidfd = -1;
+		/* DONE carries at most a PerlIO buffer (8 KiB) of output. */
+		s->w.rx_cap = 64 * 1024;
+		s->w.rx = xmalloc(s->w.rx_cap);
+		s->state = SLOT_DOWN;
+	}
+	/* Start them all, then wait: their interpreters load in parallel. */
+	int failed = 0;
+	for (unsigned i = 0; i < p->n && !failed; i++)
+		failed = spawn_worker(&p->slots[i], p->settings, err, errlen) < 0;
+	for (unsigned i = 0; i < p->n && !failed; i++)
+		failed = await_ready(&p->slots[i], ps->start_timeout_ms, err, errlen) < 0;
+	if (failed) {
+		for (unsigned i = 0; i < p->n; i++)
+			end_process(&p->slots[i], END_KILL, 0);
+		perl_pool_destroy(p);
+		return NULL;
+	}
+	for (unsigned i = 0; i < p->n; i++)
+		(void)slot_mark_idle(p, &p->slots[i]); /* no one waits yet */
+	int rc = pthread_create(&p->keeper, NULL, keeper_main, p);
+	if (rc != 0) {
+		snprintf(err, errlen, "cannot start the perl worker keeper thread: %s", strerror(rc));
+		perl_pool_destroy(p);
+		return NULL;
+	}
+	p->keeper_running = 1;
+	return p;
+}
+
+void perl_pool_reconfigure(struct perl_pool *p, const struct perl_pool_settings *s)
+{
+	struct settings *fresh = settings_copy(s);
+	pthread_mutex_lock(&p->lock);
+	struct settings *old = p->settings;
+	p->settings = fresh;
+	p->generation++;
+	/* Idle workers are replaced now, busy ones when they come back. */
+	for (unsigned i = 0; i < p->n; i++) {
+		struct slot *sl = &p->slots[i];
+		if (sl->state == SLOT_IDLE) {
+			sl->state = SLOT_DOWN;
+			sl->end = END_STOP;
+			sl->retry_at_ms = 0;
+			p->idle--;
+		}
+	}
+	pthread_cond_signal(&p->keeper_cond);
+	pthread_mutex_unlock(&p->lock);
+	settings_free(old);
+}
+
+void perl_pool_destroy(struct perl_pool *p)
+{
+	if (!p)
+		return;
+	pthread_mutex_lock(&p->lock);
+	p->stopping = 1;
+	for (struct waiter *wt = p->first; wt; wt = wt->next) {
+		wt->stopping = 1;
+		pthread_cond_signal(&wt->cond);
+	}
+	/* (No request can be waiting here: plxd stops its handlers after the
+	 * last request ends. This only keeps a stray one from hanging.) */
+	p->first = p->last = NULL;
+	pthread_cond_broadcast(&p->keeper_cond);
+	pthread_mutex_unlock(&p->lock);
+	if (p->keeper_running)
+		pthread_join(p->keeper, NULL);
+	/* Tell them all first, then wait: their END blocks run in parallel. */
+	for (unsigned i = 0; i < p->n; i++) {
+		struct slot *s = &p->slots[i];
+		if (s->w.ctl >= 0)
+			close(s->w.ctl);
+		s->w.ctl = -1;
+	}
+	uint64_t deadline = now_ms() + STOP_GRACE_MS;
+	for (unsigned i = 0; i < p->n; i++) {
+		struct slot *s = &p->slots[i];
+		uint64_t now = now_ms();
+		enum slot_end how = s->end == END_KILL ? END_KILL : END_STOP;
+		end_process(s, how, now < deadline ? (unsigned long)(deadline - now) : 0);
+	}
+	for (unsigned i = 0; i < p->n; i++)
+		free(p->slots[i].w.rx);
+	free(p->slots);
+	settings_free(p->settings);
+	pthread_mutex_destroy(&p->lock);
+	pthread_cond_destroy(&p->keeper_cond);
+	free(p);
+}
+
+static void waiter_remove(struct perl_pool *p, struct waiter *wt)
+{
+	struct waiter **pp = &p->first, *prev = NULL;
+	while (*pp && *pp != wt) {
+		prev = *pp;
+		pp = &(*pp)->next;
+	}
+	if (!*pp)
+		return;
+	*pp = wt->next;
+	if (p->last == wt)
+		p->last = prev;
+}
+
+enum perl_acquire perl_pool_acquire(struct perl_pool *p, unsigned long queue,
+		unsigned long wait_ms, perl_send_fn *send, void *ctx, struct perl_worker **out,
+		int *send_errno)
+{
+	enum perl_acquire result = PERL_ACQUIRED;
+	struct slot *got = NULL;
+	pthread_mutex_lock(&p->lock);
+	if (p->stopping) {
+		result = PERL_STOPPING;
+		goto out;
+	}
+	if (p->idle > 0) {
+		for (unsigned i = 0; i < p->n && !got; i++) {
+			if (p->slots[i].state == SLOT_IDLE) {
+				got = &p->slots[i];
+				got->state = SLOT_BUSY;
+				p->idle--;
+			}
+		}
+		pthread_mutex_unlock(&p->lock);
+		*out = &got->w;
+		*send_errno = send(ctx, *out) < 0 ? errno : 0;
+		return PERL_ACQUIRED;
+	}
+	if (p->waiting >= queue) {
+		result = PERL_QUEUE_FULL;
+		goto out;
+	}
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_sec += (time_t)(wait_ms / 1000);
+	ts.tv_nsec += (long)(wait_ms % 1000) * 1000000;
+	if (ts.tv_nsec >= 1000000000) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000;
+	}
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	struct waiter wt = { .next = NULL, .send = send, .ctx = ctx, .state = WAITING };
+	pthread_cond_init(&wt.cond, &ca);
+	pthread_condattr_destroy(&ca);
+	if (p->last)
+		p->last->next = &wt;
+	else
+		p->first = &wt;
+	p->last = &wt;
+	p->waiting++;
+	/* Once a worker is handed over, another thread is sending with this
+	 * request's data: wait for it, whatever the clock says. */
+	while (wt.state != SENT && !wt.stopping) {
+		if (wt.state == SENDING)
+			pthread_cond_wait(&wt.cond, &p->lock);
+		else if (pthread_cond_timedwait(&wt.cond, &p->lock, &ts) == ETIMEDOUT &&
+				wt.state == WAITING)
+			break;
+	}
+	p->waiting--;
+	if (wt.state == SENT) {
+		*out = &wt.given->w;
+		*send_errno = wt.send_errno;
+	} else {
+		waiter_remove(p, &wt);
+		result = wt.stopping || p->stopping ? PERL_STOPPING : PERL_QUEUE_TIMEOUT;
+	}
+	pthread_cond_destroy(&wt.cond);
+out:
+	pthread_mutex_unlock(&p->lock);
+	return result;
+}
+
+int perl_pool_saturated(struct perl_pool *p, unsigned long queue)
+{
+	pthread_mutex_lock(&p->lock);
+	int full = p->idle == 0 && p->waiting >= queue;
+	pthread_mutex_unlock(&p->lock);
+	return full;
+}
+
+void perl_pool_release(struct perl_pool *p, struct perl_worker *w, enum perl_release how,
+		const char *why)
+{
+	struct slot *s = (struct slot *)w;
+	if (how == PERL_RELEASE_KILL) {
+		/* Now, not when the keeper gets to it: a runaway script should
+		 * stop burning CPU at once. */
+		if (why)
+			plxd_log(LOG_WARN, "perl worker %d killed: %s", (int)w->pid, why);
+		kill(-w->pid, SIGKILL);
+		kill(w->pid, SIGKILL);
+	}
+	struct waiter *wt = NULL;
+	pthread_mutex_lock(&p->lock);
+	if (how == PERL_RELEASE_IDLE && s->generation == p->generation && !p->stopping) {
+		wt = slot_mark_idle(p, s);
+	} else {
+		s->state = SLOT_DOWN;
+		s->end = how == PERL_RELEASE_KILL ? END_KILL
+			: how == PERL_RELEASE_RETIRING ? END_RETIRE : END_STOP;
+		s->retry_at_ms = 0;
+		pthread_cond_signal(&p->keeper_cond);
+	}
+	pthread_mutex_unlock(&p->lock);
+	if (wt)
+		serve_waiter(p, wt);
+}

@@ -1,0 +1,96 @@
+/* The Perl worker processes, plxd's side: starting them (posix_spawn of
+ * plxd-perl-worker, never fork from plxd's threads), lending one to each
+ * request, and replacing those that crash, hang, retire or run old
+ * settings, from a keeper thread. No perl.h (plxd never links libperl), no
+ * microhttpd.h. */
+#ifndef PLXD_PERL_POOL_H
+#define PLXD_PERL_POOL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct perl_pool_settings {
+	const char *worker_path;    /* the plxd-perl-worker executable */
+	unsigned workers;
+	unsigned long queue;        /* requests waiting for a worker at most */
+	unsigned long start_timeout_ms;
+	uint64_t max_requests;
+	uint64_t max_rss_kb;
+	uint64_t max_memory;
+	const char *preload;        /* "" or NULL: none */
+	const char *inc;            /* whitespace-separated folders */
+};
+
+/* A worker as a request sees it while it holds it. */
+struct perl_worker {
+	pid_t pid;
+	int ctl;      /* control socket (perl_wire.h) */
+	int out;      /* read end of its response pipe (its fd 1), non-blocking;
+			 the request holding the worker replaces it when DONE
+			 brings a new one */
+	int err;      /* read end of its stderr, non-blocking */
+	char *rx;     /* room for one message from it */
+	size_t rx_cap;
+};
+
+struct perl_pool;
+
+/* Starts the workers and waits until each is ready. Returns NULL with a
+ * message in err when one cannot start (plxd then refuses to start). */
+struct perl_pool *perl_pool_create(const struct perl_pool_settings *s, char *err, size_t errlen);
+
+/* New settings for workers started from now on; the running ones are
+ * replaced as they become idle. The number of workers stays. */
+void perl_pool_reconfigure(struct perl_pool *p, const struct perl_pool_settings *s);
+
+/* Stops every worker (their END blocks run), waits for them briefly, kills
+ * the rest, and frees the pool. No request may hold a worker. */
+void perl_pool_destroy(struct perl_pool *p);
+
+enum perl_acquire {
+	PERL_ACQUIRED,
+	PERL_QUEUE_FULL,     /* queue requests already wait */
+	PERL_QUEUE_TIMEOUT,  /* none became free within wait_ms */
+	PERL_STOPPING
+};
+
+/* Sends a request to the worker w. Returns 0, or -1 with errno. */
+typedef int perl_send_fn(void *ctx, struct perl_worker *w);
+
+/* Lends an idle worker and sends the request on it with send(ctx, w),
+ * waiting up to wait_ms in a queue of at most queue requests when all are
+ * busy. A waiting request is sent by the thread that frees a worker, right
+ * after that worker's previous request: the worker then finds its next
+ * request already there instead of going to sleep and being woken for it.
+ * With PERL_ACQUIRED, *send_errno is 0 when the request was sent, else
+ * send's errno; either way the caller holds *out and must release it. */
+enum perl_acquire perl_pool_acquire(struct perl_pool *p, unsigned long queue,
+		unsigned long wait_ms, perl_send_fn *send, void *ctx, struct perl_worker **out,
+		int *send_errno);
+
+/* Whether a request arriving now would find the queue full (for an early
+ * 503, before its body is read). */
+int perl_pool_saturated(struct perl_pool *p, unsigned long queue);
+
+enum perl_release {
+	PERL_RELEASE_IDLE,     /* finished cleanly: it serves again */
+	PERL_RELEASE_RETIRING, /* it said it exits now: reap and replace it */
+	PERL_RELEASE_KILL      /* hung, broken or died: kill (its process group)
+				  and replace it */
+};
+
+/* Gives a worker back. why (or NULL: nothing to say, it died by itself)
+ * is logged with KILL. */
+void perl_pool_release(struct perl_pool *p, struct perl_worker *w, enum perl_release how,
+		const char *why);
+
+/* Logs what the worker wrote to stderr, one line per log entry prefixed with
+ * label (the script it runs); a partial last line waits for its end, or
+ * for flush. Reads only what is there: never blocks. */
+void perl_pool_relay_stderr(struct perl_worker *w, const char *label, int flush);
+
+/* Logs a partial last line relayed earlier, without reading. */
+void perl_pool_flush_stderr(struct perl_worker *w, const char *label);
+
+#endif

@@ -1,0 +1,293 @@
+/* plxd-perl-worker: one persistent Perl interpreter serving .plx requests
+ * for plxd's perl handler, which starts it with posix_spawn (never fork
+ * from plxd's threads) and talks to it over fd 3 (perl_wire.h). This file
+ * is the transport: it reads a request, lends its descriptors to the Perl
+ * runtime (perl_interp.c), and answers with the outcome; it decides when
+ * the worker retires (max_requests, max_rss, a changed module).
+ *
+ * fds: 0 is /dev/null between requests and the request's body during one;
+ * 1 is the response pipe (perl_wire.h); 2 is a pipe to plxd's error log;
+ * 3 is the control socket. */
+#include "perl_interp.h"
+#include "perl_wire.h"
+#include "alloc.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define CONTROL_FD 3
+
+struct worker_settings {
+	uint64_t max_requests;
+	uint64_t max_rss_kb;
+	uint64_t max_memory;
+	char *preload;
+	char **inc;
+};
+
+static int control = CONTROL_FD;
+
+static void close_control_in_child(void);
+static int read_init(char *buf, struct worker_settings *s);
+static void say_ready(int ok, const char *message);
+static int serve(struct perl_interp *pi, const struct worker_settings *s, char *buf);
+static enum perl_wire_outcome wire_outcome(enum perl_outcome o);
+static uint64_t peak_rss_kb(void);
+
+#if defined(__SANITIZE_ADDRESS__)
+/* Under AddressSanitizer: a script may crash the worker on purpose (tests
+ * do), which must look like a crash to plxd, not like a sanitizer report;
+ * and perl handles an allocation that fails. */
+const char *__asan_default_options(void);
+const char *__asan_default_options(void)
+{
+	return "handle_segv=0:handle_sigbus=0:handle_sigfpe=0:handle_abort=0:"
+	       "allocator_may_return_null=1";
+}
+#endif
+
+/* A child the script forks must not hold the control socket: plxd would
+ * not see the worker's end, and the child must never answer for it. */
+static void close_control_in_child(void)
+{
+	if (control >= 0)
+		close(control);
+	control = -1;
+}
+
+static void say_ready(int ok, const char *message)
+{
+	struct perl_wire_ready ready = {
+		.type = PERL_WIRE_READY,
+		.ok = (uint32_t)ok,
+		.pid = (int32_t)getpid(),
+		.message_len = message ? (uint32_t)strlen(message) : 0,
+	};
+	struct iovec iov[2] = {
+		{ &ready, sizeof ready },
+		{ (void *)(message ? message : ""), ready.message_len },
+	};
+	if (perl_wire_send(control, iov, 2, NULL, 0) < 0)
+		fprintf(stderr, "perl worker %d: cannot answer plxd: %s\n", (int)getpid(),
+				strerror(errno));
+}
+
+static int read_init(char *buf, struct worker_settings *s)
+{
+	int fds[2], nfds;
+	ssize_t n = perl_wire_recv(control, buf, PERL_WIRE_MAX, fds, &nfds, 0);
+	for (int i = 0; i < nfds; i++)
+		close(fds[i]);
+	struct perl_wire_init init;
+	if (n < (ssize_t)sizeof init)
+		return -1;
+	memcpy(&init, buf, sizeof init);
+	if (init.type != PERL_WIRE_INIT || init.version != PERL_WIRE_VERSION ||
+			sizeof init + (size_t)init.preload_len + init.inc_len != (size_t)n)
+		return -1;
+	s->max_requests = init.max_requests;
+	s->max_rss_kb = init.max_rss_kb;
+	s->max_memory = init.max_memory;
+	char *p = buf + sizeof init;
+	s->preload = init.preload_len ? xstrndup(p, init.preload_len) : NULL;
+	p += init.preload_len;
+	size_t count = 0;
+	for (uint32_t i = 0; i < init.inc_len; i++)
+		count += p[i] == '\0';
+	s->inc = xcalloc(count + 1, sizeof *s->inc);
+	char *end = p + init.inc_len;
+	for (size_t i = 0; i < count && p < end; i++) {
+		s->inc[i] = xstrndup(p, (size_t)(end - p));
+		p += strlen(s->inc[i]) + 1;
+	}
+	return 0;
+}
+
+static enum perl_wire_outcome wire_outcome(enum perl_outcome o)
+{
+	switch (o) {
+	case PERL_OK: return PERL_WIRE_OK;
+	case PERL_EXIT: return PERL_WIRE_EXIT;
+	case PERL_DIED: return PERL_WIRE_DIED;
+	case PERL_COMPILE_ERROR: return PERL_WIRE_COMPILE_ERROR;
+	case PERL_NOT_FOUND: return PERL_WIRE_NOT_FOUND;
+	default: return PERL_WIRE_FATAL;
+	}
+}
+
+static uint64_t peak_rss_kb(void)
+{
+	struct rusage ru;
+	if (getrusage(RUSAGE_SELF, &ru) < 0)
+		return 0;
+	return (uint64_t)ru.ru_maxrss;
+}
+
+/* The request loop. Returns when plxd closes the socket, on a protocol
+ * error, or after answering a request with PERL_WIRE_RETIRING. */
+static int serve(struct perl_interp *pi, const struct worker_settings *s, char *buf)
+{
+	size_t env_cap = 64;
+	char **env = xmalloc(env_cap * sizeof *env);
+	uint64_t requests = 0;
+	int rc = 0;
+	for (;;) {
+		int fds[2] = { -1, -1 }, nfds = 0;
+		ssize_t n = perl_wire_recv(control, buf, PERL_WIRE_MAX, fds, &nfds, 0);
+		if (n == 0)
+			break; /* plxd is stopping */
+		struct perl_wire_request req;
+		if (n < (ssize_t)sizeof req) {
+			fprintf(stderr, "perl worker %d: bad message from plxd (%s)\n", (int)getpid(),
+					n < 0 ? strerror(errno) : "short");
+			rc = 1;
+			for (int i = 0; i < nfds; i++)
+				close(fds[i]);
+			break;
+		}
+		memcpy(&req, buf, sizeof req);
+		int want_fds = (req.flags & PERL_WIRE_STDIN) ? 1 : 0;
+		if (req.type != PERL_WIRE_REQUEST || nfds != want_fds || req.script_len == 0 ||
+				sizeof req + (size_t)req.script_len + req.env_len != (size_t)n) {
+			fprintf(stderr, "perl worker %d: malformed request from plxd\n", (int)getpid());
+			for (int i = 0; i < nfds; i++)
+				close(fds[i]);
+			rc = 1;
+			break;
+		}
+		char *script = buf + sizeof req;
+		script[req.script_len - 1] = '\0';
+		char *p = script + req.script_len, *end = p + req.env_len;
+		size_t nenv = 0;
+		while (p < end) {
+			if (nenv + 1 >= env_cap) {
+				env_cap *= 2;
+				env = xrealloc(env, env_cap * sizeof *env);
+			}
+			env[nenv++] = p;
+			char *nul = memchr(p, '\0', (size_t)(end - p));
+			if (!nul) {
+				end[-1] = '\0';
+				break;
+			}
+			p = nul + 1;
+		}
+		env[nenv] = NULL;
+
+		struct perl_run run = {
+			.script = script,
+			.dev = req.dev, .ino = req.ino, .size = req.size,
+			.mtime_sec = req.mtime_sec, .mtime_nsec = req.mtime_nsec,
+			.env = env,
+			.stdin_fd = want_fds ? fds[0] : -1,
+		};
+		perl_interp_run(pi, &run);
+		requests++;
+
+		struct perl_wire_done done = {
+			.type = PERL_WIRE_DONE,
+			.outcome = wire_outcome(run.outcome),
+			.exit_status = run.exit_status,
+			.flags = run.compiled ? PERL_WIRE_COMPILED : 0,
+			.compile_us = run.compile_us,
+			.run_us = run.run_us,
+			.requests = requests,
+		};
+		if (s->max_rss_kb)
+			done.rss_kb = peak_rss_kb();
+		if (run.outcome == PERL_FATAL)
+			done.retire = PERL_RETIRE_FATAL;
+		else if (s->max_requests && requests >= s->max_requests)
+			done.retire = PERL_RETIRE_MAX_REQUESTS;
+		else if (s->max_rss_kb && done.rss_kb > s->max_rss_kb)
+			done.retire = PERL_RETIRE_MAX_RSS;
+		else if (perl_interp_modules_changed(pi))
+			done.retire = PERL_RETIRE_MODULES;
+		if (done.retire)
+			done.flags |= PERL_WIRE_RETIRING;
+		/* A process the script started may still hold fd 1: the next
+		 * request gets a pipe of its own. */
+		int fresh[2] = { -1, -1 };
+		if (run.forked && !done.retire) {
+			if (pipe2(fresh, O_CLOEXEC) == 0) {
+				perl_interp_set_stdout(pi, fresh[1]);
+				done.flags |= PERL_WIRE_NEW_STDOUT;
+			} else {
+				done.retire = PERL_RETIRE_FATAL;
+				done.flags |= PERL_WIRE_RETIRING;
+			}
+		}
+		struct iovec iov[2] = {
+			{ &done, sizeof done },
+			{ (void *)run.tail, run.tail_len },
+		};
+		int sent = perl_wire_send(control, iov, run.tail_len ? 2 : 1, &fresh[0],
+				fresh[0] >= 0 ? 1 : 0);
+		if (fresh[0] >= 0)
+			close(fresh[0]);
+		perl_interp_tail_sent(pi);
+		if (sent < 0 || done.retire)
+			break;
+	}
+	free(env);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	struct worker_settings settings = { 0 };
+	char *buf = NULL;
+	int rc = 1;
+	if (argc != 2 || strcmp(argv[1], "--plxd-worker") != 0 ||
+			fcntl(CONTROL_FD, F_SETFD, FD_CLOEXEC) < 0) {
+		fprintf(stderr, "plxd-perl-worker: started by plxd's perl handler only\n");
+		return 2;
+	}
+	pthread_atfork(NULL, NULL, close_control_in_child);
+	/* Start-up code (preload) runs in /; each request in its script's
+	 * folder. */
+	if (chdir("/") < 0)
+		return 1;
+
+	buf = xmalloc(PERL_WIRE_MAX);
+	if (read_init(buf, &settings) < 0) {
+		fprintf(stderr, "perl worker %d: no valid settings from plxd\n", (int)getpid());
+		goto out;
+	}
+#if !defined(__SANITIZE_ADDRESS__)
+	/* AddressSanitizer reserves terabytes of address space: there the
+	 * limit cannot apply. */
+	if (settings.max_memory) {
+		struct rlimit rl = { settings.max_memory, settings.max_memory };
+		if (setrlimit(RLIMIT_AS, &rl) < 0)
+			fprintf(stderr, "perl worker %d: cannot limit memory: %s\n", (int)getpid(),
+					strerror(errno));
+	}
+#endif
+	struct perl_interp_options o = { .preload = settings.preload, .inc = settings.inc };
+	char err[2048];
+	struct perl_interp *pi = perl_interp_create(&o, argc, argv, err, sizeof err);
+	if (!pi) {
+		say_ready(0, err);
+		goto out;
+	}
+	say_ready(1, NULL);
+	rc = serve(pi, &settings, buf);
+	perl_interp_destroy(pi);
+out:
+	free(buf);
+	free(settings.preload);
+	for (size_t i = 0; settings.inc && settings.inc[i]; i++)
+		free(settings.inc[i]);
+	free(settings.inc);
+	if (control >= 0)
+		close(control);
+	return rc;
+}

@@ -1,0 +1,126 @@
+# bench/run --quick, once: it builds, measures, stops what it started, and
+# writes a Markdown table, a CSV and a PNG chart that are well formed. It
+# checks the shape of the output, never a speed.
+use strict;
+use warnings;
+use Test::More;
+use File::Temp qw(tempdir);
+use File::Path qw(remove_tree);
+use PlxdTest qw(source_dir read_file);
+
+my $src = source_dir();
+my $tmp = tempdir('plxd-bench-test-XXXXXX', TMPDIR => 1, CLEANUP => !$ENV{PLXD_TEST_KEEP});
+my ($out, $pub) = ("$tmp/results", "$tmp/publish");
+
+# --keep leaves the working folder (configurations, logs) for the checks
+# below; it is removed at the end.
+my $t0 = time;
+my $log = qx('$src/bench/run' --quick --keep --out '$out' --publish '$pub' 2>&1);
+my $status = $?;
+my $took = time - $t0;
+is($status, 0, 'bench/run --quick exits 0') or diag($log);
+note("bench/run --quick took $took s");
+my ($work) = $log =~ /^kept (\S+)$/m;
+
+# Progress: which target, which run, what is left.
+like($log, qr{^\[\s*\d+/\d+\s+\S+\] .+ run 1/3 .+ about \S+ left$}m, 'progress names the step, the run and the time left');
+like($log, qr{run 3/3}, 'three runs per figure');
+
+# Files, under a time stamp and as latest.*.
+my @md = glob "$out/*-quick.md";
+is(scalar @md, 1, 'one Markdown table') or diag(`ls -l $out`);
+(my $base = $md[0] // 'none.md') =~ s/\.md$//;
+ok(-s "$base.$_", "STAMP.$_ written") for qw(md csv png);
+is(read_file("$out/latest.$_"), read_file("$base.$_"), "latest.$_ is a copy") for qw(md csv png);
+ok(-s "$pub/chart.png", 'chart.png published for the front page');
+is(read_file("$pub/results.txt"), read_file("$base.md"), 'results.txt published beside it');
+
+# ----- Markdown: the three experiments, tables whose rows all have the
+# header's number of cells.
+my $md = read_file("$base.md");
+like($md, qr/^## 1\. Sequential requests, a new connection each/m, 'section 1: seed 1');
+like($md, qr/^## 2\. CGI\.pm against PLXD::Request/m, 'section 2: seed 2');
+like($md, qr/^## 3\. Keep-alive throughput/m, 'section 3: keep-alive');
+like($md, qr/^## Ratios/m, 'the ratios');
+like($md, qr/^\| machine \| \d+ cores, .+ \|$/m, 'the machine: cores and CPU model');
+like($md, qr/^\| system \| .*kernel \S+/m, 'the kernel');
+like($md, qr/^\| plxd \| plxd \d+\.\d+\.\d+ .*git \S+/m, "plxd's version and git revision");
+my (@tables, $in);
+for my $line (split /\n/, $md) {
+    if ($line =~ /^\|/) { push @tables, [] unless $in; push @{ $tables[-1] }, $line; $in = 1 }
+    else { $in = 0 }
+}
+my $bad_tables = 0;
+for my $t (@tables) {
+    my @cells = map { scalar(() = /\|/g) } @$t;
+    $bad_tables++ if grep { $_ != $cells[0] } @cells;
+    $bad_tables++ unless @$t >= 2 && $t->[1] =~ /^\|(?:\s*:?-+:?\s*\|)+$/;
+}
+ok(@tables >= 5, 'five tables (facts, three experiments, ratios)');
+is($bad_tables, 0, 'every table has a separator row and rows of the same width');
+like($md, qr/^\| \d+\. \| 100 \| [\d.]+[^|]*\| [\d,.]+[^|]*\|.*\| hello\.html, plxd[^,|]*, static \|$/m, 'seed 1 row for the static file, measured');
+
+# ----- CSV: the declared columns, a value for each, numbers that add up.
+my @lines = split /\n/, read_file("$base.csv");
+my @cols = split /,/, shift @lines;
+is_deeply([@cols[0 .. 4]], [qw(section server handler target query)], 'CSV header');
+ok((grep { $_ eq 'rps' } @cols) && (grep { $_ eq 'p99' } @cols), 'CSV has requests/s and p99 columns');
+my (@rows, $bad_width);
+# RFC 4180 fields: quoted ones may hold commas and doubled quotes.
+sub csv_fields {
+    my ($line) = @_;
+    my @f;
+    while (1) {
+        if ($line =~ /\G"((?:[^"]|"")*)"/gc) { push @f, $1 =~ s/""/"/gr }
+        elsif ($line =~ /\G([^,"]*)/gc) { push @f, $1 }
+        last unless $line =~ /\G,/gc;
+    }
+    return (pos($line) // 0) == length($line) ? @f : ();
+}
+for my $line (@lines) {
+    my @f = csv_fields($line);
+    $bad_width++ if @f != @cols;
+    my %r;
+    @r{@cols} = @f;
+    push @rows, \%r;
+}
+ok(@rows >= 20, 'a CSV row per target and load (' . scalar(@rows) . ')');
+ok(!$bad_width, 'every CSV row has one field per column');
+my %sections = map { $_->{section} => 1 } @rows;
+is_deeply([sort keys %sections], [qw(conc ka seq)], 'rows of all three experiments');
+my @ok = grep { $_->{status} eq 'ok' } @rows;
+my @na = grep { $_->{status} =~ /^not available: \S/ } @rows;
+is(@ok + @na + scalar(grep { $_->{status} =~ /^(?:failed|ok \()/ } @rows), scalar @rows,
+    'each status is ok, not available (with why) or failed');
+ok(scalar(grep { $_->{target} eq 'hello.html' } @ok) >= 3, 'the static file was measured in each experiment that has it');
+my $num = qr/^\d+(?:\.\d+)?$/;
+my @bad = grep {
+    my $r = $_;
+    (grep { ($r->{$_} // '') !~ $num } qw(rps rps_min rps_max time p50 p99 runs))
+        || $r->{rps} <= 0 || $r->{rps_min} > $r->{rps} || $r->{rps} > $r->{rps_max} || $r->{runs} != 3
+} @ok;
+is(scalar @bad, 0, 'measured rows: positive figures, min <= median <= max, 3 runs')
+    or diag(explain(\@bad));
+my %na = map { ("$_->{target} ($_->{server})" => 1) } @na;
+diag("not available in this build: " . join(", ", sort keys %na)) if @na;
+
+# ----- PNG: a real image of a plausible size.
+my $png = read_file("$base.png");
+is(substr($png, 0, 8), "\x89PNG\r\n\x1a\n", 'the chart is a PNG');
+my ($w, $h) = unpack 'NN', substr($png, 16, 8);
+ok($w >= 600 && $h >= 200, "of a readable size (${w}x$h)");
+
+# ----- nothing left running: no process uses the working folder.
+ok($work && -d $work, 'the working folder was kept') or diag($log);
+my @left;
+if ($work) {
+    opendir my $dh, '/proc';
+    for my $p (grep { /^\d+$/ } readdir $dh) {
+        my $cmd = read_file("/proc/$p/cmdline");
+        push @left, "$p: " . ($cmd =~ tr/\0/ /r) if index($cmd, $work) >= 0;
+    }
+    remove_tree($work) unless $ENV{PLXD_TEST_KEEP};
+}
+is(scalar @left, 0, 'no server bench/run started is still running') or diag(join "\n", @left);
+
+done_testing;
