@@ -572,19 +572,7 @@ static int respond(struct cgi_req *q)
 		q->failed = 1;
 		return plxd_respond_error(r, 500);
 	}
-	if (rep->content_type)
-		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, rep->content_type);
-	if (rep->location)
-		MHD_add_response_header(resp, MHD_HTTP_HEADER_LOCATION, rep->location);
-	for (size_t i = 0; i < rep->header_count; i++) {
-		const struct cgi_reply_header *h = &rep->headers[i];
-		/* plxd names itself once. */
-		if (strcasecmp(h->name, "Server") == 0)
-			continue;
-		if (MHD_add_response_header(resp, h->name, h->value) != MHD_YES)
-			plxd_log(LOG_WARN, "%s: header %s dropped (libmicrohttpd refused it)",
-					q->script, h->name);
-	}
+	cgi_request_add_headers(resp, rep, q->script);
 	return plxd_respond(r, rep->status, resp);
 }
 

@@ -2,6 +2,7 @@
  * cgi_request.h. */
 #include "cgi_request.h"
 #include "cgi_env.h"
+#include "cgi_reply.h"
 #include "config.h"
 #include "handler.h"
 #include "log.h"
@@ -16,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "alloc.h"
 
@@ -119,6 +121,23 @@ char **cgi_request_env(struct plxd_request *r, const char *path, int pass_author
 	if (headers.v != headers.stack)
 		free(headers.v);
 	return env;
+}
+
+void cgi_request_add_headers(struct MHD_Response *resp, const struct cgi_reply *rep,
+		const char *script)
+{
+	if (rep->content_type)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, rep->content_type);
+	if (rep->location)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_LOCATION, rep->location);
+	for (size_t i = 0; i < rep->header_count; i++) {
+		const struct cgi_reply_header *h = &rep->headers[i];
+		if (strcasecmp(h->name, "Server") == 0)
+			continue; /* plxd names itself once */
+		if (MHD_add_response_header(resp, h->name, h->value) != MHD_YES)
+			plxd_log(LOG_WARN, "%s: header %s dropped (libmicrohttpd refused it)", script,
+					h->name);
+	}
 }
 
 int cgi_request_module_dir(char *out, size_t outlen)

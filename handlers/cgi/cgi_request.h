@@ -16,6 +16,14 @@ struct plxd_request;
 char **cgi_request_env(struct plxd_request *r, const char *path, int pass_authorization,
 		const char *perl5lib);
 
+/* Copies a parsed CGI response's headers (Content-Type, Location, the
+ * rest but Server: plxd names itself once) onto resp; a header
+ * libmicrohttpd refuses is logged with script's name and dropped. */
+struct MHD_Response;
+struct cgi_reply;
+void cgi_request_add_headers(struct MHD_Response *resp, const struct cgi_reply *rep,
+		const char *script);
+
 /* The folder of the handler module this code is linked into (helpers such
  * as plxd-cgi-exec and plxd-perl-worker, and perl5/, sit beside it).
  * Returns 0, or -1. */

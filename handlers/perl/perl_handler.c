@@ -579,19 +579,7 @@ static const char *outcome_text(uint32_t outcome)
 
 static void add_headers(struct perl_req *q, struct MHD_Response *resp)
 {
-	const struct cgi_reply *rep = &q->reply;
-	if (rep->content_type)
-		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, rep->content_type);
-	if (rep->location)
-		MHD_add_response_header(resp, MHD_HTTP_HEADER_LOCATION, rep->location);
-	for (size_t i = 0; i < rep->header_count; i++) {
-		const struct cgi_reply_header *h = &rep->headers[i];
-		if (strcasecmp(h->name, "Server") == 0)
-			continue; /* plxd names itself once */
-		if (MHD_add_response_header(resp, h->name, h->value) != MHD_YES)
-			plxd_log(LOG_WARN, "%s: header %s dropped (libmicrohttpd refused it)",
-					q->script, h->name);
-	}
+	cgi_request_add_headers(resp, &q->reply, q->script);
 	if (q->conf->timing && q->done) {
 		char v[128];
 		if (q->result.flags & PERL_WIRE_COMPILED)
