@@ -43,7 +43,7 @@ const struct conf_key server_keys[] = {
 		.help = "serve files through symbolic links that lead outside root (otherwise 403)"),
 	SERVER_KEY("max_connections", CONF_UINT, max_connections, "512", .min = 1, .max = 65536,
 		.flags = CONF_RESTART,
-		.help = "open connections at most; requests beyond get 503 with Retry-After (each connection is a thread)"),
+		.help = "open connections at most; one opened beyond it gets 503 with Retry-After, those already open are served on (each connection is a thread)"),
 	SERVER_KEY("per_ip_connections", CONF_UINT, per_ip_connections, "0", .max = 65536,
 		.flags = CONF_RESTART,
 		.help = "open connections at most from one client address, 0 for no limit; never applies to trusted_proxies"),

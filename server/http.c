@@ -246,7 +246,7 @@ static void on_connection(void *cls, struct MHD_Connection *connection, void **s
 		pthread_mutex_unlock(&conns_lock);
 		if (per_ip_limit)
 			ip_count_add((struct sockaddr *)&c->peer, 1);
-		atomic_fetch_add(&open_connections, 1);
+		c->opened_as = atomic_fetch_add(&open_connections, 1) + 1;
 		*socket_context = c;
 		return;
 	}

@@ -21,6 +21,8 @@ struct conn {
 	 * of the previous request), in ms; 0 once they are complete. */
 	_Atomic uint64_t waiting_since;
 	int timed_out;                   /* the watchdog closed it */
+	unsigned opened_as;              /* open connections, itself included,
+					    when it was accepted */
 	char *target;                    /* raw request target of the current request */
 	size_t target_cap;
 	uint64_t request_start_us;

@@ -377,7 +377,10 @@ static void request_headers(struct request *r)
 		return;
 	}
 
-	if (http_open_connections() > server->max_connections) {
+	/* Only a connection accepted past the limit is refused: a flood of
+	 * new (idle) connections must not cut off the clients already in. */
+	if (http_open_connections() > server->max_connections
+			&& (!r->conn || r->conn->opened_as > server->max_connections)) {
 		plxd_log(LOG_WARN, "answered 503: %u connections open, max_connections is %lu",
 				http_open_connections(), server->max_connections);
 		refuse(r, 503, 1);
