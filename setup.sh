@@ -11,9 +11,10 @@ cd "$(dirname "$0")"
 RUN_PACKAGES="build-essential cmake pkg-config git libmicrohttpd-dev libinih-dev libperl-dev
   perl libcgi-pm-perl media-types"
 # Tests: clang's libFuzzer runtime for the fuzz targets, the load tools;
-# gnuplot and fonts for bench/run's chart, headless Chromium for the front page.
+# gnuplot and fonts for bench/run's chart, headless Chromium for the front page,
+# valgrind for tests/leakcheck.
 TEST_PACKAGES="clang libclang-rt-14-dev apache2-utils wrk hyperfine curl nginx-light
-  gnuplot-nox fonts-dejavu-core chromium chromium-driver"
+  gnuplot-nox fonts-dejavu-core chromium chromium-driver valgrind"
 
 install_missing() {
 	missing=""

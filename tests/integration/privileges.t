@@ -1,9 +1,10 @@
 # Started as root with [server] user set, plxd binds, then becomes that user;
-# its logs stay writable to it, so SIGHUP can reopen them.
+# its logs stay writable to it, so SIGHUP can reopen them. Scripts (.pl) and
+# Perl workers (.plx) run as that user, and cannot read plxd's memory.
 use strict;
 use warnings;
 use Test::More;
-use PlxdTest qw(wait_for);
+use PlxdTest qw(wait_for build_dir read_file);
 
 plan skip_all => 'needs root to drop privileges' unless $> == 0;
 my $uid = getpwnam('nobody') // plan skip_all => 'no user nobody';
@@ -19,4 +20,38 @@ is((stat($s->dir . '/error.log'))[4], $uid, 'the error log was given to the user
 like($s->error_log, qr/running as user nobody/, 'the switch is logged');
 $s->signal('HUP');
 ok($s->wait_log(qr/configuration reloaded/, 10), 'SIGHUP still reopens the logs as nobody');
+$s->stop;
+
+# A script reports its uids and whether it could open its parent's (plxd's)
+# memory. Changing user made plxd non-dumpable (with the kernel's default
+# fs.suid_dumpable = 0), so its /proc files belong to root and a process of
+# the same user may not read or trace it.
+my $peek = <<'END';
+my $parent = getppid;
+print "Content-Type: text/plain\n\n";
+print "uid $< $>\n";
+print 'plxd memory ', (open(my $fh, '<', "/proc/$parent/mem") ? 'opened' : 'refused'), "\n";
+END
+# The worker executable must be reachable for nobody (a checkout under a
+# private home folder is not).
+my $worker = build_dir() . '/modules/plxd-perl-worker';
+my $reachable = -x $worker;
+for (my $d = $worker; $d =~ s{/[^/]+$}{} && length $d;) {
+    $reachable &&= (stat $d)[2] & 01;
+}
+$s = PlxdTest->start(files => { 'peek.pl' => $peek, 'peek.plx' => $peek },
+    handlers => { '.pl' => 'cgi', ($reachable ? ('.plx' => 'perl') : ()) },
+    sections => { ($reachable ? (perl => { workers => 1 }) : ()) },
+    server => { user => 'nobody' });
+my $dumpable_default = read_file('/proc/sys/fs/suid_dumpable') =~ /^0/;
+for my $script ('peek.pl', 'peek.plx') {
+    SKIP: {
+        skip "$worker is not reachable for nobody", 3 if $script =~ /x$/ && !$reachable;
+        my $res = $s->get("/$script");
+        is($res->{status}, 200, "$script runs") or diag($res->{content});
+        like($res->{content}, qr/^uid $uid $uid$/m, "$script runs as nobody (real and effective uid)");
+        skip 'fs.suid_dumpable is not 0 here', 1 unless $dumpable_default;
+        like($res->{content}, qr/^plxd memory refused$/m, "$script cannot read plxd's memory");
+    }
+}
 done_testing;
