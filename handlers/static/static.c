@@ -1,6 +1,7 @@
 /* The static handler: files that no [handlers] extension claims (the core
  * routes by extension, ignoring case, before this handler is chosen), sent
- * from their descriptor with sendfile. GET and HEAD only; validators and
+ * from their descriptor with sendfile (small ones from a buffer, in one
+ * write with the headers). GET and HEAD only; validators and
  * 304s (cond.c), one byte range (range.c), Content-Type from mime.types
  * (mime.c). A folder is its index.html (found by the core), else 403:
  * never a listing. */
@@ -20,6 +21,11 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+/* Files up to this size are read and sent with their headers in one
+ * write: sendfile would cost a dup, a second send and a close more per
+ * request, which is most of the work for a small file. */
+#define SMALL_FILE_MAX (16 * 1024)
 
 struct static_conf {
 	char *mime_types;
@@ -165,13 +171,28 @@ static int respond_redirect(struct plxd_request *r)
 	return rc;
 }
 
-/* length bytes of the file from offset, to be sent with sendfile. Returns
- * NULL after logging why. */
+/* length bytes of the file from offset: a copy in memory for a small file,
+ * else the descriptor, for sendfile. Sets r->bytes_sent. Returns NULL after
+ * logging why. */
 static struct MHD_Response *file_response(struct plxd_request *r, uint64_t offset,
 		uint64_t length)
 {
 	if (length == 0)
 		return MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+	if (length <= SMALL_FILE_MAX) {
+		char *copy = xmalloc((size_t)length);
+		ssize_t n = pread(r->fd, copy, (size_t)length, (off_t)offset);
+		/* Short only if the file shrank after it was opened: the bytes
+		 * that are there, with a Content-Length that says so. */
+		if (n <= 0) {
+			plxd_log(LOG_ERROR, "static: %s: %s", r->file,
+					n < 0 ? strerror(errno) : "became empty");
+			free(copy);
+			return NULL;
+		}
+		r->bytes_sent = (uint64_t)n;
+		return MHD_create_response_from_buffer((size_t)n, copy, MHD_RESPMEM_MUST_FREE);
+	}
 	/* libmicrohttpd closes the descriptor it is given; plxd owns r->fd. */
 	int fd = fcntl(r->fd, F_DUPFD_CLOEXEC, 0);
 	if (fd < 0) {
@@ -182,7 +203,9 @@ static struct MHD_Response *file_response(struct plxd_request *r, uint64_t offse
 	if (!resp) {
 		plxd_log(LOG_ERROR, "static: %s: libmicrohttpd refused the file", r->file);
 		close(fd);
+		return NULL;
 	}
+	r->bytes_sent = length;
 	return resp;
 }
 
@@ -204,6 +227,7 @@ static int respond_file(struct plxd_request *r)
 		struct MHD_Response *resp = file_response(r, 0, size);
 		if (!resp)
 			return -1;
+		r->bytes_sent = 0;
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_ETAG, v.etag);
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_LAST_MODIFIED, v.last_modified);
 		return plxd_respond(r, 304, resp);
@@ -255,7 +279,6 @@ static int respond_file(struct plxd_request *r)
 				size);
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_RANGE, value);
 	}
-	r->bytes_sent = length;
 	return plxd_respond(r, status, resp);
 }
 

@@ -1,6 +1,7 @@
 # The static handler: content types, HEAD, validators and 304 (never a
 # stale one), single byte ranges (206, 416), folders (index.html, 301 to the
-# slash, 403 without an index), 405 with Allow, 404, large files.
+# slash, 403 without an index), 405 with Allow, 404, large files, and the
+# line between files sent from memory (up to 16 KiB) and with sendfile.
 use strict;
 use warnings;
 use Test::More;
@@ -11,6 +12,8 @@ use PlxdRaw qw(responses request_bytes);
 
 my $hello = "hello world\n"; # 12 bytes
 my $big = join '', map { sprintf "%07d\n", $_ } 0 .. 699_999; # 5.6 MB
+# Around the size up to which a file is read into memory (16 KiB).
+my %edge = map { ("edge$_.bin" => substr($big, 1000, $_)) } 16383, 16384, 16385;
 my $s = PlxdTest->start(
     files => {
         'hello.txt'       => $hello,
@@ -24,6 +27,7 @@ my $s = PlxdTest->start(
         'dir/other.txt'   => "other\n",
         'a b/index.html'  => "spaced\n",
         'script.pl'       => "print 'source';\n",
+        %edge,
     },
     handlers => { '.pl' => 'echo' },
 );
@@ -41,7 +45,7 @@ sub get_raw { one(request_bytes('GET', $_[0], 'Connection: close', @_[1 .. $#_])
 # Sets a file's modification time (fractional seconds allowed).
 sub set_mtime { my ($file, $t) = @_; Time::HiRes::utime($t, $t, "$root/$file") or die "utime: $!" }
 my $past = int(time) - 1000;
-set_mtime($_, $past + 0.25) for qw(hello.txt page.html big.bin dir/index.html empty.txt);
+set_mtime($_, $past + 0.25) for qw(hello.txt page.html big.bin dir/index.html empty.txt), keys %edge;
 
 # ---- content and types ------------------------------------------------------
 my $r = get_raw('/hello.txt');
@@ -245,6 +249,27 @@ SKIP: {
     my @resp = responses($buf . PlxdTest::read_until_closed($sock, 10));
     is(scalar @resp, 2, 'a static response keeps the connection open for the next request');
     is($resp[1]{body}, "<p>page</p>\n", 'which is answered');
+}
+
+# ---- files around the in-memory size ----------------------------------------
+for my $name (sort keys %edge) {
+    my $want = $edge{$name};
+    my $len = length $want;
+    $r = get_raw("/$name");
+    ok($r->{status} == 200 && $r->{body} eq $want && $r->{headers}{'content-length'} == $len,
+        "$len bytes: the whole file");
+    $r = get_raw("/$name", 'Range: bytes=16380-16390');
+    is($r->{body}, substr($want, 16380, 11), "$len bytes: a range across 16 KiB");
+    is($r->{headers}{'content-range'}, sprintf('bytes 16380-%d/%d', $len < 16391 ? $len - 1 : 16390, $len),
+        "$len bytes: its Content-Range");
+}
+# A 304 sends no body, and the access log says so.
+{
+    my $etag = get_raw('/edge16384.bin')->{headers}{etag};
+    is(get_raw('/edge16384.bin', "If-None-Match: $etag", 'User-Agent: edge-304')->{status}, 304,
+        'a small file: 304');
+    my $line = PlxdTest::wait_for(sub { (grep { /edge-304/ } split /\n/, $s->access_log)[0] }, 5);
+    like($line // '', qr{" 304 (?:0|-) }, 'the access log counts no body bytes for the 304');
 }
 
 # ---- configuration ---------------------------------------------------------
