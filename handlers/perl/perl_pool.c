@@ -23,6 +23,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -74,13 +75,19 @@ struct settings {
 	char *inc;
 };
 
-/* A request waiting for a worker, on its own thread's stack. */
+/* A request waiting for a worker, on its own thread's stack. It sleeps on
+ * a semaphore, not a condition variable on the pool's lock: the thread
+ * that hands it a worker posts it after letting go of the lock, so the
+ * waiter wakes to run, not to block on the lock a moment longer (a second
+ * sleep and wake-up for every queued request). A semaphore may be posted
+ * while its waiter returns and destroys it (glibc touches it no more once
+ * the count is published), which a condition variable may not. */
 struct waiter {
 	struct waiter *next;
-	pthread_cond_t cond;
+	sem_t ready;               /* posted once: sent, or stopping */
 	perl_send_fn *send;
 	void *ctx;
-	enum { WAITING, SENDING, SENT } state;
+	int queued;                /* in the queue (under the lock) */
 	struct slot *given;        /* the worker handed over, or NULL */
 	int send_errno;
 	int stopping;
@@ -112,7 +119,7 @@ static void log_exit(struct slot *s, int status, enum slot_end how);
 static void *keeper_main(void *arg);
 static void relay(struct slot *s, const char *label, int flush, size_t limit);
 static struct waiter *slot_mark_idle(struct perl_pool *p, struct slot *s);
-static void serve_waiter(struct perl_pool *p, struct waiter *wt);
+static void serve_waiter(struct waiter *wt);
 
 static uint64_t now_ms(void)
 {
@@ -447,9 +454,10 @@ static struct waiter *slot_mark_idle(struct perl_pool *p, struct slot *s)
 		if (!p->first)
 			p->last = NULL;
 		wt->next = NULL;
+		p->waiting--;
 		s->state = SLOT_BUSY;
 		wt->given = s;
-		wt->state = SENDING;
+		wt->queued = 0;
 		return wt;
 	}
 	s->state = SLOT_IDLE;
@@ -458,15 +466,12 @@ static struct waiter *slot_mark_idle(struct perl_pool *p, struct slot *s)
 }
 
 /* Without the lock: sends the waiter's request on the worker it was given,
- * then wakes it. */
-static void serve_waiter(struct perl_pool *p, struct waiter *wt)
+ * then wakes it. The waiter reads what was written here after its
+ * sem_wait returns (sem_post orders the writes before). */
+static void serve_waiter(struct waiter *wt)
 {
-	int e = wt->send(wt->ctx, &wt->given->w) < 0 ? errno : 0;
-	pthread_mutex_lock(&p->lock);
-	wt->send_errno = e;
-	wt->state = SENT;
-	pthread_cond_signal(&wt->cond);
-	pthread_mutex_unlock(&p->lock);
+	wt->send_errno = wt->send(wt->ctx, &wt->given->w) < 0 ? errno : 0;
+	sem_post(&wt->ready);
 }
 
 static void *keeper_main(void *arg)
@@ -540,7 +545,7 @@ static void *keeper_main(void *arg)
 				struct waiter *wt = slot_mark_idle(p, s);
 				if (wt) {
 					pthread_mutex_unlock(&p->lock);
-					serve_waiter(p, wt);
+					serve_waiter(wt);
 					pthread_mutex_lock(&p->lock);
 				}
 			}
@@ -634,10 +639,13 @@ void perl_pool_destroy(struct perl_pool *p)
 		return;
 	pthread_mutex_lock(&p->lock);
 	p->stopping = 1;
-	for (struct waiter *wt = p->first; wt; wt = wt->next) {
+	for (struct waiter *wt = p->first, *next; wt; wt = next) {
+		next = wt->next; /* wt may be gone once posted */
+		wt->queued = 0;
 		wt->stopping = 1;
-		pthread_cond_signal(&wt->cond);
+		sem_post(&wt->ready);
 	}
+	p->waiting = 0;
 	/* (No request can be waiting here: plxd stops its handlers after the
 	 * last request ends. This only keeps a stray one from hanging.) */
 	p->first = p->last = NULL;
@@ -718,36 +726,43 @@ enum perl_acquire perl_pool_acquire(struct perl_pool *p, unsigned long queue,
 		ts.tv_sec++;
 		ts.tv_nsec -= 1000000000;
 	}
-	pthread_condattr_t ca;
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	struct waiter wt = { .next = NULL, .send = send, .ctx = ctx, .state = WAITING };
-	pthread_cond_init(&wt.cond, &ca);
-	pthread_condattr_destroy(&ca);
+	struct waiter wt = { .next = NULL, .send = send, .ctx = ctx, .queued = 1 };
+	sem_init(&wt.ready, 0, 0);
 	if (p->last)
 		p->last->next = &wt;
 	else
 		p->first = &wt;
 	p->last = &wt;
 	p->waiting++;
-	/* Once a worker is handed over, another thread is sending with this
-	 * request's data: wait for it, whatever the clock says. */
-	while (wt.state != SENT && !wt.stopping) {
-		if (wt.state == SENDING)
-			pthread_cond_wait(&wt.cond, &p->lock);
-		else if (pthread_cond_timedwait(&wt.cond, &p->lock, &ts) == ETIMEDOUT &&
-				wt.state == WAITING)
-			break;
+	pthread_mutex_unlock(&p->lock);
+
+	int rc;
+	do
+		rc = sem_clockwait(&wt.ready, CLOCK_MONOTONIC, &ts);
+	while (rc < 0 && errno == EINTR);
+	if (rc < 0) {
+		/* Timed out, unless it left the queue meanwhile: then another
+		 * thread is sending with this request's data (or stopping),
+		 * and the post is coming, whatever the clock says. */
+		pthread_mutex_lock(&p->lock);
+		int queued = wt.queued;
+		if (queued) {
+			waiter_remove(p, &wt);
+			p->waiting--;
+		}
+		pthread_mutex_unlock(&p->lock);
+		if (!queued)
+			while (sem_wait(&wt.ready) < 0 && errno == EINTR)
+				;
 	}
-	p->waiting--;
-	if (wt.state == SENT) {
+	if (wt.given) {
 		*out = &wt.given->w;
 		*send_errno = wt.send_errno;
 	} else {
-		waiter_remove(p, &wt);
-		result = wt.stopping || p->stopping ? PERL_STOPPING : PERL_QUEUE_TIMEOUT;
+		result = wt.stopping ? PERL_STOPPING : PERL_QUEUE_TIMEOUT;
 	}
-	pthread_cond_destroy(&wt.cond);
+	sem_destroy(&wt.ready);
+	return result;
 out:
 	pthread_mutex_unlock(&p->lock);
 	return result;
@@ -786,5 +801,5 @@ void perl_pool_release(struct perl_pool *p, struct perl_worker *w, enum perl_rel
 	}
 	pthread_mutex_unlock(&p->lock);
 	if (wt)
-		serve_waiter(p, wt);
+		serve_waiter(wt);
 }
