@@ -2,7 +2,8 @@
 # The README's two commands, for a fresh Debian 12 machine, as root:
 #   ./setup.sh run    install what is missing, build, start plxd on conf/plxd.conf
 #   ./setup.sh test   install what is missing, build, run the whole test suite
-#                     (warnings as errors), then again under ASan+UBSan
+#                     (warnings as errors), then again under ASan+UBSan, then
+#                     the leak check (tests/leakcheck)
 set -eu
 cd "$(dirname "$0")"
 
@@ -76,6 +77,8 @@ test)
 	stage "running the test suite under ASan+UBSan"
 	# The install test builds a separate, non-sanitized tree: run above.
 	(cd build-asan && ctest --output-on-failure --no-tests=error -E 'integration/install')
+	stage "leak check: plxd under LeakSanitizer, its workers under valgrind, mixed load"
+	tests/leakcheck
 	stage
 	echo "== all tests passed"
 	;;
