@@ -21,6 +21,8 @@ struct server_conf {
 	unsigned long per_ip_connections;
 	unsigned long connection_timeout_ms;
 	unsigned long header_timeout_ms;
+	unsigned long body_timeout_ms;
+	unsigned long long body_min_rate;
 	unsigned long long max_header_size;
 	unsigned long long max_body;
 	unsigned long shutdown_timeout_ms;

@@ -306,18 +306,60 @@ void http_request_started(struct conn *c)
 
 void http_request_ended(struct conn *c)
 {
-	if (c)
+	if (c) {
+		http_body_ended(c);
 		atomic_store(&c->waiting_since, http_now_ms());
+	}
 	pthread_mutex_lock(&idle_lock);
 	if (--in_flight == 0)
 		pthread_cond_broadcast(&idle_cond);
 	pthread_mutex_unlock(&idle_lock);
 }
 
-/* The header deadline: libmicrohttpd restarts its idle timer on every byte,
- * so a client trickling one header byte a second would hold its connection
- * (and thread) forever. Shutting the socket down from here makes the
- * connection's own thread see the end and clean up as usual. */
+void http_body_started(struct conn *c)
+{
+	atomic_store(&c->body_bytes, 0);
+	atomic_store(&c->body_since, http_now_ms());
+}
+
+void http_body_progress(struct conn *c, size_t len)
+{
+	atomic_fetch_add(&c->body_bytes, (uint64_t)len);
+}
+
+void http_body_ended(struct conn *c)
+{
+	atomic_store(&c->body_since, 0);
+}
+
+/* The reason to close c now, or NULL. A body must be complete within
+ * body_timeout, extended by a second for every body_min_rate bytes that
+ * arrived (Apache's mod_reqtimeout "body=20,MinRate=500"): a fast upload
+ * of any size is never cut, a trickle is. */
+static const char *deadline_passed(struct conn *c, uint64_t now, const struct server_conf *s,
+		unsigned long *limit)
+{
+	uint64_t since = atomic_load(&c->waiting_since);
+	if (since && s->header_timeout_ms && now - since > s->header_timeout_ms) {
+		*limit = s->header_timeout_ms;
+		return "no complete request headers within header_timeout";
+	}
+	since = atomic_load(&c->body_since);
+	if (!since || !s->body_timeout_ms)
+		return NULL;
+	uint64_t allowed = s->body_timeout_ms;
+	if (s->body_min_rate)
+		allowed += atomic_load(&c->body_bytes) * 1000 / s->body_min_rate;
+	if (now - since <= allowed)
+		return NULL;
+	*limit = s->body_timeout_ms;
+	return "its request body came slower than body_timeout and body_min_rate allow";
+}
+
+/* The header and body deadlines: libmicrohttpd restarts its idle timer on
+ * every byte, so a client trickling one byte a second would hold its
+ * connection (and thread) forever. Shutting the socket down from here makes
+ * the connection's own thread see the end and clean up as usual. */
 static void *watchdog(void *arg)
 {
 	(void)arg;
@@ -334,24 +376,25 @@ static void *watchdog(void *arg)
 		if (watchdog_stop)
 			break;
 		struct site *site = site_acquire();
-		unsigned long limit = site ? site->config->server.header_timeout_ms : 0;
-		site_release(site);
-		if (!limit)
+		if (!site)
 			continue;
+		const struct server_conf *server = &site->config->server;
 		uint64_t now = http_now_ms();
 		pthread_mutex_lock(&conns_lock);
 		for (struct conn *c = conns; c; c = c->next) {
-			uint64_t since = atomic_load(&c->waiting_since);
-			if (since && !c->timed_out && now - since > limit) {
+			unsigned long limit;
+			const char *why = c->timed_out ? NULL : deadline_passed(c, now, server, &limit);
+			if (why) {
 				char addr[INET6_ADDRSTRLEN];
 				log_format_addr((struct sockaddr *)&c->peer, addr, sizeof addr);
-				plxd_log(LOG_INFO, "closed the connection from %s: no complete request "
-						"headers within header_timeout (%lu ms)", addr, limit);
+				plxd_log(LOG_INFO, "closed the connection from %s: %s (%lu ms)", addr,
+						why, limit);
 				c->timed_out = 1;
 				shutdown(c->fd, SHUT_RDWR);
 			}
 		}
 		pthread_mutex_unlock(&conns_lock);
+		site_release(site);
 	}
 	pthread_mutex_unlock(&watchdog_lock);
 	return NULL;

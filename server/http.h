@@ -1,5 +1,6 @@
 /* The HTTP daemon: libmicrohttpd in thread-per-connection mode, with plxd's
- * connection accounting (max and per-IP connections, header deadline).
+ * connection accounting (max and per-IP connections, header and body
+ * deadlines).
  * request.c handles what arrives on each connection. */
 #ifndef PLXD_HTTP_H
 #define PLXD_HTTP_H
@@ -20,6 +21,10 @@ struct conn {
 	/* Start of the wait for the next request's headers (accept, or the end
 	 * of the previous request), in ms; 0 once they are complete. */
 	_Atomic uint64_t waiting_since;
+	/* While a request body is being read: when its headers were complete
+	 * (ms), and the body bytes read so far; 0 and 0 otherwise. */
+	_Atomic uint64_t body_since;
+	_Atomic uint64_t body_bytes;
 	int timed_out;                   /* the watchdog closed it */
 	unsigned opened_as;              /* open connections, itself included,
 					    when it was accepted */
@@ -54,6 +59,10 @@ unsigned http_open_connections(void);
 struct conn *http_conn(struct MHD_Connection *connection);
 void http_request_started(struct conn *c);
 void http_request_ended(struct conn *c);
+/* The body of the current request: is expected, has grown by len, is in. */
+void http_body_started(struct conn *c);
+void http_body_progress(struct conn *c, size_t len);
+void http_body_ended(struct conn *c);
 
 /* The access handler and completion callback, in request.c. */
 enum MHD_Result request_access(void *cls, struct MHD_Connection *connection, const char *url,

@@ -441,12 +441,17 @@ enum MHD_Result request_access(void *cls, struct MHD_Connection *connection, con
 			return MHD_YES;
 		}
 		request_headers(r);
+		/* A body follows unless plxd closes the connection instead. */
+		if (r->conn && r->pub.content_length != 0 && !r->close)
+			http_body_started(r->conn);
 		return MHD_YES;
 	}
 	if (*upload_data_size > 0) {
 		size_t len = *upload_data_size;
 		*upload_data_size = 0;
 		r->body_seen += len;
+		if (r->conn)
+			http_body_progress(r->conn, len);
 		if (r->body_seen > r->site->config->server.max_body) {
 			/* libmicrohttpd accepts no response until the body has
 			 * been read; rather than read an endless chunked body to
@@ -467,6 +472,8 @@ enum MHD_Result request_access(void *cls, struct MHD_Connection *connection, con
 			r->refuse = body_append(r, upload_data, len);
 		return MHD_YES;
 	}
+	if (r->conn)
+		http_body_ended(r->conn);
 	if (r->phase == PHASE_READING) {
 		if (r->refuse) /* the body, if any, has been read: keep the connection */
 			refuse(r, r->refuse, 0);

@@ -1,6 +1,7 @@
 # Connection and request limits: max_connections answers 503 with
 # Retry-After, per_ip_connections (never for trusted proxies), the idle
-# timeout, the header deadline against trickling clients, header size.
+# timeout, the header and body deadlines against trickling clients, header
+# size.
 use strict;
 use warnings;
 use Test::More;
@@ -70,5 +71,39 @@ $raw = $s->raw("GET /a.txt HTTP/1.1\r\nHost: x\r\nX-Big: " . ('b' x 6000) . "\r\
 like($raw, qr{^HTTP/1\.1 431 }, 'headers over max_header_size get 431');
 $raw = $s->raw("GET /" . ('u' x 6000) . " HTTP/1.1\r\nHost: x\r\n\r\n");
 like($raw, qr{^HTTP/1\.1 414 }, 'a request line over max_header_size gets 414');
+is($s->get('/a.txt')->{status}, 200, 'still serving');
+$s->stop;
+
+# Body deadline: body_timeout, extended by a second per body_min_rate bytes.
+# Trickled to a handler that spools the body (echo) and to a CGI script that
+# reads it as it comes: both cut, the script's process ended, and an upload
+# that keeps up with body_min_rate is never cut, however long it takes.
+$s = PlxdTest->start(
+    files    => { 'a.txt' => "a\n", 'x.echo' => '', 'up.pl' => 'print "Content-Type: text/plain\n\n", length(join "", <STDIN>), "\n";' },
+    handlers => { '.echo' => 'echo', '.pl' => 'cgi' },
+    server   => { connection_timeout => '10s', body_timeout => '1500ms', body_min_rate => '100' });
+for my $path ('/x.echo', '/up.pl') {
+    my $trickler = $s->connect;
+    $trickler->syswrite("POST $path HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n");
+    $took = closed_within($trickler, 8, 'b');
+    ok(defined $took && $took > 1 && $took < 5, "a client trickling its body to $path is cut at "
+        . 'body_timeout (' . ($took // 'never') . ' s), although it never idles');
+}
+like($s->error_log, qr/request body came slower than body_timeout and body_min_rate allow/,
+    'and it is logged');
+my $script = $s->root . '/up.pl';
+ok(wait_for(sub { !grep { index(PlxdTest::read_file($_), $script) >= 0 } glob '/proc/[0-9]*/cmdline' }, 5),
+    'the CGI script reading the trickle is ended');
+{
+    my $steady = $s->connect;
+    $steady->syswrite("POST /x.echo HTTP/1.1\r\nHost: x\r\nContent-Length: 600\r\nConnection: close\r\n\r\n");
+    # 50 bytes every 0.2 s: 250 bytes a second, for 2.4 s, past body_timeout.
+    for (1 .. 12) {
+        select(undef, undef, undef, 0.2);
+        $steady->syswrite('s' x 50);
+    }
+    my $reply = PlxdTest::read_until_closed($steady, 5);
+    like($reply, qr{^HTTP/1\.1 200 .*body_length 600\n}s, 'a body that keeps up with body_min_rate is read whole');
+}
 is($s->get('/a.txt')->{status}, 200, 'still serving');
 done_testing;
