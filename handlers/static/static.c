@@ -46,8 +46,10 @@ static int respond_page(struct plxd_request *r, unsigned status, const char *tit
 		const char *header, const char *value);
 static size_t encode(char *out, size_t n, const char *s, const char *keep);
 static int respond_redirect(struct plxd_request *r);
-static struct MHD_Response *file_response(struct plxd_request *r, uint64_t offset,
+static struct MHD_Response *fd_response(struct plxd_request *r, uint64_t offset,
 		uint64_t length);
+static struct MHD_Response *file_response(struct plxd_request *r, uint64_t offset,
+		uint64_t *length);
 static int respond_file(struct plxd_request *r);
 
 static const struct conf_key static_keys[] = {
@@ -171,28 +173,13 @@ static int respond_redirect(struct plxd_request *r)
 	return rc;
 }
 
-/* length bytes of the file from offset: a copy in memory for a small file,
- * else the descriptor, for sendfile. Sets r->bytes_sent. Returns NULL after
- * logging why. */
-static struct MHD_Response *file_response(struct plxd_request *r, uint64_t offset,
+/* length bytes of the file from offset, sent from its descriptor with
+ * sendfile. Returns NULL after logging why. */
+static struct MHD_Response *fd_response(struct plxd_request *r, uint64_t offset,
 		uint64_t length)
 {
 	if (length == 0)
 		return MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
-	if (length <= SMALL_FILE_MAX) {
-		char *copy = xmalloc((size_t)length);
-		ssize_t n = pread(r->fd, copy, (size_t)length, (off_t)offset);
-		/* Short only if the file shrank after it was opened: the bytes
-		 * that are there, with a Content-Length that says so. */
-		if (n <= 0) {
-			plxd_log(LOG_ERROR, "static: %s: %s", r->file,
-					n < 0 ? strerror(errno) : "became empty");
-			free(copy);
-			return NULL;
-		}
-		r->bytes_sent = (uint64_t)n;
-		return MHD_create_response_from_buffer((size_t)n, copy, MHD_RESPMEM_MUST_FREE);
-	}
 	/* libmicrohttpd closes the descriptor it is given; plxd owns r->fd. */
 	int fd = fcntl(r->fd, F_DUPFD_CLOEXEC, 0);
 	if (fd < 0) {
@@ -203,10 +190,29 @@ static struct MHD_Response *file_response(struct plxd_request *r, uint64_t offse
 	if (!resp) {
 		plxd_log(LOG_ERROR, "static: %s: libmicrohttpd refused the file", r->file);
 		close(fd);
+	}
+	return resp;
+}
+
+/* *length bytes of the file from offset, to be sent: a copy in memory for a
+ * small file, else from the descriptor. *length becomes what the response
+ * holds. Returns NULL after logging why. */
+static struct MHD_Response *file_response(struct plxd_request *r, uint64_t offset,
+		uint64_t *length)
+{
+	if (*length == 0 || *length > SMALL_FILE_MAX)
+		return fd_response(r, offset, *length);
+	char *copy = xmalloc((size_t)*length);
+	ssize_t n = pread(r->fd, copy, (size_t)*length, (off_t)offset);
+	/* Short only if the file shrank after it was opened: the bytes that
+	 * are there, with a Content-Length that says so. */
+	if (n <= 0) {
+		plxd_log(LOG_ERROR, "static: %s: %s", r->file, n < 0 ? strerror(errno) : "became empty");
+		free(copy);
 		return NULL;
 	}
-	r->bytes_sent = length;
-	return resp;
+	*length = (uint64_t)n;
+	return MHD_create_response_from_buffer((size_t)n, copy, MHD_RESPMEM_MUST_FREE);
 }
 
 static int respond_file(struct plxd_request *r)
@@ -224,10 +230,9 @@ static int respond_file(struct plxd_request *r)
 		/* With the size a 200 would have: libmicrohttpd sends no body
 		 * for a 304 but writes its Content-Length, which RFC 9110 8.6
 		 * allows with that value only. */
-		struct MHD_Response *resp = file_response(r, 0, size);
+		struct MHD_Response *resp = fd_response(r, 0, size);
 		if (!resp)
 			return -1;
-		r->bytes_sent = 0;
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_ETAG, v.etag);
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_LAST_MODIFIED, v.last_modified);
 		return plxd_respond(r, 304, resp);
@@ -259,7 +264,7 @@ static int respond_file(struct plxd_request *r)
 	}
 	uint64_t length = size ? last - first + 1 : 0;
 
-	struct MHD_Response *resp = file_response(r, first, length);
+	struct MHD_Response *resp = file_response(r, first, &length);
 	if (!resp)
 		return -1;
 
@@ -279,6 +284,7 @@ static int respond_file(struct plxd_request *r)
 				size);
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_RANGE, value);
 	}
+	r->bytes_sent = length;
 	return plxd_respond(r, status, resp);
 }
 
