@@ -11,6 +11,10 @@
 #include <strings.h>
 
 #define REPLY_DEFAULT_MAX (64 * 1024)
+/* The buffer starts small (a typical header block is a few lines; a
+ * 64 KiB allocation per request costs more than the parse) and grows to
+ * max as needed. */
+#define REPLY_FIRST_CAP 2048
 
 enum { ST_FIRST_LINE, ST_HEADERS, ST_DONE, ST_ERROR };
 
@@ -21,6 +25,7 @@ static int parse_length(const char *s, int64_t *out);
 static int line_take(struct cgi_reply *p, char *line, size_t len);
 static int field_take(struct cgi_reply *p, char *name, char *value);
 static int block_finish(struct cgi_reply *p);
+static int buf_grow(struct cgi_reply *p);
 
 void cgi_reply_init(struct cgi_reply *p, size_t max_bytes)
 {
@@ -124,8 +129,6 @@ static int field_take(struct cgi_reply *p, char *name, char *value)
 	for (size_t i = 0; i < sizeof hop_by_hop / sizeof *hop_by_hop; i++)
 		if (strcasecmp(name, hop_by_hop[i]) == 0)
 			return 0;
-	/* The buffer never moves (allocated whole on the first feed), so the
-	 * strings can be kept as pointers. */
 	p->headers = xrealloc(p->headers, (p->header_count + 1) * sizeof *p->headers);
 	p->headers[p->header_count].name = name;
 	p->headers[p->header_count].value = value;
@@ -182,6 +185,33 @@ static int block_finish(struct cgi_reply *p)
 	return 0;
 }
 
+/* Makes room for more of the block, up to max. The parsed fields point
+ * into the buffer: they are moved with it. Returns 0, or -1 at max. */
+static int buf_grow(struct cgi_reply *p)
+{
+	if (p->cap >= p->max)
+		return -1;
+	size_t cap = p->cap ? p->cap * 2 : REPLY_FIRST_CAP;
+	if (cap > p->max)
+		cap = p->max;
+	char *buf = xmalloc(cap + 1);
+	if (p->len)
+		memcpy(buf, p->buf, p->len);
+#define MOVED(ptr) ((ptr) ? buf + ((ptr) - p->buf) : NULL)
+	p->reason = MOVED(p->reason);
+	p->content_type = MOVED(p->content_type);
+	p->location = MOVED(p->location);
+	for (size_t i = 0; i < p->header_count; i++) {
+		p->headers[i].name = MOVED(p->headers[i].name);
+		p->headers[i].value = MOVED(p->headers[i].value);
+	}
+#undef MOVED
+	free(p->buf);
+	p->buf = buf;
+	p->cap = cap;
+	return 0;
+}
+
 enum cgi_reply_result cgi_reply_feed(struct cgi_reply *p, const char *data, size_t len,
 		size_t *used)
 {
@@ -190,42 +220,43 @@ enum cgi_reply_result cgi_reply_feed(struct cgi_reply *p, const char *data, size
 		return CGI_REPLY_DONE;
 	if (p->state == ST_ERROR)
 		return CGI_REPLY_ERROR;
-	if (!p->buf) {
-		p->buf = xmalloc(p->max + 1);
-		p->cap = p->max;
-	}
-	size_t old = p->len;
-	size_t take = len < p->cap - p->len ? len : p->cap - p->len;
-	memcpy(p->buf + p->len, data, take);
-	p->len += take;
+	size_t old = p->len, taken = 0;
+	do {
+		if (p->len == p->cap && buf_grow(p) < 0)
+			break;
+		size_t take = len - taken < p->cap - p->len ? len - taken : p->cap - p->len;
+		memcpy(p->buf + p->len, data + taken, take);
+		p->len += take;
+		taken += take;
 
-	/* p->scanned is where the current, incomplete line starts. */
-	for (size_t i = p->scanned; i < p->len; i++) {
-		if (p->buf[i] != '\n')
-			continue;
-		char *line = p->buf + p->scanned;
-		size_t llen = i - p->scanned;
-		if (llen > 0 && line[llen - 1] == '\r')
-			llen--;
-		line[llen] = '\0';
-		p->scanned = i + 1;
-		if (llen == 0) {
-			if (p->state == ST_FIRST_LINE)
-				return reply_fail(p, "no headers before the blank line"),
-					CGI_REPLY_ERROR;
-			if (block_finish(p) < 0)
+		/* p->scanned is where the current, incomplete line starts. */
+		for (size_t i = p->scanned; i < p->len; i++) {
+			if (p->buf[i] != '\n')
+				continue;
+			char *line = p->buf + p->scanned;
+			size_t llen = i - p->scanned;
+			if (llen > 0 && line[llen - 1] == '\r')
+				llen--;
+			line[llen] = '\0';
+			p->scanned = i + 1;
+			if (llen == 0) {
+				if (p->state == ST_FIRST_LINE)
+					return reply_fail(p, "no headers before the blank line"),
+						CGI_REPLY_ERROR;
+				if (block_finish(p) < 0)
+					return CGI_REPLY_ERROR;
+				*used = i + 1 - old;
+				return CGI_REPLY_DONE;
+			}
+			if (line_take(p, line, llen) < 0)
 				return CGI_REPLY_ERROR;
-			*used = i + 1 - old;
-			return CGI_REPLY_DONE;
 		}
-		if (line_take(p, line, llen) < 0)
-			return CGI_REPLY_ERROR;
-	}
-	if (p->len == p->cap) {
+	} while (taken < len);
+	if (p->len == p->cap && p->cap >= p->max) {
 		reply_fail(p, "header block too large");
 		return CGI_REPLY_ERROR;
 	}
-	*used = take;
+	*used = taken;
 	return CGI_REPLY_MORE;
 }
 

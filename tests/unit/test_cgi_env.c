@@ -4,6 +4,7 @@
 #include "tap.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #define MAX_HEADERS 8
 #define MAX_CHECKS 12
@@ -168,6 +169,33 @@ int main(void)
 	is_str(cgi_env_get(env, "QUERY_STRING"), "", "bare: QUERY_STRING is empty, not unset");
 	is_str(cgi_env_get(env, "SERVER_SOFTWARE"), "plxd", "bare: SERVER_SOFTWARE default");
 	ok(cgi_env_get(env, "PATH") == NULL, "bare: no PATH unless configured");
+	cgi_env_free(env);
+
+	/* plxd's own variables; names and values longer than the builder's
+	 * first buffers (it grows them), repeated so that a join moves it. */
+	static char long_name[300], long_value[5000], long_var[310];
+	memset(long_name, 'n', sizeof long_name - 1);
+	memset(long_value, 'v', sizeof long_value - 1);
+	snprintf(long_var, sizeof long_var, "HTTP_%s", long_name);
+	for (char *p = long_var; *p; p++)
+		*p = *p == 'n' ? 'N' : *p;
+	struct cgi_env_header big_headers[] = {
+		{ long_name, long_value }, { "Cookie", long_value }, { "Cookie", "z=9" },
+	};
+	char *const extra[] = { "PERL5LIB=/opt/plxd/perl5", "PLXD_REQUEST_MAX_FIELDS=10", NULL };
+	struct cgi_env_request big = { .method = "GET", .content_length = -1,
+		.headers = big_headers, .header_count = 3 };
+	struct cgi_env_options extras = { .extra = extra };
+	env = cgi_env_build(&big, &extras);
+	is_str(cgi_env_get(env, "PERL5LIB"), "/opt/plxd/perl5", "extra: PERL5LIB");
+	is_str(cgi_env_get(env, "PLXD_REQUEST_MAX_FIELDS"), "10", "extra: a [request] limit");
+	is_str(cgi_env_get(env, long_var), long_value, "a 300-byte header name, 5000-byte value");
+	const char *cookie = cgi_env_get(env, "HTTP_COOKIE");
+	ok(cookie && strlen(cookie) == strlen(long_value) + 5 &&
+			strncmp(cookie, long_value, strlen(long_value)) == 0 &&
+			strcmp(cookie + strlen(long_value), "; z=9") == 0,
+			"a long repeated header joins whole");
+	check_shape(env, "long variables");
 	cgi_env_free(env);
 	return done_testing();
 }

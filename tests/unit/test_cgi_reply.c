@@ -225,6 +225,37 @@ int main(void)
 	ok(res == CGI_REPLY_DONE && used == 19, "a block exactly as large as max is accepted");
 	cgi_reply_fini(&p);
 
+	/* A block of 20 KB, in one piece and in 100-byte pieces: the fields
+	 * parsed before the buffer grew keep their values. */
+	for (int piece = 0; piece < 2; piece++) {
+		static char big[20 * 1024 + 200];
+		size_t n = (size_t)snprintf(big, sizeof big,
+				"Status: 299 Early Reason\nContent-Type: x/early\nX-First: one\n");
+		while (n < 20 * 1024)
+			n += (size_t)snprintf(big + n, sizeof big - n, "X-Pad: %0100d\n", 7);
+		n += (size_t)snprintf(big + n, sizeof big - n, "Location: /late\n\nbody");
+		cgi_reply_init(&p, 0);
+		res = CGI_REPLY_MORE;
+		size_t off = 0, step = piece ? 100 : n, at = 0;
+		while (res == CGI_REPLY_MORE && off < n) {
+			size_t k = n - off < step ? n - off : step;
+			res = cgi_reply_feed(&p, big + off, k, &used);
+			at = off + used;
+			off += k;
+		}
+		const char *how = piece ? "in pieces" : "whole";
+		ok(res == CGI_REPLY_DONE && n - at == 4, "a 20 KB block is read (%s)", how);
+		ok(p.status == 299 && p.reason && strcmp(p.reason, "Early Reason") == 0,
+				"its first Status survives the buffer growing (%s)", how);
+		is_str(p.content_type, "x/early", "its Content-Type survives (%s)", how);
+		is_str(p.location, "/late", "a field after the growth is right (%s)", how);
+		ok(p.header_count > 100 && strcmp(p.headers[0].name, "X-First") == 0 &&
+				strcmp(p.headers[0].value, "one") == 0 &&
+				strcmp(p.headers[p.header_count - 1].name, "X-Pad") == 0,
+				"the other headers survive (%s)", how);
+		cgi_reply_fini(&p);
+	}
+
 	/* A block that ends in the last byte of one chunk. */
 	cgi_reply_init(&p, 0);
 	res = cgi_reply_feed(&p, "Status: 200\n", 12, &used);
