@@ -397,6 +397,47 @@ elsif ($case eq 'reason') { $q->status('299 Custom Thing'); $q->header_out('Cont
 elsif ($case eq 'redirect') { $q->redirect('https://example.org/x?y=1'); $q->send_header }
 elsif ($case eq 'see_other') { $q->redirect('/next', 303); $q->send_header }
 elsif ($case eq 'local') { $q->header_out(Location => '/other.html'); $q->send_header }
+elsif ($case eq 'typed') {
+    # send_header($type): content_type($type), then send; a second call
+    # changes nothing, its type included.
+    $q->send_header('text/plain') == 1 or die;
+    $q->send_header('text/html') == 0 or die;
+    print $q->content_type;
+}
+elsif ($case eq 'typed_empty') { $q->status(204)->send_header('') }
+elsif ($case eq 'typed_redirect') { $q->redirect('/x')->send_header('text/plain') }
+elsif ($case eq 'messages') {
+    # A bad value dies naming the script's line, set through any door.
+    print "X: y\r\n\r\n";
+    for my $try (sub { $q->send_header("text/html\nX: y") },
+                 sub { $q->content_type(undef) },
+                 sub { $q->header_out('Content-Type' => "a\rb") }) {
+        eval { $try->() };
+        print $@ =~ s/ at \Q$0\E line [0-9]+\.\n\z/ at SCRIPT/r;
+        print "\n";
+    }
+    print $q->header_sent ? 'sent' : 'unsent', ' ', $q->content_type // 'undef', "\n";
+}
+elsif ($case eq 'autoflush') { $| = 1; $q->send_header('text/plain'); syswrite STDOUT, 'after' }
+elsif ($case eq 'ors') { $\ = '!'; $q->send_header('text/plain'); $\ = undef; print 'body' }
+elsif ($case eq 'utf8') {
+    binmode STDOUT, ':utf8';
+    $q->status(299, "caf\xe9")->send_header('text/plain');
+    print "\x{263a}";
+}
+elsif ($case eq 'wide') {
+    $q->header_out('X-W' => "\x{263a}")->send_header('text/plain');
+    print "body";
+}
+elsif ($case eq 'tied') {
+    package Capture { sub TIEHANDLE { bless [], shift } sub PRINT { my $s = shift; push @$s, @_; 1 } }
+    my $t = tie *STDOUT, 'Capture';
+    $q->send_header('text/plain');
+    my @got = @$t;
+    undef $t;
+    untie *STDOUT;
+    print "Content-Type: text/plain\r\n\r\n", join('|', map { s/\r\n/~/gr } @got), "captured\n";
+}
 elsif ($case eq 'getters') {
     $q->status(201); $q->header_out('X-M' => 'a', 'b');
     print "X: y\r\n\r\n", join('|', $q->status, $q->header_out('Status'), join(',', $q->header_out('x-m')),
@@ -412,6 +453,8 @@ else {
         redirect_status => sub { $q->redirect('/x', 200) },
         redirect_crlf => sub { $q->redirect("/x\r\nX: y") },
         te => sub { $q->header_out('Transfer-Encoding' => 'chunked') },
+        send_type => sub { $q->send_header("text/plain\r\nX: y") },
+        send_undef => sub { $q->send_header(undef) },
     );
     for my $k (sort keys %bad) { print "$k: ", (eval { $bad{$k}->(); 1 } ? 'accepted' : 'refused'), "\n" }
 }
@@ -425,13 +468,30 @@ my %response = (
     local => "Location: /other.html\r\n\r\n",
     getters => "X: y\r\n\r\n201|201|a,b|0\n",
     bad => join('', map { "$_: refused\n" } sort qw(crlf lf_type name status status600
-        redirect_status redirect_crlf te)),
+        redirect_status redirect_crlf te send_type send_undef)),
+    typed => "Content-Type: text/plain\r\n\r\ntext/plain",
+    typed_empty => "Status: 204 No Content\r\n\r\n",
+    typed_redirect => "Status: 302 Found\r\nLocation: /x\r\nContent-Type: text/plain\r\n\r\n",
+    messages => "X: y\r\n\r\n"
+        . "PLXD::Request: a content type holds a control character at SCRIPT\n"
+        . "PLXD::Request: a content type is undefined at SCRIPT\n"
+        . "PLXD::Request: a content type holds a control character at SCRIPT\n"
+        . "unsent undef\n",
+    # Written straight to STDOUT or printed by perl, the bytes are print's.
+    autoflush => "Content-Type: text/plain\r\n\r\nafter",
+    ors => "Content-Type: text/plain\r\n\r\n!body",
+    utf8 => "Status: 299 caf\xc3\xa9\r\nContent-Type: text/plain\r\n\r\n\xe2\x98\xba",
+    wide => "X-W: \xe2\x98\xba\r\nContent-Type: text/plain\r\n\r\nbody",
+    tied => "Content-Type: text/plain\r\n\r\nContent-Type: text/plain~~captured\n",
 );
 for my $case (sort keys %response) {
     my $r = run("$dir/response.pl", { REQUEST_METHOD => 'GET', QUERY_STRING => "case=$case" });
     is($r->{out}, $response{$case}, "response: $case");
-    if ($case eq 'status') {
-        like($r->{err}, qr/send_header called twice/, 'a second send_header warns');
+    if ($case eq 'status' || $case eq 'typed') {
+        like($r->{err}, qr/send_header called twice/, "$case: a second send_header warns");
+    }
+    if ($case eq 'wide') {
+        like($r->{err}, qr/Wide character/, 'wide: perl warns of the wide character, as print does');
     }
 }
 
@@ -458,6 +518,67 @@ PERL
 $r = run("$dir/hook.pl", { REQUEST_METHOD => 'GET', QUERY_STRING => 'from=env' });
 is($r->{body}, "q=0,x=1,y=2|POST|captured|only\n",
     '$PLXD::Request::Source supplies env, body and output; options to new win') or diag $r->{err};
+
+# ---- the constructor's paths ----------------------------------------------------
+
+# new() makes the common request in XS and leaves the rest to Perl; both
+# must read the limits as the environment has them now (the XS part keeps
+# the last ones parsed), bless into the class asked for, and leave no
+# DESTROY to call.
+write_file("$dir/paths.pl", <<'PERL');
+use strict; use warnings; use PLXD::Request;
+print "Content-Type: text/plain\r\n\r\n";
+my $long = ('0' x 40) . '3';    # too long to be kept: parsed every time
+for my $v ('2', '2', '5', undef, $long, '3', '3 ') {
+    if (defined $v) { $ENV{PLXD_REQUEST_MAX_FIELDS} = $v } else { delete $ENV{PLXD_REQUEST_MAX_FIELDS} }
+    my $fast = eval { PLXD::Request->new };
+    my $slow = eval { PLXD::Request->new(env => { %ENV, QUERY_STRING => 'a&b&c&d' },
+        on_error => sub {}) };
+    print $fast ? $fast->limits->{max_fields} . ':' . ($slow->error ? $slow->error->code : 'ok')
+        : 'died: ' . ($@ =~ /(PLXD_REQUEST_MAX_FIELDS: .*?) at /)[0], "\n";
+}
+$ENV{PLXD_REQUEST_MAX_FIELDS} = 1000;
+{ package My::Request; our @ISA = ('PLXD::Request') }
+my $sub = My::Request->new;
+print join(' ', ref $sub, ref $sub->new, ref(PLXD::Request->new), scalar $sub->param('k'),
+    PLXD::Request->can('DESTROY') ? 'DESTROY' : 'no DESTROY'), "\n";
+{
+    local $ENV{CONTENT_LENGTH} = '0';
+    local $ENV{QUERY_STRING} = 'z=1';
+    print 'empty body: ', join(',', PLXD::Request->new->param), "\n";
+}
+# A body store and upload list only when there is a body.
+my $q = PLXD::Request->new;
+print join(',', sort grep { !/^_/ } keys %$q), ' | ', scalar(() = $q->body_param),
+    ' ', scalar(() = $q->upload), ' ', scalar(() = $q->header_out('X-None')), "\n";
+PERL
+$r = run("$dir/paths.pl", { REQUEST_METHOD => 'GET', QUERY_STRING => 'k=v&l=w' });
+is($r->{body}, join("\n", '2:too_many_fields', '2:too_many_fields', '5:ok', '1000:ok',
+    '3:too_many_fields', '3:too_many_fields', "died: PLXD_REQUEST_MAX_FIELDS: '3 ' is not a whole number",
+    'My::Request My::Request PLXD::Request v no DESTROY', 'empty body: z',
+    'env,param,query | 0 0 0', ''),
+    'new: limits follow the environment, subclasses, no body, no DESTROY') or diag $r->{err};
+is($r->{err}, '', '... and not a warning');
+
+SKIP: {
+    require Config;
+    skip 'perl has no threads', 1 unless $Config::Config{useithreads};
+    # Every interpreter has its own copy of what the XS part keeps.
+    write_file("$dir/threads.pl", <<'PERL');
+use strict; use warnings; use threads; use PLXD::Request;
+print "Content-Type: text/plain\r\n\r\n";
+my $main = PLXD::Request->new;
+my $t = threads->create(sub {
+    $ENV{PLXD_REQUEST_MAX_FIELDS} = 7;
+    my $q = PLXD::Request->new;
+    return join ',', $q->param, $q->limits->{max_fields};
+});
+print $t->join, ' ', join(',', $main->param, PLXD::Request->new->limits->{max_fields}), "\n";
+PERL
+    $r = run("$dir/threads.pl", { REQUEST_METHOD => 'GET', QUERY_STRING => 'a=1&b=2',
+        PLXD_REQUEST_MAX_FIELDS => 9 });
+    is($r->{body}, "a,b,7 a,b,9\n", 'new in a second thread') or diag $r->{err};
+}
 
 # ---- installed with plxd -------------------------------------------------------
 

@@ -4,8 +4,9 @@
 # request.plx answers what cgi_pm.plx answers, as request.pl does cgi_pm.pl.
 use strict;
 use warnings;
+use File::Temp qw(tempdir);
 use Test::More;
-use PlxdTest qw(source_dir read_file);
+use PlxdTest qw(source_dir read_file wait_for);
 
 my $dump = <<'PL';
 use strict;
@@ -22,6 +23,11 @@ for my $u ($q->upload) {
 }
 PL
 
+# The upload folder of its own, to see that no file outlives its request.
+my $uploads = tempdir('plxd-uploads-XXXXXX', TMPDIR => 1, CLEANUP => 1);
+chmod 0777, $uploads;
+sub uploads_left { opendir my $d, $uploads or die; return grep { !/^\./ } readdir $d }
+
 my $src = source_dir();
 my %files = (
     'dump.pl' => $dump, 'dump.plx' => $dump,
@@ -30,6 +36,7 @@ my %files = (
 my $s = PlxdTest->start(
     files    => \%files,
     handlers => { '.pl' => 'cgi', '.plx' => 'perl' },
+    server   => { tmp_dir => $uploads },
     sections => { perl => { workers => 2 }, request => { max_fields => 5 } },
 );
 
@@ -62,6 +69,9 @@ for my $c (@cases) {
         ($_ => "$res->{status}\n$res->{content}");
     } qw(pl plx);
     is($r{plx}, $r{pl}, "$name: .plx answers as .pl");
+    # A worker lives on: the request's files must go with the request.
+    ok(wait_for(sub { !uploads_left() }, 10), "$name: no upload file left")
+        if $name =~ /multipart/;
 }
 like($s->request('GET', '/dump.plx?a=1&a=2')->{content}, qr/^param a = 1\|2$/m, 'and the answers are right');
 like($s->request('GET', '/dump.plx?x=%G1')->{content}, qr/bad percent escape/, 'a 400 names the problem');

@@ -2,7 +2,9 @@
  * wrapped for Perl. Parsed fields go straight into the object's stores
  * ({ names => [...], values => { name => [...] } }); file parts stream to
  * temporary files. Perl-side names start with '_': the module's own API is
- * PLXD::Request.pm. */
+ * PLXD::Request.pm, but for what nearly every request calls, which is here
+ * for speed: new() (its common case), param(), content_type() and
+ * send_header(). */
 #define PERL_NO_GET_CONTEXT
 #include "EXTERN.h"
 #include "perl.h"
@@ -84,19 +86,20 @@ static int store_add(void *ctx, const char *name, size_t name_len, const char *v
 {
 	struct xs_store *s = ctx;
 	dTHX;
-	SV **slot;
-	AV *list;
+	HE *he;
+	SV *slot;
 	if (name_len > I32_MAX)
 		return req_error_set(s->err, REQ_FIELD_TOO_LARGE, "a parameter name is too large");
-	slot = hv_fetch(s->values, name, (I32)name_len, 0);
-	if (slot && SvROK(*slot)) {
-		list = (AV *)SvRV(*slot);
-	} else {
-		list = newAV();
-		(void)hv_store(s->values, name, (I32)name_len, newRV_noinc((SV *)list), 0);
-		av_push(s->names, newSVpvn(name, name_len));
+	/* One look-up: an lvalue fetch adds the entry (undef) when it is new. */
+	he = (HE *)hv_common_key_len(s->values, name, (I32)name_len, HV_FETCH_LVALUE, NULL, 0);
+	slot = HeVAL(he);
+	if (!SvROK(slot)) {
+		sv_setrv_noinc(slot, (SV *)newAV());
+		/* The name list shares the hash's copy of the name: no second
+		 * buffer. */
+		av_push(s->names, newSVhek(HeKEY_hek(he)));
 	}
-	av_push(list, newSVpvn(value, value_len));
+	av_push((AV *)SvRV(slot), newSVpvn(value, value_len));
 	return 0;
 }
 
@@ -206,25 +209,133 @@ static struct xs_multipart *multipart_of(pTHX_ SV *self)
 	return INT2PTR(struct xs_multipart *, SvIVX(SvRV(self)));
 }
 
-/* ---- limits from the environment ----------------------------------------- */
+/* ---- per-interpreter data ------------------------------------------------ */
 
-/* The defaults of req_limits_keys, parsed once when the module loads. */
-static struct req_limits xs_defaults;
+/* Room for req_limits_keys (checked when the module loads). */
+#define XS_LIMIT_KEYS 8
+/* A limit's value longer than this is parsed on every request. */
+#define XS_CACHED_VALUE 32
 
-static const char *hv_lookup(const char *name, void *ctx)
+/* One environment variable of the limits, and its value when last parsed. */
+struct xs_limit_var {
+	char name[48];              /* PLXD_REQUEST_MAX_FIELDS... */
+	I32 name_len;
+	U32 hash;                   /* of name, for hv_common_key_len */
+	int present;
+	STRLEN len;
+	char value[XS_CACHED_VALUE];
+};
+
+/* Kept per interpreter (perl may be built with ithreads): the limits'
+ * defaults, the last environment limits parsed, and what new() looks up on
+ * every request. */
+#define MY_CXT_KEY "PLXD::Request::_guts" XS_VERSION
+typedef struct {
+	struct req_limits defaults;
+	size_t nvars;
+	struct xs_limit_var var[XS_LIMIT_KEYS];
+	int cached;                 /* var[].value and env_limits hold a result */
+	struct req_limits env_limits;
+	GV *source;                 /* *PLXD::Request::Source */
+	HV *stash;                  /* PLXD::Request */
+	GV *stdout_gv;              /* *main::STDOUT */
+} my_cxt_t;
+
+START_MY_CXT
+
+static void cxt_init(pTHX_ my_cxt_t *cxt)
 {
-	dTHX;
-	SV **v = hv_fetch((HV *)ctx, name, (I32)strlen(name), 0);
-	return v && SvOK(*v) ? SvPV_nolen(*v) : NULL;
+	const struct conf_key *k;
+	size_t n = 0;
+	req_limits_defaults(&cxt->defaults);
+	for (k = req_limits_keys; k->name; k++, n++) {
+		struct xs_limit_var *v = &cxt->var[n];
+		if (n == XS_LIMIT_KEYS)
+			croak("PLXD::Request: more limits than XS_LIMIT_KEYS");
+		req_limits_env_name(k, v->name, sizeof v->name);
+		v->name_len = (I32)strlen(v->name);
+		PERL_HASH(v->hash, v->name, v->name_len);
+	}
+	cxt->nvars = n;
+	cxt->cached = 0;
+	cxt->source = gv_fetchpvs("PLXD::Request::Source", GV_ADD, SVt_PV);
+	cxt->stash = gv_stashpvs("PLXD::Request", GV_ADD);
+	cxt->stdout_gv = gv_fetchpvs("STDOUT", GV_ADD | GV_NOTQUAL, SVt_PVIO);
 }
 
-/* Applies the environment's limits, then the script's own (a hash of
- * name => value as in plxd.conf). Returns 0, or -1 with why set. */
-static int state_limits(pTHX_ struct req_limits *lim, HV *env, SV *limits, char *why,
+/* ---- limits from the environment ----------------------------------------- */
+
+/* The values new() fetched, for req_limits_from_env. */
+struct fetched {
+	const my_cxt_t *cxt;
+	const char *const *value;
+};
+
+static const char *fetched_lookup(const char *name, void *ctx)
+{
+	const struct fetched *f = ctx;
+	size_t i;
+	for (i = 0; i < f->cxt->nvars; i++)
+		if (!strcmp(f->cxt->var[i].name, name))
+			return f->value[i];
+	return NULL;
+}
+
+/* The defaults, then the environment's limits. A server gives every request
+ * the same four variables, so when they are byte for byte the ones last
+ * parsed, that result is used again. Returns 0, or -1 with why set. */
+static int env_limits(pTHX_ pMY_CXT_ HV *env, struct req_limits *lim, char *why,
 		size_t whylen)
 {
+	const char *value[XS_LIMIT_KEYS];
+	STRLEN len[XS_LIMIT_KEYS];
+	int hit = MY_CXT.cached, cacheable = 1;
+	size_t i;
+	for (i = 0; i < MY_CXT.nvars; i++) {
+		struct xs_limit_var *v = &MY_CXT.var[i];
+		SV **sv = (SV **)hv_common_key_len(env, v->name, v->name_len, HV_FETCH_JUST_SV, NULL,
+				v->hash);
+		value[i] = NULL;
+		len[i] = 0;
+		if (sv && SvOK(*sv))
+			value[i] = SvPV(*sv, len[i]);
+		if (len[i] >= XS_CACHED_VALUE)
+			cacheable = hit = 0;
+		else if (hit && (v->present != (value[i] != NULL) || v->len != len[i]
+				|| (value[i] && memcmp(v->value, value[i], len[i]))))
+			hit = 0;
+	}
+	if (hit) {
+		*lim = MY_CXT.env_limits;
+		return 0;
+	}
+	{
+		struct fetched f = { &MY_CXT, value };
+		*lim = MY_CXT.defaults;
+		if (req_limits_from_env(lim, fetched_lookup, &f, why, whylen) < 0)
+			return -1;
+	}
+	MY_CXT.cached = cacheable;
+	if (cacheable) {
+		for (i = 0; i < MY_CXT.nvars; i++) {
+			struct xs_limit_var *v = &MY_CXT.var[i];
+			v->present = value[i] != NULL;
+			v->len = len[i];
+			if (value[i])
+				memcpy(v->value, value[i], len[i]);
+		}
+		MY_CXT.env_limits = *lim;
+	}
+	return 0;
+}
+
+/* The environment's limits, then the script's own (a hash of name =>
+ * value as in plxd.conf). Returns 0, or -1 with why set. */
+static int state_limits(pTHX_ pMY_CXT_ struct req_limits *lim, HV *env, SV *limits,
+		char *why, size_t whylen)
+{
 	HE *he;
-	if (req_limits_from_env(lim, hv_lookup, env, why, whylen) < 0)
+	if (env_limits(aTHX_ aMY_CXT_ env, lim, why, whylen) < 0)
 		return -1;
 	if (!SvROK(limits) || SvTYPE(SvRV(limits)) != SVt_PVHV)
 		return 0;
@@ -245,13 +356,256 @@ static int state_limits(pTHX_ struct req_limits *lim, HV *env, SV *limits, char 
 	return 0;
 }
 
-/* A new store: { names => [], values => {} }. */
-static SV *store_new(pTHX)
+/* ---- the request object -------------------------------------------------- */
+
+/* A new store: { names => [], values => {} }; s (if not NULL) is set to
+ * fill it. */
+static SV *store_new(pTHX_ struct xs_store *s, struct req_error *err)
 {
 	HV *hv = newHV();
-	(void)hv_stores(hv, "names", newRV_noinc((SV *)newAV()));
-	(void)hv_stores(hv, "values", newRV_noinc((SV *)newHV()));
+	AV *names = newAV();
+	HV *values = newHV();
+	(void)hv_stores(hv, "names", newRV_noinc((SV *)names));
+	(void)hv_stores(hv, "values", newRV_noinc((SV *)values));
+	if (s) {
+		s->names = names;
+		s->values = values;
+		s->err = err;
+	}
 	return newRV_noinc((SV *)hv);
+}
+
+/* A request object, mortal: { env => env_ref (taken), query, param,
+ * _state }, its query string parsed under lim; err is set if that fails.
+ * What most requests never use (the body store, uploads, headers_out) is
+ * made by the Perl part when first needed. */
+static SV *request_new(pTHX_ HV *stash, SV *env_ref, const struct req_limits *lim,
+		struct req_error *err)
+{
+	HV *self = newHV();
+	SV *self_ref = sv_2mortal(sv_bless(newRV_noinc((SV *)self), stash));
+	struct xs_store qs;
+	SV *query = store_new(aTHX_ &qs, err), **qsv;
+	struct xs_state st;
+	memset(&st, 0, sizeof st);
+	st.lim = *lim;
+	(void)hv_stores(self, "env", env_ref);
+	(void)hv_stores(self, "query", query);
+	/* A reference of its own: assigning one slot must not change the other. */
+	(void)hv_stores(self, "param", newRV_inc(SvRV(query)));
+	qsv = hv_fetchs((HV *)SvRV(env_ref), "QUERY_STRING", 0);
+	if (qsv && SvOK(*qsv)) {
+		STRLEN len;
+		const char *bytes = SvPVbyte(*qsv, len);
+		if (len)
+			req_urlencoded_parse(bytes, len, "query string", &st.lim, &st.used, store_add,
+					&qs, err);
+	}
+	(void)hv_stores(self, "_state", newSVpvn((const char *)&st, sizeof st));
+	return self_ref;
+}
+
+/* new() for the common request, in one call: no options, no
+ * $PLXD::Request::Source, no body to read, a query string that parses.
+ * Returns the object (mortal), or NULL for new() to take the Perl path
+ * (_new), which does everything else and reports every error. */
+static SV *new_fast(pTHX_ pMY_CXT_ SV *class)
+{
+	SV *source = GvSV(MY_CXT.source), **cl, *self;
+	HV *env, *stash;
+	struct req_limits lim;
+	struct req_error err;
+	char why[256];
+	if (!SvOK(class) || SvROK(class) || (source && SvTRUE(source)) || !PL_envgv)
+		return NULL;
+	env = GvHVn(PL_envgv);
+	/* As the Perl path: a CONTENT_LENGTH that is true means a body. */
+	cl = hv_fetchs(env, "CONTENT_LENGTH", 0);
+	if (cl && SvTRUE(*cl))
+		return NULL;
+	if (env_limits(aTHX_ aMY_CXT_ env, &lim, why, sizeof why) < 0)
+		return NULL;
+	if (SvPOK(class) && SvCUR(class) == sizeof "PLXD::Request" - 1
+			&& memEQ(SvPVX(class), "PLXD::Request", sizeof "PLXD::Request" - 1))
+		stash = MY_CXT.stash;
+	else
+		stash = gv_stashsv(class, GV_ADD);
+	err.code = REQ_OK;
+	self = request_new(aTHX_ stash, newRV_inc((SV *)env), &lim, &err);
+	/* A bad query string is parsed again by the Perl path, which fails it:
+	 * errors are rare, and are reported in one place. */
+	return err.code == REQ_OK ? self : NULL;
+}
+
+/* ---- the response --------------------------------------------------------- */
+
+/* The reason phrases of send_header's Status line and of the error
+ * response. */
+static const struct {
+	const char code[4];
+	const char *reason;
+} reasons[] = {
+	{ "200", "OK" }, { "201", "Created" }, { "202", "Accepted" }, { "204", "No Content" },
+	{ "206", "Partial Content" }, { "301", "Moved Permanently" }, { "302", "Found" },
+	{ "303", "See Other" }, { "304", "Not Modified" }, { "307", "Temporary Redirect" },
+	{ "308", "Permanent Redirect" }, { "400", "Bad Request" }, { "401", "Unauthorized" },
+	{ "403", "Forbidden" }, { "404", "Not Found" }, { "405", "Method Not Allowed" },
+	{ "406", "Not Acceptable" }, { "409", "Conflict" }, { "410", "Gone" },
+	{ "412", "Precondition Failed" }, { "413", "Content Too Large" },
+	{ "415", "Unsupported Media Type" }, { "422", "Unprocessable Content" },
+	{ "429", "Too Many Requests" }, { "500", "Internal Server Error" },
+	{ "501", "Not Implemented" }, { "502", "Bad Gateway" }, { "503", "Service Unavailable" },
+	{ "504", "Gateway Timeout" },
+};
+
+/* The phrase of a status ("404"), or NULL for one without. */
+static const char *reason_of(const char *code, STRLEN len)
+{
+	size_t i;
+	if (len != 3)
+		return NULL;
+	for (i = 0; i < sizeof reasons / sizeof reasons[0]; i++)
+		if (!memcmp(reasons[i].code, code, 3))
+			return reasons[i].reason;
+	return NULL;
+}
+
+/* A status without a phrase of its own gets its class's. */
+static const char *class_reason(char c)
+{
+	switch (c) {
+	case '2': return "OK";
+	case '3': return "Redirection";
+	case '4': return "Client Error";
+	case '5': return "Server Error";
+	}
+	return NULL;
+}
+
+static HV *request_hv(pTHX_ SV *self, const char *method)
+{
+	if (!SvROK(self) || SvTYPE(SvRV(self)) != SVt_PVHV)
+		croak("PLXD::Request::%s: not a request object", method);
+	return (HV *)SvRV(self);
+}
+
+/* A value for a header line: defined, and no control character but tab (a
+ * CR or LF would end the header early: header injection). A UTF-8 string's
+ * bytes hold such a character only where its characters do. */
+static int header_value_ok(pTHX_ SV *value)
+{
+	STRLEN len, i;
+	const char *s;
+	if (!SvOK(value))
+		return 0;
+	s = SvPV_nomg(value, len);
+	for (i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if ((c < 0x20 && c != '\t') || c == 0x7f)
+			return 0;
+	}
+	return 1;
+}
+
+/* content_type($type)'s setting half. A bad type goes to the Perl
+ * _check_value, which dies with the message (and caller) of every other
+ * setter. */
+static void set_content_type(pTHX_ HV *self, SV *type)
+{
+	SvGETMAGIC(type);
+	if (!header_value_ok(aTHX_ type)) {
+		dSP;
+		PUSHMARK(SP);
+		XPUSHs(sv_2mortal(newSVpvs("a content type")));
+		XPUSHs(type);
+		PUTBACK;
+		(void)call_pv("PLXD::Request::_check_value", G_DISCARD);
+		croak("PLXD::Request: a content type holds a control character");
+	}
+	(void)hv_stores(self, "content_type", newSVsv_nomg(type));
+}
+
+/* The value of key, when it is defined; else NULL. */
+static SV *defined_in(pTHX_ HV *hv, const char *key, I32 len)
+{
+	SV **slot = hv_fetch(hv, key, len, 0);
+	return slot && SvOK(*slot) ? *slot : NULL;
+}
+#define DEFINED_IN(hv, key) defined_in(aTHX_ hv, "" key "", sizeof key - 1)
+
+/* The CGI header block of the response: Status, Location, the other
+ * headers, Content-Type, a blank line. Mortal. */
+static SV *header_block(pTHX_ HV *self)
+{
+	SV *h = sv_2mortal(newSV(128)), **slot, *v, *location;
+	sv_setpvs(h, "");
+	slot = hv_fetchs(self, "status", 0);
+	if (slot && SvTRUE(*slot)) {
+		STRLEN len;
+		const char *code = SvPV(*slot, len), *phrase = NULL;
+		sv_catpvs(h, "Status: ");
+		sv_catsv(h, *slot);
+		sv_catpvs(h, " ");
+		if ((v = DEFINED_IN(self, "reason")))
+			sv_catsv(h, v);
+		else if ((phrase = reason_of(code, len)) || (phrase = class_reason(code[0])))
+			sv_catpv(h, phrase);
+		sv_catpvs(h, "\r\n");
+	}
+	if ((location = DEFINED_IN(self, "location"))) {
+		sv_catpvs(h, "Location: ");
+		sv_catsv(h, location);
+		sv_catpvs(h, "\r\n");
+	}
+	slot = hv_fetchs(self, "headers_out", 0);
+	if (slot && SvROK(*slot) && SvTYPE(SvRV(*slot)) == SVt_PVAV) {
+		AV *extra = (AV *)SvRV(*slot);
+		SSize_t i, n = av_count(extra);
+		for (i = 0; i < n; i++) {
+			SV **pair = av_fetch(extra, i, 0), **name, **value;
+			if (!pair || !SvROK(*pair) || SvTYPE(SvRV(*pair)) != SVt_PVAV
+					|| !(name = av_fetch((AV *)SvRV(*pair), 0, 0))
+					|| !(value = av_fetch((AV *)SvRV(*pair), 1, 0)))
+				continue;
+			sv_catsv(h, *name);
+			sv_catpvs(h, ": ");
+			sv_catsv(h, *value);
+			sv_catpvs(h, "\r\n");
+		}
+	}
+	v = DEFINED_IN(self, "content_type");
+	if (v) {
+		/* An empty type sends none. */
+		STRLEN len;
+		(void)SvPV(v, len);
+		if (len) {
+			sv_catpvs(h, "Content-Type: ");
+			sv_catsv(h, v);
+			sv_catpvs(h, "\r\n");
+		}
+	} else if (!location) {
+		/* CGI.pm's default; a redirect needs none. */
+		sv_catpvs(h, "Content-Type: text/html; charset=ISO-8859-1\r\n");
+	}
+	sv_catpvs(h, "\r\n");
+	return h;
+}
+
+/* Writes h to STDOUT when that is exactly what print would do: an
+ * untied handle open for output, no :utf8 layer, a string of bytes, no $\
+ * (and $| honoured). Returns 0 when perl's print must do it. */
+static int print_plain(pTHX_ pMY_CXT_ SV *h)
+{
+	IO *io = GvIO(MY_CXT.stdout_gv);
+	PerlIO *fp;
+	if (!io || SvRMAGICAL(io) || !(fp = IoOFP(io)) || PerlIO_isutf8(fp) || SvUTF8(h)
+			|| (PL_ors_sv && SvOK(PL_ors_sv)))
+		return 0;
+	if (SvCUR(h))
+		(void)PerlIO_write(fp, SvPVX(h), SvCUR(h));
+	if (IoFLAGS(io) & IOf_FLUSH)
+		(void)PerlIO_flush(fp);
+	return 1;
 }
 
 MODULE = PLXD::Request		PACKAGE = PLXD::Request
@@ -259,7 +613,45 @@ MODULE = PLXD::Request		PACKAGE = PLXD::Request
 PROTOTYPES: DISABLE
 
 BOOT:
-	req_limits_defaults(&xs_defaults);
+{
+	MY_CXT_INIT;
+	cxt_init(aTHX_ &MY_CXT);
+}
+
+void
+CLONE(...)
+    CODE:
+	/* A new interpreter (thread): its own copy, with its own GV and stash. */
+	MY_CXT_CLONE;
+	cxt_init(aTHX_ &MY_CXT);
+
+void
+new(class, ...)
+	SV *class
+    PREINIT:
+	dMY_CXT;
+	SV *self;
+	CV *slow;
+	I32 i;
+    PPCODE:
+	self = items == 1 ? new_fast(aTHX_ aMY_CXT_ class) : NULL;
+	if (self) {
+		PUSHs(self);
+		XSRETURN(1);
+	}
+	/* Everything else: the Perl constructor, with the same arguments
+	 * (still on the stack, above SP). It may not return: a bad request
+	 * ends there, with exit. */
+	slow = get_cvs("PLXD::Request::_new", 0);
+	if (!slow)
+		croak("PLXD::Request: _new is missing");
+	PUSHMARK(SP);
+	for (i = 0; i < items; i++)
+		PUSHs(ST(i));
+	PUTBACK;
+	(void)call_sv((SV *)slow, G_SCALAR);
+	/* Its one value is where ST(0) was. */
+	XSRETURN(1);
 
 void
 _start(class, env, limits, on_error, output)
@@ -269,53 +661,29 @@ _start(class, env, limits, on_error, output)
 	SV *on_error
 	SV *output
     PREINIT:
-	struct xs_state st;
-	struct xs_store qs;
+	dMY_CXT;
+	struct req_limits lim;
 	struct req_error err;
 	char why[256];
-	HV *self;
-	SV *self_ref, *query, **qsv;
-	STRLEN len;
-	const char *bytes;
+	SV *self_ref;
     PPCODE:
-	/* What every request needs, in one call: the object, its limits
-	 * (defaults, then the environment, then the script's), its stores, and
-	 * the query string parsed. Returns (object, parse error or undef,
-	 * configuration error or undef). */
+	/* new()'s Perl path: the object, its limits (defaults, then the
+	 * environment, then the script's) and its query string parsed. Returns
+	 * (object, parse error or undef, configuration error or undef). */
 	if (!SvROK(env) || SvTYPE(SvRV(env)) != SVt_PVHV)
 		croak("PLXD::Request: env must be a hash reference");
-	memset(&st, 0, sizeof st);
-	memset(&err, 0, sizeof err);
-	st.lim = xs_defaults;
-	if (state_limits(aTHX_ &st.lim, (HV *)SvRV(env), limits, why, sizeof why) < 0) {
+	if (state_limits(aTHX_ aMY_CXT_ &lim, (HV *)SvRV(env), limits, why, sizeof why) < 0) {
 		XPUSHs(&PL_sv_undef);
 		XPUSHs(&PL_sv_undef);
 		XPUSHs(sv_2mortal(newSVpv(why, 0)));
 		XSRETURN(3);
 	}
-	self = newHV();
-	self_ref = sv_2mortal(sv_bless(newRV_noinc((SV *)self), gv_stashpv(class, GV_ADD)));
-	(void)hv_stores(self, "env", newSVsv(env));
+	err.code = REQ_OK;
+	self_ref = request_new(aTHX_ gv_stashpv(class, GV_ADD), newSVsv(env), &lim, &err);
 	if (SvOK(on_error))
-		(void)hv_stores(self, "on_error", newSVsv(on_error));
+		(void)hv_stores((HV *)SvRV(self_ref), "on_error", newSVsv(on_error));
 	if (SvOK(output))
-		(void)hv_stores(self, "out", newSVsv(output));
-	(void)hv_stores(self, "uploads", newRV_noinc((SV *)newAV()));
-	(void)hv_stores(self, "headers_out", newRV_noinc((SV *)newAV()));
-	query = store_new(aTHX);
-	(void)hv_stores(self, "query", query);
-	/* A reference of its own: assigning one slot must not change the other. */
-	(void)hv_stores(self, "param", newRV_inc(SvRV(query)));
-	(void)hv_stores(self, "body", store_new(aTHX));
-	qsv = hv_fetchs((HV *)SvRV(env), "QUERY_STRING", 0);
-	if (qsv && SvOK(*qsv)) {
-		bytes = SvPVbyte(*qsv, len);
-		store_of(aTHX_ query, &qs, &err);
-		if (len)
-			req_urlencoded_parse(bytes, len, "query string", &st.lim, &st.used, store_add,
-					&qs, &err);
-	}
-	(void)hv_stores(self, "_state", newSVpvn((const char *)&st, sizeof st));
+		(void)hv_stores((HV *)SvRV(self_ref), "out", newSVsv(output));
 	XPUSHs(self_ref);
 	XPUSHs(err.code != REQ_OK ? error_sv(aTHX_ &err) : &PL_sv_undef);
 	XSRETURN(2);
@@ -360,6 +728,72 @@ param(self, ...)
 		PUSHs(v ? sv_mortalcopy(*v) : &PL_sv_undef);
 	}
 	XSRETURN(n);
+
+void
+content_type(self, ...)
+	SV *self
+    PREINIT:
+	HV *hv;
+	SV **slot;
+    PPCODE:
+	/* In XS, as send_header: every response calls them. */
+	hv = request_hv(aTHX_ self, "content_type");
+	if (items < 2) {
+		slot = hv_fetchs(hv, "content_type", 0);
+		PUSHs(slot ? sv_mortalcopy(*slot) : &PL_sv_undef);
+		XSRETURN(1);
+	}
+	set_content_type(aTHX_ hv, ST(1));
+	/* A copy, as a Perl sub's return $self is. */
+	ST(0) = sv_mortalcopy(self);
+	XSRETURN(1);
+
+void
+send_header(self, ...)
+	SV *self
+    PREINIT:
+	dMY_CXT;
+	HV *hv;
+	SV **slot, *h, *out;
+    PPCODE:
+	/* send_header($type) is content_type($type) and send_header, as
+	 * Apache's send_http_header($type). */
+	hv = request_hv(aTHX_ self, "send_header");
+	slot = hv_fetchs(hv, "header_sent", 0);
+	if (slot && SvTRUE(*slot)) {
+		warn("PLXD::Request: send_header called twice; the second call does nothing\n");
+		PUSHs(sv_2mortal(newSViv(0)));
+		XSRETURN(1);
+	}
+	if (items > 1)
+		set_content_type(aTHX_ hv, ST(1));
+	h = header_block(aTHX_ hv);
+	slot = hv_fetchs(hv, "out", 0);
+	out = slot && SvTRUE(*slot) ? *slot : NULL;
+	if (out || !print_plain(aTHX_ aMY_CXT_ h)) {
+		/* Any other handle, or layer, is perl's print's. */
+		PUSHMARK(SP);
+		XPUSHs(out ? out : &PL_sv_undef);
+		XPUSHs(h);
+		PUTBACK;
+		(void)call_pv("PLXD::Request::_print", G_DISCARD);
+		SPAGAIN;
+	}
+	(void)hv_stores(hv, "header_sent", newSViv(1));
+	PUSHs(sv_2mortal(newSViv(1)));
+	XSRETURN(1);
+
+void
+_reason(status)
+	SV *status
+    PREINIT:
+	STRLEN len;
+	const char *code, *phrase;
+    PPCODE:
+	code = SvPV(status, len);
+	phrase = reason_of(code, len);
+	PUSHs(phrase ? sv_2mortal(newSVpv(phrase, 0)) : &PL_sv_undef);
+	XSRETURN(1);
 
 void
 _limits(state)

@@ -15,19 +15,6 @@ XSLoader::load('PLXD::Request', $VERSION);
 # A handler that already holds the request sets this; see "FOR HANDLERS".
 our $Source;
 
-my %REASON = (
-    200 => 'OK', 201 => 'Created', 202 => 'Accepted', 204 => 'No Content',
-    206 => 'Partial Content', 301 => 'Moved Permanently', 302 => 'Found',
-    303 => 'See Other', 304 => 'Not Modified', 307 => 'Temporary Redirect',
-    308 => 'Permanent Redirect', 400 => 'Bad Request', 401 => 'Unauthorized',
-    403 => 'Forbidden', 404 => 'Not Found', 405 => 'Method Not Allowed',
-    406 => 'Not Acceptable', 409 => 'Conflict', 410 => 'Gone', 412 => 'Precondition Failed',
-    413 => 'Content Too Large', 415 => 'Unsupported Media Type', 422 => 'Unprocessable Content',
-    429 => 'Too Many Requests', 500 => 'Internal Server Error', 501 => 'Not Implemented',
-    502 => 'Bad Gateway', 503 => 'Service Unavailable', 504 => 'Gateway Timeout',
-);
-my %CLASS_REASON = (2 => 'OK', 3 => 'Redirection', 4 => 'Client Error', 5 => 'Server Error');
-
 # Carp only when something goes wrong: loading it costs every request.
 sub _croak { require Carp; goto &Carp::croak }
 
@@ -40,11 +27,12 @@ sub _error {
 
 # ---- construction -----------------------------------------------------------
 
-sub new {
+# new() is in the XS part: the common request (no options, no $Source, no
+# body, a good query string) is made there in one call. Everything else
+# comes here, with the same arguments.
+sub _new {
     my ($class, %opt) = @_;
     %opt = (%{ $Source->() || {} }, %opt) if $Source;
-    # The object, its limits and its query string come from one XS call:
-    # this runs on every request.
     my ($self, $err, $why) = _start(ref $class || $class, $opt{env} || \%ENV, $opt{limits},
         $opt{on_error}, $opt{output});
     _croak("PLXD::Request: $why") if defined $why;
@@ -59,7 +47,6 @@ sub _read_body {
     my $env = $self->{env};
     # Used in place, not copied: the XS part counts usage inside it.
     my $state = \$self->{_state};
-    my $body = $self->{body};
     my $err;
 
     my $len = $env->{CONTENT_LENGTH};
@@ -71,6 +58,8 @@ sub _read_body {
     my $multipart = $media eq 'multipart/form-data';
     # Other bodies (JSON, XML...) are the script's to read from STDIN.
     return undef unless $multipart || $media eq 'application/x-www-form-urlencoded';
+    # Made here: a request without a form body has no body store.
+    my $body = $self->{body} = _store();
 
     # Refused before a byte of the body is read.
     my $lim = _limits($$state);
@@ -98,8 +87,8 @@ sub _read_body {
     }
 
     my $tmpdir = $opt->{tmpdir} // $env->{PLXD_REQUEST_TMPDIR} // $ENV{TMPDIR} // '/tmp';
-    (my $mp, $err) = _multipart_new($$state, $body, $self->{uploads}, $env->{CONTENT_TYPE},
-        $tmpdir);
+    my $uploads = $self->{uploads} = bless [], 'PLXD::Request::_Uploads';
+    (my $mp, $err) = _multipart_new($$state, $body, $uploads, $env->{CONTENT_TYPE}, $tmpdir);
     return $err unless $mp;
     my $got = 0;
     if ($given) {
@@ -154,7 +143,7 @@ sub _fail {
         $cb->($err, $self);
         return;
     }
-    my $line = "$err->{status} " . ($REASON{ $err->{status} } // 'Error');
+    my $line = "$err->{status} " . (_reason($err->{status}) // 'Error');
     print STDERR "PLXD::Request: $line: $err->{message}\n";
     # The client is told what was wrong with its request, but not the
     # server's own trouble (it may name folders): that goes to the log only.
@@ -168,18 +157,16 @@ sub _fail {
 # Forgets what was parsed and removes the upload files.
 sub _discard {
     my ($self) = @_;
-    local $!;
-    unlink map { $_->{tempname} } @{ $self->{uploads} };
-    @{ $self->{uploads} } = ();
+    if (my $uploads = $self->{uploads}) {
+        local $!;
+        unlink map { $_->{tempname} } @$uploads;
+        @$uploads = ();
+    }
     $self->{query} = $self->{body} = $self->{param} = _store();
 }
 
-sub DESTROY {
-    my ($self) = @_;
-    return unless $self->{uploads} && @{ $self->{uploads} };
-    local ($!, $?);
-    unlink map { $_->{tempname} } @{ $self->{uploads} };
-}
+# No DESTROY here: most requests have no uploads, and a DESTROY call would
+# cost every one of them. The upload list removes its own files (below).
 
 # ---- parameters -------------------------------------------------------------
 
@@ -208,13 +195,14 @@ sub url_param {
 
 sub body_param {
     my $self = shift;
-    return _lookup($self->{body}, @_) if wantarray;
-    return @_ ? ($self->{body}{values}{ $_[0] } || [])->[0] : scalar @{ $self->{body}{names} };
+    my $body = $self->{body} || _store();
+    return _lookup($body, @_) if wantarray;
+    return @_ ? ($body->{values}{ $_[0] } || [])->[0] : scalar @{ $body->{names} };
 }
 
 sub upload {
     my ($self, $name) = @_;
-    my @u = @{ $self->{uploads} };
+    my @u = @{ $self->{uploads} || [] };
     @u = grep { $_->{name} eq $name } @u if defined $name;
     return wantarray ? @u : $u[0];
 }
@@ -287,13 +275,8 @@ sub status {
     return $self;
 }
 
-sub content_type {
-    my ($self, $type) = @_;
-    return $self->{content_type} if @_ < 2;
-    _check_value('a content type', $type);
-    $self->{content_type} = $type;
-    return $self;
-}
+# content_type is in the XS part (every response sets it); a bad type
+# comes back to _check_value.
 
 sub redirect {
     my ($self, $url, $code) = @_;
@@ -315,7 +298,7 @@ sub header_out {
         return $self->{status} if $lc eq 'status';
         return $self->{content_type} if $lc eq 'content-type';
         return $self->{location} if $lc eq 'location';
-        return map { $_->[1] } grep { lc $_->[0] eq $lc } @{ $self->{headers_out} };
+        return map { $_->[1] } grep { lc $_->[0] eq $lc } @{ $self->{headers_out} || [] };
     }
     return $self->status(@values) if $lc eq 'status';
     return $self->content_type($values[0]) if $lc eq 'content-type';
@@ -335,28 +318,24 @@ sub header_out {
 
 sub header_sent { $_[0]{header_sent} }
 
-sub send_header {
+# send_header is in the XS part, which builds the block and writes it to
+# STDOUT itself when that is a plain handle; anything else (the output
+# option, a tied STDOUT, a :utf8 layer, $\ set) is printed here.
+sub _print {
+    my ($out, $h) = @_;
+    print { $out || \*STDOUT } $h;
+}
+
+package PLXD::Request::_Uploads;
+# A request's upload list (made when a multipart body is parsed). The
+# request object holds the only reference to it, so it goes with the
+# request, and removes the files then.
+
+sub DESTROY {
     my ($self) = @_;
-    if ($self->{header_sent}) {
-        warn "PLXD::Request: send_header called twice; the second call does nothing\n";
-        return 0;
-    }
-    my $h = '';
-    if (my $s = $self->{status}) {
-        $h .= "Status: $s " . ($self->{reason} // $REASON{$s} // $CLASS_REASON{ substr $s, 0, 1 })
-            . "\r\n";
-    }
-    $h .= "Location: $self->{location}\r\n" if defined $self->{location};
-    $h .= "$_->[0]: $_->[1]\r\n" for @{ $self->{headers_out} };
-    my $type = $self->{content_type};
-    # CGI.pm's default; a redirect needs none.
-    $type //= 'text/html; charset=ISO-8859-1' unless defined $self->{location};
-    $h .= "Content-Type: $type\r\n" if defined $type && $type ne '';
-    $h .= "\r\n";
-    my $out = $self->{out} || \*STDOUT;
-    print {$out} $h;
-    $self->{header_sent} = 1;
-    return 1;
+    return unless @$self;
+    local ($!, $?);
+    unlink map { $_->{tempname} } @$self;
 }
 
 package PLXD::Request::Upload;
@@ -420,8 +399,7 @@ PLXD::Request - plxd's request object: parameters, cookies and uploads parsed in
     }
     my $sid = $q->cookie('sid');
 
-    $q->content_type('text/plain; charset=utf-8');
-    $q->send_header;
+    $q->send_header('text/plain; charset=utf-8');  # or content_type(...), then send_header
     print "hello $name\n";
 
 =head1 DESCRIPTION
@@ -613,11 +591,14 @@ Adds a header (several values: several lines, e.g. Set-Cookie). C<Status>,
 C<Content-Type> and C<Location> go to the setters above; C<Transfer-Encoding>
 dies (framing is the server's). With a name only, returns its values.
 
-=item send_header
+=item send_header([$type])
 
 Prints the block: C<Status>, C<Location>, other headers, C<Content-Type>,
-a blank line, with CRLF line ends. A second call warns and prints nothing.
-C<header_sent> tells whether it has been sent.
+a blank line, with CRLF line ends. With C<$type>, sets the content type
+first, as C<content_type($type)> (and as Apache's
+C<< $r->send_http_header('text/plain') >>): C<< $q->send_header('text/plain') >>.
+A second call warns and does nothing (C<$type> included); it returns 1,
+and 0 for a second call. C<header_sent> tells whether it has been sent.
 
 =back
 
