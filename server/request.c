@@ -27,6 +27,18 @@
 /* Bodies up to this size stay in memory; larger ones go to a temp file. */
 #define BODY_IN_MEMORY (64 * 1024)
 
+/* A spooled request body and the read position in it. Only body_append,
+ * plxd_body_read and body_discard touch it, and each keeps pos <= len: a
+ * reader can never be sent past the end, whatever a handler does with
+ * the public body_length. */
+struct body {
+	char *mem;            /* the body while it fits in memory */
+	size_t cap;
+	int fd;               /* temp file once it outgrew memory; -1: none */
+	uint64_t len;         /* bytes kept */
+	uint64_t pos;         /* bytes handed to plxd_body_read's callers */
+};
+
 enum phase {
 	PHASE_READING,  /* headers in; body (if any) being read */
 	PHASE_DONE      /* handled, or answered by plxd itself */
@@ -50,11 +62,7 @@ struct request {
 	char *local_target;   /* plxd_serve_local's target */
 	unsigned redirects;   /* plxd_serve_local calls so far */
 	uint64_t start_us;
-
-	char *body_mem;
-	size_t body_cap;
-	int body_fd;          /* temp file once the body outgrew memory */
-	uint64_t body_read_pos;
+	struct body body;     /* the spooled request body */
 };
 
 #define REQUEST_OF(pub) ((struct request *)(void *)((char *)(pub) - offsetof(struct request, pub)))
@@ -124,23 +132,35 @@ const char *plxd_request_header(struct plxd_request *pub, const char *name)
 
 ssize_t plxd_body_read(struct plxd_request *pub, void *buf, size_t len)
 {
-	struct request *r = REQUEST_OF(pub);
-	uint64_t left = pub->body_length - r->body_read_pos;
+	struct body *b = &REQUEST_OF(pub)->body;
+	uint64_t left = b->len - b->pos;
 	if (len > left)
 		len = (size_t)left;
 	if (len == 0)
 		return 0;
 	ssize_t n;
-	if (r->body_fd >= 0) {
-		n = pread(r->body_fd, buf, len, (off_t)r->body_read_pos);
+	if (b->fd >= 0) {
+		n = pread(b->fd, buf, len, (off_t)b->pos);
 		if (n < 0)
 			return -1;
 	} else {
-		memcpy(buf, r->body_mem + r->body_read_pos, len);
+		memcpy(buf, b->mem + b->pos, len);
 		n = (ssize_t)len;
 	}
-	r->body_read_pos += (uint64_t)n;
+	b->pos += (uint64_t)n;
 	return n;
+}
+
+/* Forgets the body: a local redirect is a GET without one. */
+static void body_discard(struct request *r)
+{
+	struct body *b = &r->body;
+	if (b->fd >= 0)
+		close(b->fd);
+	free(b->mem);
+	*b = (struct body){ .fd = -1 };
+	r->pub.body_length = 0;
+	r->pub.content_length = 0;
 }
 
 /* Answers with plxd's own error page; the connection closes when the
@@ -155,6 +175,7 @@ static void refuse(struct request *r, unsigned status, int close_connection)
 
 static int open_spool(struct request *r)
 {
+	struct body *b = &r->body;
 	const char *dir = r->site->config->server.tmp_dir;
 	int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
 	if (fd < 0) {
@@ -162,26 +183,28 @@ static int open_spool(struct request *r)
 				strerror(errno));
 		return -1;
 	}
-	ssize_t n = r->pub.body_length ? write(fd, r->body_mem, (size_t)r->pub.body_length) : 0;
-	if (n != (ssize_t)r->pub.body_length) {
+	ssize_t n = b->len ? write(fd, b->mem, (size_t)b->len) : 0;
+	if (n != (ssize_t)b->len) {
 		plxd_log(LOG_ERROR, "cannot write a request body to %s: %s", dir, strerror(errno));
 		close(fd);
 		return -1;
 	}
-	free(r->body_mem);
-	r->body_mem = NULL;
-	r->body_fd = fd;
+	free(b->mem);
+	b->mem = NULL;
+	b->cap = 0;
+	b->fd = fd;
 	return 0;
 }
 
 /* Appends a chunk of body. Returns 0, or an HTTP status to answer with. */
 static unsigned body_append(struct request *r, const char *data, size_t len)
 {
-	if (r->body_fd < 0 && r->pub.body_length + len > BODY_IN_MEMORY && open_spool(r) < 0)
+	struct body *b = &r->body;
+	if (b->fd < 0 && b->len + len > BODY_IN_MEMORY && open_spool(r) < 0)
 		return 500;
-	if (r->body_fd >= 0) {
+	if (b->fd >= 0) {
 		while (len > 0) {
-			ssize_t n = write(r->body_fd, data, len);
+			ssize_t n = write(b->fd, data, len);
 			if (n < 0 && errno == EINTR)
 				continue;
 			if (n < 0) {
@@ -190,19 +213,20 @@ static unsigned body_append(struct request *r, const char *data, size_t len)
 			}
 			data += n;
 			len -= (size_t)n;
-			r->pub.body_length += (uint64_t)n;
+			b->len += (uint64_t)n;
 		}
-		return 0;
+	} else {
+		if (b->len + len > b->cap) {
+			size_t cap = b->cap ? b->cap * 2 : 4096;
+			while (cap < b->len + len)
+				cap *= 2;
+			b->mem = xrealloc(b->mem, cap);
+			b->cap = cap;
+		}
+		memcpy(b->mem + b->len, data, len);
+		b->len += len;
 	}
-	if (r->pub.body_length + len > r->body_cap) {
-		size_t cap = r->body_cap ? r->body_cap * 2 : 4096;
-		while (cap < r->pub.body_length + len)
-			cap *= 2;
-		r->body_mem = xrealloc(r->body_mem, cap);
-		r->body_cap = cap;
-	}
-	memcpy(r->body_mem + r->pub.body_length, data, len);
-	r->pub.body_length += len;
+	r->pub.body_length = b->len;
 	return 0;
 }
 
@@ -302,9 +326,8 @@ int plxd_serve_local(struct plxd_request *pub, const char *target)
 	pub->method = "GET";
 	pub->query = "";
 	pub->path_info = "";
-	pub->content_length = 0;
-	pub->body_length = 0;
 	pub->data = NULL;
+	body_discard(r);
 	r->section = NULL;
 	unsigned status = route(r, r->local_target);
 	if (status)
@@ -320,7 +343,7 @@ static struct request *request_begin(struct MHD_Connection *connection, const ch
 	struct request *r = xcalloc(1, sizeof *r);
 	r->conn = http_conn(connection);
 	r->site = site_acquire();
-	r->body_fd = -1;
+	r->body.fd = -1;
 	r->pub.fd = -1;
 	r->pub.connection = connection;
 	r->pub.method = method;
@@ -525,9 +548,7 @@ void request_completed(void *cls, struct MHD_Connection *connection, void **con_
 		http_request_ended(r->conn);
 	if (r->pub.fd >= 0)
 		close(r->pub.fd);
-	if (r->body_fd >= 0)
-		close(r->body_fd);
-	free(r->body_mem);
+	body_discard(r);
 	free(r->target);
 	free(r->path);
 	free(r->file);

@@ -89,7 +89,10 @@ char **cgi_request_env(struct plxd_request *r, const char *path, int pass_author
 		.remote_port = sockaddr_port(r->client),
 		.server_addr = local,
 		.server_port = sockaddr_port(r->local),
-		.content_type = plxd_request_header(r, MHD_HTTP_HEADER_CONTENT_TYPE),
+		/* Only a request with a body has a type: not a local redirect's
+		 * GET, which keeps the first request's headers. */
+		.content_type = r->content_length != 0
+			? plxd_request_header(r, MHD_HTTP_HEADER_CONTENT_TYPE) : NULL,
 		/* A body of known length may still be arriving (the cgi handler
 		 * streams it); a chunked one was spooled, so its length is known. */
 		.content_length = r->content_length > 0 ? r->content_length

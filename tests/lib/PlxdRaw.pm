@@ -8,8 +8,8 @@ package PlxdRaw;
 #
 # Each response: { status, reason, version, headers => { lower-case name =>
 # value, repeated names joined with ", " }, count => { name => n }, body }.
-# Bodies are delimited by Content-Length; a response without one (and not
-# bodiless) takes the rest of the bytes.
+# Bodies are delimited by Content-Length or chunked (decoded); a response
+# with neither (and not bodiless) takes the rest of the bytes.
 
 use strict;
 use warnings;
@@ -36,7 +36,9 @@ sub responses {
         }
         my $body = '';
         my $bodiless = $head{ scalar @out } || $status =~ /^(1\d\d|204|304)$/;
-        if (!$bodiless) {
+        if (!$bodiless && lc($h{'transfer-encoding'} // '') eq 'chunked') {
+            $body = _dechunk(\$bytes);
+        } elsif (!$bodiless) {
             my $len = $h{'content-length'} // length $bytes;
             $body = substr($bytes, 0, $len, '');
         }
@@ -44,6 +46,23 @@ sub responses {
             headers => \%h, count => \%count, body => $body };
     }
     return @out;
+}
+
+# Takes a chunked body (and its trailer) off the front of $$bytes and
+# returns it decoded; a body cut short gives what arrived.
+sub _dechunk {
+    my ($bytes) = @_;
+    my $body = '';
+    while ($$bytes =~ s/^([0-9a-fA-F]+)[^\r\n]*\r\n//) {
+        my $size = hex $1;
+        if ($size == 0) {
+            $$bytes =~ s/^(?:[^\r\n]+\r\n)*\r\n//;   # trailer fields, then the end
+            last;
+        }
+        $body .= substr($$bytes, 0, $size, '');
+        $$bytes =~ s/^\r\n//;
+    }
+    return $body;
 }
 
 # "METHOD target HTTP/1.1" with Host and the given header lines.
