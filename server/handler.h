@@ -117,6 +117,18 @@ extern const struct plxd_handler plxd_handler_module;
 /* Queues response with status and releases it. Returns 0, or -1. */
 int plxd_respond(struct plxd_request *r, unsigned status, struct MHD_Response *response);
 
+/* A response whose body read(cls, ...) produces as libmicrohttpd sends it
+ * (a libmicrohttpd content reader; size MHD_SIZE_UNKNOWN: chunked). Where
+ * HTTP allows no body (HEAD, 304) read is not used for the body, so the
+ * response ends at its headers: for HEAD of unknown size it is called here
+ * until the end of the output, which is counted and dropped, so that
+ * Content-Length says what GET would send. Add headers, then plxd_respond.
+ * read has libmicrohttpd's content reader type and return values.
+ * Returns NULL when libmicrohttpd has no memory. */
+typedef ssize_t plxd_reader_fn(void *cls, uint64_t pos, char *buf, size_t max);
+struct MHD_Response *plxd_response_stream(struct plxd_request *r, unsigned status,
+		uint64_t size, plxd_reader_fn *read, void *cls);
+
 /* Queues plxd's small HTML page for an error status (503 gets Retry-After). */
 int plxd_respond_error(struct plxd_request *r, unsigned status);
 

@@ -26,6 +26,8 @@
 
 /* Bodies up to this size stay in memory; larger ones go to a temp file. */
 #define BODY_IN_MEMORY (64 * 1024)
+/* Response body pieces libmicrohttpd asks a handler's reader for. */
+#define STREAM_BLOCK (32 * 1024)
 
 /* A spooled request body and the read position in it. Only body_append,
  * plxd_body_read and body_discard touch it, and each keeps pos <= len: a
@@ -161,6 +163,39 @@ static void body_discard(struct request *r)
 	*b = (struct body){ .fd = -1 };
 	r->pub.body_length = 0;
 	r->pub.content_length = 0;
+}
+
+/* The body of a response that HTTP says has none: never read. */
+static ssize_t no_body(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	(void)cls;
+	(void)pos;
+	(void)buf;
+	(void)max;
+	return MHD_CONTENT_READER_END_WITH_ERROR;
+}
+
+struct MHD_Response *plxd_response_stream(struct plxd_request *pub, unsigned status,
+		uint64_t size, plxd_reader_fn *read, void *cls)
+{
+	if (size != MHD_SIZE_UNKNOWN || (status != 304 && strcmp(pub->method, "HEAD") != 0))
+		return MHD_create_response_from_callback(size, STREAM_BLOCK, read, cls, NULL);
+	/* libmicrohttpd frames a response of unknown length as chunked, and
+	 * for HEAD and 304 it still sends the last chunk after the headers:
+	 * bytes the client takes for the next response. Those responses get
+	 * a length instead. A 304's ends at its headers whatever it says
+	 * (RFC 9112 6.3); for HEAD it is what GET would send, so the output
+	 * is read to its end and counted, keeping nothing. */
+	uint64_t total = 0;
+	if (status != 304) {
+		char scratch[16384];
+		ssize_t n;
+		while ((n = read(cls, total, scratch, sizeof scratch)) >= 0)
+			total += (uint64_t)n;
+		if (n != MHD_CONTENT_READER_END_OF_STREAM)
+			REQUEST_OF(pub)->close = 1; /* cut short: the length is only a floor */
+	}
+	return MHD_create_response_from_callback(total, STREAM_BLOCK, no_body, NULL, NULL);
 }
 
 /* Answers with plxd's own error page; the connection closes when the

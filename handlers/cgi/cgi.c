@@ -32,8 +32,6 @@
 /* How long an exited script's stdout may take to report its end before
  * the exit status is judged (its end and the exit race by microseconds). */
 #define CGI_EXIT_SETTLE_MS 100
-/* Response body pieces handed to libmicrohttpd. */
-#define CGI_BLOCK (32 * 1024)
 
 struct cgi_conf {
 	char *interpreters;
@@ -566,8 +564,7 @@ static int respond(struct cgi_req *q)
 	}
 	uint64_t size = rep->content_length >= 0 ? (uint64_t)rep->content_length
 						 : MHD_SIZE_UNKNOWN;
-	struct MHD_Response *resp = MHD_create_response_from_callback(size, CGI_BLOCK, stream, q,
-			NULL);
+	struct MHD_Response *resp = plxd_response_stream(r, rep->status, size, stream, q);
 	if (!resp) {
 		q->failed = 1;
 		return plxd_respond_error(r, 500);

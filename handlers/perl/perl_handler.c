@@ -39,8 +39,6 @@
 #include <unistd.h>
 
 #define WORKER_NAME "plxd-perl-worker"
-/* Response body pieces handed to libmicrohttpd when streaming. */
-#define STREAM_BLOCK (32 * 1024)
 /* Output read ahead of the client at most; beyond, the script waits. */
 #define MAX_PENDING (256 * 1024)
 /* After its response ended (or the client left), how long a script may
@@ -718,7 +716,7 @@ static int respond(struct perl_req *q)
 					"Content-Length announced: truncated, connection closed",
 					q->script, have, (long long)q->declared);
 		uint64_t size = q->declared >= 0 ? (uint64_t)q->declared : MHD_SIZE_UNKNOWN;
-		resp = MHD_create_response_from_callback(size, STREAM_BLOCK, stream, q, NULL);
+		resp = plxd_response_stream(r, rep->status, size, stream, q);
 		if (resp && q->done && q->declared >= 0 && (uint64_t)q->declared < have)
 			MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
 	}

@@ -32,8 +32,11 @@ my @cases = (
       "POST /x.pl HTTP/1.1\r\nHost: a\r\nContent-Length: $len\r\nContent-Length: 0\r\n\r\n$smuggled", 400 ],
     [ 'two equal Content-Length',
       "POST /x.pl HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\ncontent-length: 3\r\n\r\nabc$smuggled", 400 ],
+    # libmicrohttpd answers this one itself, with its status line and
+    # headers twice (README, "What plxd cannot close").
     [ 'list-valued Content-Length',
-      "POST /x.pl HTTP/1.1\r\nHost: a\r\nContent-Length: 0, $len\r\n\r\n$smuggled", 400 ],
+      "POST /x.pl HTTP/1.1\r\nHost: a\r\nContent-Length: 0, $len\r\n\r\n$smuggled", 400,
+      'libmicrohttpd' ],
     [ 'Content-Length with Transfer-Encoding',
       "POST /x.pl HTTP/1.1\r\nHost: a\r\nContent-Length: " . ($len + 5)
           . "\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n$smuggled", 400 ],
@@ -84,11 +87,11 @@ my @cases = (
 );
 
 for my $c (@cases) {
-    my ($name, $bytes, $want) = @$c;
+    my ($name, $bytes, $want, $by_libmicrohttpd) = @$c;
     my $t0 = time;
     my $raw = $s->raw($bytes, 10);
     my $took = time - $t0;
-    my @r = responses($raw);
+    my @r = responses($raw, partial => $by_libmicrohttpd);
     is($r[0]{status}, $want, "$name: $want");
     is(scalar @r, 1, "$name: one response only");
     unlike($raw, qr/SMUGGLED-CONTENT|SCRIPT-RAN/, "$name: neither the smuggled request nor the script answered");
