@@ -80,6 +80,8 @@ static int cgi_begin(struct plxd_request *r);
 static unsigned cgi_body(struct plxd_request *r, const char *data, size_t len);
 static int cgi_handle(struct plxd_request *r);
 static void cgi_finished(struct plxd_request *r, enum plxd_end how);
+static unsigned bad_output(struct cgi_req *q, const char *why);
+static unsigned timed_out(struct cgi_req *q);
 
 #define CGI_KEY(n, t, field, def, ...) \
 	{ .name = n, .type = t, .offset = offsetof(struct cgi_conf, field), \
@@ -106,7 +108,7 @@ static const struct conf_key cgi_keys[] = {
 		.help = "scripts running at once at most; requests beyond get 503 with Retry-After"),
 	CGI_KEY("max_header_size", CONF_SIZE, max_header_size, "64K", .min = 1024,
 		.max = 16 * 1024 * 1024,
-		.help = "the header block a script prints at most (502 beyond)"),
+		.help = "the header block a script prints at most (500 beyond)"),
 	CGI_KEY("limit_cpu", CONF_UINT, limit_cpu, "0", .max = 24 * 3600,
 		.help = "RLIMIT_CPU of scripts in seconds, 0 for none"),
 	CGI_KEY("limit_memory", CONF_SIZE, limit_memory, "0",
@@ -345,19 +347,28 @@ static unsigned cgi_body(struct plxd_request *r, const char *data, size_t len)
 	if (status) {
 		q->failed = 1;
 		if (status == 504)
-			plxd_log(LOG_ERROR, "%s: timed out after %lu ms while reading its request body",
-					q->script, q->conf->timeout_ms);
+			timed_out(q);
 	}
 	return status;
 }
 
-/* Why a script ended without a usable header block, with its exit. */
-static void log_bad_output(struct cgi_req *q, const char *why)
+/* Why a script ended without a usable header block, with its exit: the
+ * script failed, 500. */
+static unsigned bad_output(struct cgi_req *q, const char *why)
 {
 	char how[64];
 	cgi_run_reap_within(&q->run, CGI_EXIT_SETTLE_MS);
 	cgi_run_describe_exit(&q->run, how, sizeof how);
-	plxd_log(LOG_ERROR, "%s: bad output: %s%s%s", q->script, why, how[0] ? "; " : "", how);
+	cgi_request_log_failure(q->script, 500, why, how);
+	return 500;
+}
+
+static unsigned timed_out(struct cgi_req *q)
+{
+	char why[64];
+	snprintf(why, sizeof why, "ran longer than timeout (%lu ms)", q->conf->timeout_ms);
+	cgi_request_log_failure(q->script, 504, why, "");
+	return 504;
 }
 
 /* Reads until the header block is complete. Returns 0, or an HTTP status
@@ -378,16 +389,13 @@ static unsigned read_headers(struct cgi_req *q)
 				q->reply_done = 1;
 				return 0;
 			}
-			if (res == CGI_REPLY_ERROR) {
-				log_bad_output(q, q->reply.error);
-				return 502;
-			}
+			if (res == CGI_REPLY_ERROR)
+				return bad_output(q, q->reply.error);
 			q->parsed += (uint64_t)n;
 		}
 		if (run->out_eof) {
 			cgi_reply_eof(&q->reply);
-			log_bad_output(q, q->reply.error);
-			return 502;
+			return bad_output(q, q->reply.error);
 		}
 		unsigned ev = cgi_run_wait(run, 0, 1);
 		if (ev & CGI_RUN_CLIENT_GONE) {
@@ -396,17 +404,13 @@ static unsigned read_headers(struct cgi_req *q)
 			q->client_gone = 1;
 			return 500;
 		}
-		if (ev & CGI_RUN_TIMEOUT) {
-			plxd_log(LOG_ERROR, "%s: timed out after %lu ms before its headers", q->script,
-					q->conf->timeout_ms);
-			return 504;
-		}
-		if (ev & CGI_RUN_LINGER) {
-			log_bad_output(q, "exited, but a background process holds its output");
-			return 502;
-		}
-		if ((ev & CGI_RUN_OUT) && cgi_run_spool_out(run, 16384) < 0)
-			return 502;
+		if (ev & CGI_RUN_TIMEOUT)
+			return timed_out(q);
+		if (ev & CGI_RUN_LINGER)
+			return bad_output(q, "exited, but a background process holds its output");
+		unsigned status = (ev & CGI_RUN_OUT) ? cgi_run_spool_out(run, 16384) : 0;
+		if (status)
+			return status;
 	}
 }
 
@@ -425,14 +429,13 @@ static unsigned local_body_empty(struct cgi_req *q)
 			q->client_gone = 1;
 			return 500;
 		}
-		if (ev & CGI_RUN_TIMEOUT) {
-			plxd_log(LOG_ERROR, "%s: timed out after %lu ms", q->script, q->conf->timeout_ms);
-			return 504;
-		}
+		if (ev & CGI_RUN_TIMEOUT)
+			return timed_out(q);
 		if (ev & CGI_RUN_LINGER)
 			return 1; /* its background process is ended with it */
-		if ((ev & CGI_RUN_OUT) && cgi_run_spool_out(run, 16384) < 0)
-			return 502;
+		unsigned status = (ev & CGI_RUN_OUT) ? cgi_run_spool_out(run, 16384) : 0;
+		if (status)
+			return status;
 	}
 }
 

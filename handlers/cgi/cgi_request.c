@@ -126,6 +126,13 @@ char **cgi_request_env(struct plxd_request *r, const char *path, int pass_author
 	return env;
 }
 
+void cgi_request_log_failure(const char *script, unsigned status, const char *why,
+		const char *how)
+{
+	plxd_log(LOG_ERROR, "%s: answered %u: %s%s%s", script, status, why, how[0] ? "; " : "",
+			how);
+}
+
 void cgi_request_add_headers(struct MHD_Response *resp, const struct cgi_reply *rep,
 		const char *script)
 {

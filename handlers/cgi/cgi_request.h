@@ -16,6 +16,12 @@ struct plxd_request;
 char **cgi_request_env(struct plxd_request *r, const char *path, int pass_authorization,
 		const char *perl5lib);
 
+/* Logs why a script got no response of its own, in the one form both script
+ * handlers use: "SCRIPT: answered STATUS: WHY; HOW" (how it ended: "died",
+ * "exited with status 3", "killed by signal 11 (SIGSEGV)", or "" for none). */
+void cgi_request_log_failure(const char *script, unsigned status, const char *why,
+		const char *how);
+
 /* Copies a parsed CGI response's headers (Content-Type, Location, the
  * rest but Server: plxd names itself once) onto resp; a header
  * libmicrohttpd refuses is logged with script's name and dropped. */

@@ -26,7 +26,7 @@
 
 static void close_fd(int *fd);
 static void stderr_emit(struct cgi_run *run);
-static int spool_append(struct cgi_run *run, const char *data, size_t len);
+static unsigned spool_append(struct cgi_run *run, const char *data, size_t len);
 
 uint64_t cgi_run_now_ms(void)
 {
@@ -167,25 +167,27 @@ unsigned cgi_run_wait(struct cgi_run *run, int want_in, int want_out)
 	}
 }
 
-static int spool_append(struct cgi_run *run, const char *data, size_t len)
+/* Returns 0, or an HTTP status (logged): 500 when the script printed more
+ * than the spool takes, 502 when the spool itself failed. */
+static unsigned spool_append(struct cgi_run *run, const char *data, size_t len)
 {
 	if (run->spool_size + len > run->spool_limit) {
 		plxd_log(LOG_ERROR, "%s: printed more than %llu bytes before its response could "
 				"start", run->script, (unsigned long long)run->spool_limit);
-		return -1;
+		return 500;
 	}
 	if (run->spool_fd < 0 && run->mem_len + len > RUN_MEM_MAX) {
 		run->spool_fd = open(run->tmp_dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
 		if (run->spool_fd < 0) {
 			plxd_log(LOG_ERROR, "%s: cannot create a temp file in %s: %s", run->script,
 					run->tmp_dir, strerror(errno));
-			return -1;
+			return 502;
 		}
 		if (run->mem_len > 0 && write(run->spool_fd, run->mem, run->mem_len) !=
 				(ssize_t)run->mem_len) {
 			plxd_log(LOG_ERROR, "%s: cannot write to a temp file in %s: %s",
 					run->script, run->tmp_dir, strerror(errno));
-			return -1;
+			return 502;
 		}
 		free(run->mem);
 		run->mem = NULL;
@@ -195,7 +197,7 @@ static int spool_append(struct cgi_run *run, const char *data, size_t len)
 		if (pwrite(run->spool_fd, data, len, (off_t)run->spool_size) != (ssize_t)len) {
 			plxd_log(LOG_ERROR, "%s: cannot write to a temp file in %s: %s", run->script,
 					run->tmp_dir, strerror(errno));
-			return -1;
+			return 502;
 		}
 	} else {
 		if (run->mem_len + len > run->mem_cap) {
@@ -243,13 +245,14 @@ void cgi_run_close_out(struct cgi_run *run)
 	run->linger_until = 0;
 }
 
-int cgi_run_spool_out(struct cgi_run *run, size_t max)
+unsigned cgi_run_spool_out(struct cgi_run *run, size_t max)
 {
 	char buf[16384];
 	ssize_t n;
 	while (max > 0 && (n = cgi_run_read(run, buf, max < sizeof buf ? max : sizeof buf)) > 0) {
-		if (spool_append(run, buf, (size_t)n) < 0)
-			return -1;
+		unsigned status = spool_append(run, buf, (size_t)n);
+		if (status)
+			return status;
 		max -= (size_t)n;
 	}
 	return 0;
@@ -280,8 +283,9 @@ unsigned cgi_run_feed(struct cgi_run *run, const char *data, size_t len)
 		unsigned ev = cgi_run_wait(run, 1, 1);
 		if (ev & CGI_RUN_TIMEOUT)
 			return 504;
-		if ((ev & CGI_RUN_OUT) && cgi_run_spool_out(run, SIZE_MAX) < 0)
-			return 502;
+		unsigned status = (ev & CGI_RUN_OUT) ? cgi_run_spool_out(run, SIZE_MAX) : 0;
+		if (status)
+			return status;
 		if (ev & CGI_RUN_LINGER)
 			break; /* exited; a background process holds stdin but never reads */
 		if (!(ev & CGI_RUN_IN))
@@ -321,17 +325,9 @@ int cgi_run_reap_within(struct cgi_run *run, uint64_t ms)
 
 void cgi_run_describe_exit(const struct cgi_run *run, char *out, size_t outlen)
 {
-	const struct cgi_child *c = &run->child;
 	out[0] = '\0';
-	if (!c->reaped)
-		return;
-	if (WIFEXITED(c->status) && WEXITSTATUS(c->status) != 0)
-		snprintf(out, outlen, "exited with status %d", WEXITSTATUS(c->status));
-	else if (WIFSIGNALED(c->status)) {
-		const char *name = sigabbrev_np(WTERMSIG(c->status));
-		snprintf(out, outlen, "killed by signal %d (SIG%s)", WTERMSIG(c->status),
-				name ? name : "?");
-	}
+	if (run->child.reaped)
+		cgi_spawn_describe_status(run->child.status, out, outlen);
 }
 
 void cgi_run_fini(struct cgi_run *run, unsigned grace_ms, int kill_group)

@@ -60,8 +60,8 @@ unsigned cgi_run_wait(struct cgi_run *run, int want_in, int want_out);
 /* Writes a chunk of request body to the script's stdin, spooling its
  * stdout meanwhile so that a script that prints before it reads cannot
  * deadlock. A script that stops reading (closed stdin, exited) gets the
- * rest dropped. Returns 0, or an HTTP status: 504 (timeout), 502 (output
- * beyond spool_limit, or the spool failed). */
+ * rest dropped. Returns 0, or an HTTP status: 504 (timeout), 500 (output
+ * beyond spool_limit), 502 (the spool failed). */
 unsigned cgi_run_feed(struct cgi_run *run, const char *data, size_t len);
 
 /* Reads stdout without blocking. Returns bytes read, 0 at the end (out_eof
@@ -72,8 +72,9 @@ ssize_t cgi_run_read(struct cgi_run *run, char *buf, size_t len);
 void cgi_run_close_out(struct cgi_run *run);
 
 /* Reads what stdout has now, up to max bytes, into the spool. Returns 0,
- * or -1 (logged) when the spool is over its limit or cannot be written. */
-int cgi_run_spool_out(struct cgi_run *run, size_t max);
+ * or an HTTP status (logged): 500 when the script printed more than the
+ * spool takes (the script's failure), 502 when it cannot be written. */
+unsigned cgi_run_spool_out(struct cgi_run *run, size_t max);
 
 /* Copies spooled bytes from offset. Returns bytes copied (0 at the end of
  * the spool), or -1 (logged). */

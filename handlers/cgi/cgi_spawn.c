@@ -22,6 +22,18 @@ static void close_fd(int *fd);
 static int limits_set(const struct cgi_limits *l);
 static char **helper_argv(const struct cgi_spawn_spec *spec, char numbers[3][24]);
 
+void cgi_spawn_describe_status(int wstatus, char *out, size_t outlen)
+{
+	out[0] = '\0';
+	if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) != 0) {
+		snprintf(out, outlen, "exited with status %d", WEXITSTATUS(wstatus));
+	} else if (WIFSIGNALED(wstatus)) {
+		const char *name = sigabbrev_np(WTERMSIG(wstatus));
+		snprintf(out, outlen, "killed by signal %d (SIG%s)", WTERMSIG(wstatus),
+				name ? name : "?");
+	}
+}
+
 void cgi_child_init(struct cgi_child *c)
 {
 	memset(c, 0, sizeof *c);

@@ -5,6 +5,7 @@
 #define PLXD_CGI_SPAWN_H
 
 #include <spawn.h>
+#include <stddef.h>
 #include <sys/types.h>
 
 /* Resource limits set before the script's first instruction; 0: not set. */
@@ -36,6 +37,11 @@ struct cgi_child {
 	int reaped;     /* waited for: status is valid */
 	int status;     /* wait status, as waitpid gives it */
 };
+
+/* How a process ended, for a log line: "exited with status 3", "killed by
+ * signal 9 (SIGKILL)", or "" for an exit with status 0. Shared with the
+ * Perl handler, whose workers are processes too. */
+void cgi_spawn_describe_status(int wstatus, char *out, size_t outlen);
 
 /* Sets every field to "none". */
 void cgi_child_init(struct cgi_child *c);

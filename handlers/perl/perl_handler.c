@@ -8,9 +8,10 @@
  * A response is sent whole, with a Content-Length, when the script
  * returned before flushing its headers itself (the common case: its output
  * arrives with the worker's DONE message); it streams, chunked, when the
- * script flushed or filled its buffer while running. Only in the second
- * case can a die after the headers not become a 500: the connection is
- * closed instead. */
+ * script flushed or filled its buffer while running. Either way a script
+ * that dies after a complete header block keeps what it printed as the
+ * response, as a CGI process that dies does; a worker that dies cuts it
+ * short. */
 #include "alloc.h"
 #include "cgi_env.h"
 #include "cgi_request.h"
@@ -44,6 +45,8 @@
 /* After its response ended (or the client left), how long a script may
  * take to finish before its worker is killed. */
 #define LINGER_MS 2000
+/* How long a lost worker's exit may take to be seen, to say how it died. */
+#define EXIT_SETTLE_MS 100
 /* After DONE, pipe output still read at most. */
 #define DRAIN_MAX (1024 * 1024)
 
@@ -105,7 +108,7 @@ static void drain_output(struct perl_req *q);
 static void feed_body(struct perl_req *q);
 static void read_done(struct perl_req *q, short out_ev, short err_ev);
 static void give_back(struct perl_req *q, const char *why);
-static int failed_outcome(const struct perl_req *q);
+static void outcome_describe(const struct perl_req *q, char *out, size_t outlen);
 static int respond(struct perl_req *q);
 static void add_headers(struct perl_req *q, struct MHD_Response *resp);
 static ssize_t stream(void *cls, uint64_t pos, char *buf, size_t max);
@@ -548,28 +551,21 @@ static void give_back(struct perl_req *q, const char *why)
 	q->w = NULL;
 }
 
-/* The script did not run to its end: 500. */
-static int failed_outcome(const struct perl_req *q)
+/* How the script ended, for a log line, as a CGI process's exit would be
+ * described: "" when it returned (or called exit with 0). */
+static void outcome_describe(const struct perl_req *q, char *out, size_t outlen)
 {
+	out[0] = '\0';
 	switch (q->result.outcome) {
-	case PERL_WIRE_DIED:
-	case PERL_WIRE_COMPILE_ERROR:
-	case PERL_WIRE_NOT_FOUND:
-	case PERL_WIRE_FATAL:
-		return 1;
-	default:
-		return 0;
-	}
-}
-
-static const char *outcome_text(uint32_t outcome)
-{
-	switch (outcome) {
-	case PERL_WIRE_DIED: return "died";
-	case PERL_WIRE_COMPILE_ERROR: return "did not compile";
-	case PERL_WIRE_NOT_FOUND: return "could not be read";
-	case PERL_WIRE_FATAL: return "ended the interpreter (out of memory?)";
-	default: return "ended";
+	case PERL_WIRE_DIED: snprintf(out, outlen, "died"); break;
+	case PERL_WIRE_COMPILE_ERROR: snprintf(out, outlen, "did not compile"); break;
+	case PERL_WIRE_NOT_FOUND: snprintf(out, outlen, "could not be read"); break;
+	case PERL_WIRE_FATAL: snprintf(out, outlen, "ended the interpreter (out of memory?)"); break;
+	case PERL_WIRE_EXIT:
+		if (q->result.exit_status != 0)
+			snprintf(out, outlen, "exited with status %d", (int)q->result.exit_status);
+		break;
+	default: break;
 	}
 }
 
@@ -622,11 +618,12 @@ static ssize_t stream(void *cls, uint64_t pos, char *buf, size_t max)
 		}
 		if (q->done) {
 			give_back(q, NULL);
-			if (failed_outcome(q)) {
-				plxd_log(LOG_ERROR, "%s: %s after its headers were sent: connection "
-						"closed", q->script, outcome_text(q->result.outcome));
-				return MHD_CONTENT_READER_END_WITH_ERROR;
-			}
+			/* As under CGI, where a script that dies after its headers
+			 * exits: what it printed is the response. */
+			char how[64];
+			outcome_describe(q, how, sizeof how);
+			if (how[0])
+				plxd_log(LOG_INFO, "%s: %s", q->script, how);
 			if (q->declared >= 0 && q->body_sent < (uint64_t)q->declared) {
 				plxd_log(LOG_ERROR, "%s: printed %llu of the %lld bytes its "
 						"Content-Length announced; connection closed",
@@ -657,35 +654,35 @@ static ssize_t stream(void *cls, uint64_t pos, char *buf, size_t max)
 static int respond(struct perl_req *q)
 {
 	struct plxd_request *r = q->r;
+	char how[64] = "";
 	if (q->done) {
-		if (q->reply_state == 0)
-			q->reply_state = cgi_reply_eof(&q->reply) == CGI_REPLY_DONE ? 1 : -1;
-		if (q->reply_state == 1 && q->declared < 0)
-			q->declared = q->reply.content_length;
+		outcome_describe(q, how, sizeof how);
 		give_back(q, NULL);
-		if (failed_outcome(q)) {
-			plxd_log(LOG_ERROR, "%s: %s: answered 500", q->script,
-					outcome_text(q->result.outcome));
-			return plxd_respond_error(r, 500);
-		}
 	} else if (q->timed_out) {
-		plxd_log(LOG_ERROR, "%s: ran longer than timeout (%lu ms): answered 504", q->script,
-				q->conf->timeout_ms);
+		char why[64];
+		snprintf(why, sizeof why, "ran longer than timeout (%lu ms)", q->conf->timeout_ms);
+		cgi_request_log_failure(q->script, 504, why, "");
 		give_back(q, "its script ran past timeout");
 		return plxd_respond_error(r, 504);
 	} else if (q->lost) {
-		plxd_log(LOG_ERROR, "%s: its perl worker %d died: answered 502", q->script,
-				q->w ? (int)q->w->pid : -1);
-		give_back(q, NULL); /* the keeper logs how it died */
-		return plxd_respond_error(r, 502);
+		/* The script took its worker down (a crash in XS code, the OOM
+		 * killer): its failure, as a CGI process killed by a signal. */
+		perl_pool_describe_exit(q->w, EXIT_SETTLE_MS, how, sizeof how);
+		give_back(q, NULL);
 	} else if (q->client_gone) {
 		return -1;
 	}
+	if (q->reply_state == 0 && (q->done || q->lost))
+		q->reply_state = cgi_reply_eof(&q->reply) == CGI_REPLY_DONE ? 1 : -1;
+	if (q->reply_state == 1 && q->declared < 0)
+		q->declared = q->reply.content_length;
 	if (q->reply_state < 0) {
-		plxd_log(LOG_ERROR, "%s: bad response: %s: answered 502", q->script,
-				q->reply.error ? q->reply.error : "malformed headers");
-		return plxd_respond_error(r, 502);
+		cgi_request_log_failure(q->script, 500,
+				q->reply.error ? q->reply.error : "malformed headers", how);
+		return plxd_respond_error(r, 500);
 	}
+	if (q->done && how[0])
+		plxd_log(LOG_INFO, "%s: %s", q->script, how);
 	const struct cgi_reply *rep = &q->reply;
 	if (rep->location_local && q->done && q->len == q->off) {
 		/* RFC 3875 local redirect: plxd serves the path itself. */

@@ -431,6 +431,21 @@ void perl_pool_relay_stderr(struct perl_worker *w, const char *label, int flush)
 	relay((struct slot *)w, label, flush, flush ? SIZE_MAX : RELAY_CHUNK);
 }
 
+void perl_pool_describe_exit(struct perl_worker *w, unsigned wait_ms, char *out, size_t outlen)
+{
+	struct slot *s = (struct slot *)w;
+	out[0] = '\0';
+	if (s->pidfd < 0 || !pidfd_wait(s->pidfd, wait_ms))
+		return;
+	/* WNOWAIT: the keeper still reaps it, and logs its end. */
+	siginfo_t info;
+	memset(&info, 0, sizeof info);
+	if (waitid(P_PIDFD, (id_t)s->pidfd, &info, WEXITED | WNOWAIT) < 0)
+		return;
+	cgi_spawn_describe_status(info.si_code == CLD_EXITED ? W_EXITCODE(info.si_status, 0)
+			: W_EXITCODE(0, info.si_status), out, outlen);
+}
+
 void perl_pool_flush_stderr(struct perl_worker *w, const char *label)
 {
 	struct slot *s = (struct slot *)w;

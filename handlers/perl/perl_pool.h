@@ -85,6 +85,11 @@ enum perl_release {
 void perl_pool_release(struct perl_pool *p, struct perl_worker *w, enum perl_release how,
 		const char *why);
 
+/* How the worker's process ended ("killed by signal 11 (SIGSEGV)", "exited
+ * with status 1"), waiting up to wait_ms for it to end; "" when it still
+ * runs or exited with 0. Leaves it to be reaped by the pool. */
+void perl_pool_describe_exit(struct perl_worker *w, unsigned wait_ms, char *out, size_t outlen);
+
 /* Logs what the worker wrote to stderr, one line per log entry prefixed with
  * label (the script it runs); a partial last line waits for its end, or
  * for flush. Reads only what is there: never blocks. */

@@ -1,6 +1,6 @@
 # CGI: what a script prints becomes the response: Status, Location (local
 # redirects served by plxd inside the document root, absolute ones 302),
-# headers passed on, bad header blocks 502 with a log line naming the
+# headers passed on, bad header blocks 500 with a log line naming the
 # script, Content-Length kept or the connection closed, nph- scripts,
 # stderr to the error log only.
 use strict;
@@ -72,7 +72,7 @@ $res = $s->get('/f.pl?location=' . qe('/hello.html') . '&ctype=text/plain&text=s
 is($res->{status}, 302, 'a local Location with a body goes to the client as 302');
 is($res->{content}, 'see', '... with the body');
 
-# Bad header blocks: 502, never a hang, and the log names the script.
+# Bad header blocks: 500 (the script failed), never a hang, and the log names the script.
 my @bad = (
     ['no headers at all', 'raw=' . qe("Hello world\n"), qr/malformed header line/],
     ['a bad Status', 'raw=' . qe("Status: abc\n\n"), qr/bad Status/],
@@ -90,9 +90,9 @@ for my $b (@bad) {
     my ($name, $query, $log) = @$b;
     my $t0 = time;
     $res = $s->get("/f.pl?$query");
-    is($res->{status}, 502, "$name: 502");
+    is($res->{status}, 500, "$name: 500");
     ok(time - $t0 < 5, "$name: promptly");
-    ok($s->wait_log(qr/\Q${\ $s->root}\E\/f\.pl: bad output: .*$log/, 5), "$name: logged with the script's path");
+    ok($s->wait_log(qr/\Q${\ $s->root}\E\/f\.pl: answered 500: .*$log/, 5), "$name: logged with the script's path");
 }
 
 # Content-Length.

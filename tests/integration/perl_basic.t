@@ -224,9 +224,9 @@ is($s->get('/clen.plx')->{content}, 'abc', "the script's Content-Length");
 }
 
 # --- bad responses, as for .pl ---
-is($s->get('/noheader.plx')->{status}, 502, 'no header block: 502');
-is($s->get('/empty.plx')->{status}, 502, 'no output: 502');
-ok($s->wait_log(qr/noheader\.plx: bad response/), 'logged with the script name');
+is($s->get('/noheader.plx')->{status}, 500, 'no header block: 500');
+is($s->get('/empty.plx')->{status}, 500, 'no output: 500');
+ok($s->wait_log(qr/noheader\.plx: answered 500: /), 'logged with the script name');
 
 # --- stderr goes to the log, prefixed with the script ---
 is($s->get('/stderr.plx')->{content}, "ok\n", 'stderr is not in the response');

@@ -23,7 +23,8 @@ print "before\n";
 eval { exit 3 };
 print "after\n";
 EOF
-    'die.plx' => "print \"Content-Type: text/plain\\n\\n\";\ndie \"oops\\n\";\n",
+    'die.plx' => "die \"oops\\n\";\n",
+    'headdie.plx' => "print \"Content-Type: text/plain\\n\\nsaid\\n\";\ndie \"oops\\n\";\n",
     'latedie.plx' => <<'EOF',
 $| = 1;
 print "Content-Type: text/plain\n\n", "partial\n";
@@ -76,17 +77,22 @@ is($r->{status}, 200, 'exit: 200');
 is($r->{content}, "before\n", 'exit ends the request, even inside eval, output kept');
 is(pid_of($s), $pid, 'the worker lives on');
 
-# die: 500, logged.
+# die before the headers: 500, logged.
 is($s->get('/die.plx')->{status}, 500, 'die: 500');
 ok($s->wait_log(qr/die\.plx: oops/), 'the message is logged');
 is(pid_of($s), $pid, 'the worker lives on');
 
-# die after the headers went out: the connection is closed mid-response.
+# die after a complete header block, as under CGI: what the script printed
+# is the response, whole, and the die goes to the log.
+my $hd = $s->get('/headdie.plx');
+is($hd->{status}, 200, 'die after the headers: the response stands');
+is($hd->{content}, "said\n", '... with what the script printed');
+ok($s->wait_log(qr/headdie\.plx: died$/m), '... logged');
 {
-    my $raw = $s->raw("GET /latedie.plx HTTP/1.1\r\nHost: x\r\n\r\n", 10);
-    like($raw, qr/^HTTP\/1.1 200.*partial\n/s, 'headers and the flushed part arrive');
-    unlike($raw, qr/\r\n0\r\n\r\n\z/, 'but no end of the chunked body: the connection was closed');
-    ok($s->wait_log(qr/latedie\.plx: died after its headers were sent/), 'logged');
+    my $raw = $s->raw("GET /latedie.plx HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 10);
+    like($raw, qr/^HTTP\/1.1 200.*partial\n/s, 'flushed headers and body, then die: they arrive');
+    like($raw, qr/\r\n0\r\n\r\n\z/, '... and the chunked body ends properly');
+    ok($s->wait_log(qr/latedie\.plx: late oops/), 'the message is logged');
 }
 
 # Past the timeout: 504, worker killed and replaced (and the child it ran).
@@ -100,8 +106,9 @@ is($s->get('/loopchild.plx')->{status}, 504, 'a script waiting on a child: 504')
 my $pid3 = pid_of($s);
 ok(wait_for(sub { !`pgrep -xf 'sleep 30.25'` }, 5), 'the child went with its worker');
 
-# A crash: 502, replaced at once.
-is($s->get('/segv.plx')->{status}, 502, 'a segfault: 502');
+# A crash: 500 (the script's failure, as a CGI process killed by a signal),
+# the worker replaced at once.
+is($s->get('/segv.plx')->{status}, 500, 'a segfault: 500');
 ok($s->wait_log(qr/perl worker $pid3 died of signal 11/), 'the log says so');
 my $pid4 = pid_of($s);
 like($pid4, qr/^\d+$/, 'the next request is served');

@@ -67,7 +67,7 @@ print "Content-Type: text/plain\n\n", show(), " ", outer(), "\n";
 END { print "end:$q\n" }
 EOF
         'line.plx' => <<'EOF',
-print "Content-Type: text/plain\n\n";
+# Dies before any header.
 
 die "at line three";
 EOF
