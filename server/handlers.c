@@ -1,7 +1,14 @@
-/* Handler registry. Modules are loaded with RTLD_NOW | RTLD_GLOBAL: the Perl
- * handler links libperl, and Debian's XS modules (POSIX.so, ...) are not
- * linked to libperl themselves; with RTLD_LOCAL their Perl_* symbols would
- * not resolve ("undefined symbol: Perl_xs_handshake"). */
+/* Handler registry. Modules are loaded with RTLD_NOW | RTLD_LOCAL: each
+ * exports the same plxd_handler_module and may carry the same shared code
+ * (the CGI gateway), and no module may resolve to another's copy. They call
+ * back into plxd's own exported symbols (plxdcore is linked whole into the
+ * executable, never into a module). The one library whose symbols must be
+ * global is libperl: Debian's XS modules (POSIX.so, ...) do not link it and
+ * resolve Perl_* in the global scope ("undefined symbol:
+ * Perl_xs_handshake" otherwise). plxd-perl-worker links libperl into the
+ * executable, so its symbols are global there; a module embedding Perl in
+ * plxd itself must make them global the same way before its first
+ * interpreter loads an XS module. */
 #include "handlers.h"
 #include "alloc.h"
 #include "log.h"
@@ -66,7 +73,7 @@ static void module_dirs(char dirs[2][PATH_MAX])
 static const struct plxd_handler *load_module(const char *path, const char *name, char *err,
 		size_t errlen)
 {
-	void *dl = dlopen(path, RTLD_NOW | RTLD_GLOBAL);
+	void *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
 	if (!dl) {
 		snprintf(err, errlen, "cannot load handler module %s: %s", path, dlerror());
 		return NULL;
