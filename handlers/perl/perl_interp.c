@@ -8,9 +8,9 @@
  * changes by accident is put back after each request: STDIN, STDOUT and
  * STDERR (closed, reopened elsewhere in Perl or under it on fds 0-2, layers
  * pushed, tied, their globs replaced), select, $|, $/, $\, $,, $", $;, $^W,
- * %SIG and alarm, @INC, @ARGV; $0 and $^T are set per request. Checks are
- * pointer and flag comparisons and one fstat per standard fd: only what
- * changed costs anything to restore.
+ * %SIG and alarm, @INC, @ARGV; $0 and $^T are set per request; children
+ * it left are reaped. Checks are pointer and flag comparisons and one fstat
+ * per standard fd: only what changed costs anything to restore.
  *
  * exit must end the request, not the process: CORE::GLOBAL::exit is
  * replaced (before any user code compiles) by an XS function that records
@@ -35,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -94,6 +95,7 @@ struct perl_interp {
 	char *env_buf;          /* its strings */
 	size_t env_buf_cap;
 	unsigned long forks;    /* counted by the fork hook */
+	unsigned long forks_reaped; /* forks whose children are all reaped */
 	int exit_called;        /* the script called exit (our override) */
 	int exit_status;
 };
@@ -110,6 +112,7 @@ static void on_fork_child(void);
 static void on_fork_parent(void);
 static void on_sigpipe(int sig);
 static void install_sigpipe(void);
+static void children_reap(struct perl_interp *pi);
 static uint64_t now_us(void);
 static void env_sync(pTHX_ struct perl_interp *pi, char *const *env);
 static void env_prune(pTHX_ HV *hv, char *const *env, size_t n);
@@ -160,10 +163,19 @@ static void xs_init(pTHX)
 
 
 /* A child the script forked (fork, or open with "-|") runs the worker's
- * code on return from the script; it must leave instead of serving. */
+ * code on return from the script; it must leave instead of serving. It
+ * gets SIGPIPE's default back, as it would have under CGI: with the
+ * worker's no-op handler, a child writing to a closed pipe would get EPIPE
+ * instead of dying, and one that ignores write errors would spin. A
+ * disposition the script chose ($SIG{PIPE}) is kept. */
 static void on_fork_child(void)
 {
 	forked_child = 1;
+	struct sigaction sa;
+	if (sigaction(SIGPIPE, NULL, &sa) == 0 && sa.sa_handler == on_sigpipe) {
+		sa.sa_handler = SIG_DFL;
+		sigaction(SIGPIPE, &sa, NULL);
+	}
 }
 
 /* Counts forks (system, backticks, fork, pipe opens): a child may outlive
@@ -1038,6 +1050,29 @@ void perl_interp_run(struct perl_interp *pi, struct perl_run *run)
 	globals_end(aTHX_ pi);
 	FREETMPS;
 	LEAVE;
+	children_reap(pi);
+}
+
+/* Reaps the children scripts left (forked and did not wait for): under
+ * CGI they would go to init when the script's process ended; here they
+ * would stay zombies of the worker. Only once the script has returned, so
+ * that its own waitpid finds what it started. Nothing to do, and no system
+ * call, until a fork (the fork hook counts them; a child made without
+ * fork(), by posix_spawn in XS code, waits for the next fork); children
+ * still running are looked for again after each request until none is
+ * left. */
+static void children_reap(struct perl_interp *pi)
+{
+	if (pi->forks == pi->forks_reaped)
+		return;
+	for (;;) {
+		pid_t pid = waitpid(-1, NULL, WNOHANG);
+		if (pid > 0 || (pid < 0 && errno == EINTR))
+			continue;
+		if (pid < 0)
+			pi->forks_reaped = pi->forks; /* ECHILD: none left */
+		return;
+	}
 }
 
 /* Empties the buffer as a flush would, without writing it. */
