@@ -6,10 +6,11 @@
  * (programs started by the script inherit them and write into the
  * response), the working directory is the script's folder. What a script
  * changes by accident is put back after each request: STDIN, STDOUT and
- * STDERR (closed, reopened elsewhere, layers pushed), select, $|, $/, $\,
- * $,, $", $;, $^W, %SIG and alarm, @INC, @ARGV; $0 and $^T are set per
- * request. Checks are cheap pointer and flag comparisons: only what changed
- * costs anything to restore.
+ * STDERR (closed, reopened elsewhere in Perl or under it on fds 0-2, layers
+ * pushed, tied, their globs replaced), select, $|, $/, $\, $,, $", $;, $^W,
+ * %SIG and alarm, @INC, @ARGV; $0 and $^T are set per request; children
+ * it left are reaped. Checks are pointer and flag comparisons and one fstat
+ * per standard fd: only what changed costs anything to restore.
  *
  * exit must end the request, not the process: CORE::GLOBAL::exit is
  * replaced (before any user code compiles) by an XS function that records
@@ -34,17 +35,21 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 extern char **environ;
 EXTERN_C void boot_DynaLoader(pTHX_ CV *cv);
 
-/* What a standard handle looked like when it was (re)opened. */
+/* What a standard handle looked like when it was (re)opened, and what the
+ * worker put on its fd. */
 struct std_state {
 	PerlIO *f;
 	PerlIOl *top;  /* the top layer: another means layers were pushed */
 	U32 flags;
+	dev_t dev;     /* the fd's file between requests: /dev/null, the */
+	ino_t ino;     /* response pipe, the log pipe */
 };
 
 enum std_check { STD_CLEAN, STD_CLEARERR, STD_REOPEN };
@@ -64,7 +69,10 @@ struct perl_interp {
 	int stdin_body;         /* fd 0 holds a request body */
 	struct std_state std[3];
 	GV *std_gv[3];          /* STDIN, STDOUT, STDERR */
+	GV *std_keep[3];        /* aliases sharing their original GPs */
+	IO *std_io[3];          /* their original IOs (kept by Worker.pm) */
 	CV *open_std;           /* PLXD::Worker::open_std */
+	CV *restore_std;        /* PLXD::Worker::restore_std */
 	CV *open_data;          /* PLXD::Worker::open_data */
 	CV *cgi_pm_reset;       /* PLXD::Worker::cgi_pm_reset */
 
@@ -87,6 +95,7 @@ struct perl_interp {
 	char *env_buf;          /* its strings */
 	size_t env_buf_cap;
 	unsigned long forks;    /* counted by the fork hook */
+	unsigned long forks_reaped; /* forks whose children are all reaped */
 	int exit_called;        /* the script called exit (our override) */
 	int exit_status;
 };
@@ -103,6 +112,7 @@ static void on_fork_child(void);
 static void on_fork_parent(void);
 static void on_sigpipe(int sig);
 static void install_sigpipe(void);
+static void children_reap(struct perl_interp *pi);
 static uint64_t now_us(void);
 static void env_sync(pTHX_ struct perl_interp *pi, char *const *env);
 static void env_prune(pTHX_ HV *hv, char *const *env, size_t n);
@@ -110,9 +120,13 @@ static void environ_set(struct perl_interp *pi, char *const *env, size_t n);
 static void change_dir(const char *script);
 static PerlIO *std_handle(pTHX_ struct perl_interp *pi, int fd);
 static void std_record(pTHX_ struct perl_interp *pi, int fd);
+static void std_record_target(struct perl_interp *pi, int fd, int target);
+static int std_glob_changed(pTHX_ struct perl_interp *pi, int fd);
+static void std_glob_restore(pTHX_ struct perl_interp *pi, int fd);
+static int std_fd_moved(struct perl_interp *pi, int fd);
 static enum std_check std_check(pTHX_ struct perl_interp *pi, int fd);
 static void std_reopen(pTHX_ struct perl_interp *pi, int fd, int target);
-static void stdio_begin(pTHX_ struct perl_interp *pi, struct perl_run *run);
+static void stdio_begin(struct perl_interp *pi, struct perl_run *run);
 static void stdio_end(pTHX_ struct perl_interp *pi, struct perl_run *run);
 static void globals_begin(pTHX_ struct perl_interp *pi, const struct perl_run *run);
 static void globals_end(pTHX_ struct perl_interp *pi);
@@ -149,10 +163,19 @@ static void xs_init(pTHX)
 
 
 /* A child the script forked (fork, or open with "-|") runs the worker's
- * code on return from the script; it must leave instead of serving. */
+ * code on return from the script; it must leave instead of serving. It
+ * gets SIGPIPE's default back, as it would have under CGI: with the
+ * worker's no-op handler, a child writing to a closed pipe would get EPIPE
+ * instead of dying, and one that ignores write errors would spin. A
+ * disposition the script chose ($SIG{PIPE}) is kept. */
 static void on_fork_child(void)
 {
 	forked_child = 1;
+	struct sigaction sa;
+	if (sigaction(SIGPIPE, NULL, &sa) == 0 && sa.sa_handler == on_sigpipe) {
+		sa.sa_handler = SIG_DFL;
+		sigaction(SIGPIPE, &sa, NULL);
+	}
 }
 
 /* Counts forks (system, backticks, fork, pipe opens): a child may outlive
@@ -311,6 +334,7 @@ struct perl_interp *perl_interp_create(const struct perl_interp_options *o, int 
 		goto fail;
 	}
 	pi->open_std = get_cv("PLXD::Worker::open_std", 0);
+	pi->restore_std = get_cv("PLXD::Worker::restore_std", 0);
 	pi->open_data = get_cv("PLXD::Worker::open_data", 0);
 	pi->cgi_pm_reset = get_cv("PLXD::Worker::cgi_pm_reset", 0);
 
@@ -352,8 +376,20 @@ struct perl_interp *perl_interp_create(const struct perl_interp_options *o, int 
 	pi->std_gv[0] = PL_stdingv;
 	pi->std_gv[1] = gv_fetchpvs("STDOUT", GV_ADD | GV_NOTQUAL, SVt_PVIO);
 	pi->std_gv[2] = PL_stderrgv;
-	for (int fd = 0; fd < 3; fd++)
+	pi->std_keep[0] = gv_fetchpvs("PLXD::Worker::KEEP_STDIN", 0, SVt_PVIO);
+	pi->std_keep[1] = gv_fetchpvs("PLXD::Worker::KEEP_STDOUT", 0, SVt_PVIO);
+	pi->std_keep[2] = gv_fetchpvs("PLXD::Worker::KEEP_STDERR", 0, SVt_PVIO);
+	for (int fd = 0; fd < 3; fd++) {
+		if (!pi->std_gv[fd] || !pi->std_keep[fd] || !GvIOp(pi->std_gv[fd])) {
+			snprintf(err, errlen, "worker bootstrap failed: no standard handle %d", fd);
+			goto fail;
+		}
+		pi->std_io[fd] = GvIOp(pi->std_gv[fd]);
 		std_record(aTHX_ pi, fd);
+	}
+	std_record_target(pi, 0, pi->devnull);
+	std_record_target(pi, 1, pi->stdout_fd);
+	std_record_target(pi, 2, pi->stderr_fd);
 	modules_record(aTHX_ pi);
 	return pi;
 
@@ -516,8 +552,7 @@ static void change_dir(const char *script)
 
 static PerlIO *std_handle(pTHX_ struct perl_interp *pi, int fd)
 {
-	GV *gv = pi->std_gv[fd];
-	IO *io = gv ? GvIO(gv) : NULL;
+	IO *io = GvIO(pi->std_gv[fd]);
 	if (!io)
 		return NULL;
 	return fd == 0 ? IoIFP(io) : IoOFP(io);
@@ -531,10 +566,78 @@ static void std_record(pTHX_ struct perl_interp *pi, int fd)
 	pi->std[fd].flags = f && *f ? PerlIOBase(f)->flags : 0;
 }
 
+/* Notes which file target is (fd gets a copy of it between requests). */
+static void std_record_target(struct perl_interp *pi, int fd, int target)
+{
+	struct stat st;
+	if (fstat(target, &st) < 0)
+		memset(&st, 0, sizeof st); /* matches nothing: fd is restored each time */
+	pi->std[fd].dev = st.st_dev;
+	pi->std[fd].ino = st.st_ino;
+}
+
+/* Whether the script gave a standard glob another GP (*STDOUT = *LOG,
+ * undef *STDOUT), another IO (*STDOUT = *LOG{IO}), or tied it. Pointer and
+ * flag tests only. local *STDOUT needs nothing: Perl undoes it when the
+ * script's scope is left, by return, die or exit. */
+static int std_glob_changed(pTHX_ struct perl_interp *pi, int fd)
+{
+	GV *gv = pi->std_gv[fd];
+	IO *io = GvGP(gv) ? GvIOp(gv) : NULL;
+	if (GvGP(gv) != GvGP(pi->std_keep[fd]) || io != pi->std_io[fd])
+		return 1;
+	return SvRMAGICAL((SV *)io) && mg_find((SV *)io, PERL_MAGIC_tiedscalar);
+}
+
+struct restore_arg {
+	struct perl_interp *pi;
+	int fd;
+};
+
+static void do_restore_std(pTHX_ void *p)
+{
+	const struct restore_arg *a = p;
+	GV *gv = a->pi->std_gv[a->fd];
+	if (GvGP(gv) != GvGP(a->pi->std_keep[a->fd]) || GvIOp(gv) != a->pi->std_io[a->fd]) {
+		dSP;
+		PUSHMARK(SP);
+		mXPUSHi(a->fd);
+		PUTBACK;
+		call_sv((SV *)a->pi->restore_std, G_VOID | G_DISCARD | G_EVAL);
+	}
+	/* The magic is unlinked before the tie object is freed, so the
+	 * handle is untied even if its DESTROY dies or exits. UNTIE is not
+	 * called, as when a tied variable is freed. */
+	sv_unmagic((SV *)a->pi->std_io[a->fd], PERL_MAGIC_tiedscalar);
+}
+
+/* Puts back the glob and IO (through PLXD::Worker::restore_std) and unties
+ * the handle, under protect: a tie object's DESTROY is user code, which may
+ * call exit. */
+static void std_glob_restore(pTHX_ struct perl_interp *pi, int fd)
+{
+	struct restore_arg a = { pi, fd };
+	ENTER;
+	SAVETMPS;
+	(void)protect(aTHX_ do_restore_std, &a);
+	FREETMPS;
+	LEAVE;
+}
+
+/* Whether fd no longer refers to the file the worker put there. Perl
+ * reopens a standard handle in place: open STDOUT, '>', FILE (or '>&' a
+ * dup) puts the new file on fd 1 with dup2 and keeps the PerlIO, its layers
+ * and flags, so only the fd shows it; POSIX::dup2 and POSIX::close too. */
+static int std_fd_moved(struct perl_interp *pi, int fd)
+{
+	struct stat st;
+	return fstat(fd, &st) < 0 || st.st_dev != pi->std[fd].dev || st.st_ino != pi->std[fd].ino;
+}
+
 /* Whether a standard handle is as it was opened: the same PerlIO on the
  * same fd with the same top layer and no UTF-8 or CRLF flag flipped (the
  * common case, cheap to see); only EOF or an error flag (cleared in
- * place); or changed (reopened). */
+ * place); or changed (reopened). What the fd refers to is std_fd_moved's. */
 static enum std_check std_check(pTHX_ struct perl_interp *pi, int fd)
 {
 	const struct std_state *st = &pi->std[fd];
@@ -545,18 +648,18 @@ static enum std_check std_check(pTHX_ struct perl_interp *pi, int fd)
 	if ((flags ^ st->flags) & (PERLIO_F_UTF8 | PERLIO_F_CRLF))
 		return STD_REOPEN;
 	if (fd == 0 && PerlIO_get_cnt(f) > 0)
-		return STD_REOPEN; /* unread body bytes buffered */
+		return STD_REOPEN; /* unread bytes buffered */
 	if (flags & (PERLIO_F_EOF | PERLIO_F_ERROR))
 		return STD_CLEARERR;
 	return STD_CLEAN;
 }
 
-/* Closes the handle (and so fd), puts target on fd, and opens the handle
- * afresh on it. */
+/* Closes the handle (flushing it to wherever the script pointed it, and
+ * closing fd), puts target on fd, and opens the handle afresh on it. */
 static void std_reopen(pTHX_ struct perl_interp *pi, int fd, int target)
 {
 	GV *gv = pi->std_gv[fd];
-	if (gv && GvIO(gv) && IoIFP(GvIO(gv)))
+	if (GvIO(gv) && IoIFP(GvIO(gv)))
 		do_close(gv, FALSE);
 	dup2(target, fd);
 	dSP;
@@ -571,22 +674,16 @@ static void std_reopen(pTHX_ struct perl_interp *pi, int fd, int target)
 	std_record(aTHX_ pi, fd);
 }
 
-static void stdio_begin(pTHX_ struct perl_interp *pi, struct perl_run *run)
+/* The body, if any, goes on fd 0; the last stdio_end left STDIN clean on
+ * /dev/null. */
+static void stdio_begin(struct perl_interp *pi, struct perl_run *run)
 {
-	enum std_check in = std_check(aTHX_ pi, 0);
-	if (in == STD_REOPEN) {
-		std_reopen(aTHX_ pi, 0, run->stdin_fd >= 0 ? run->stdin_fd : pi->devnull);
-	} else {
-		if (in == STD_CLEARERR)
-			PerlIO_clearerr(std_handle(aTHX_ pi, 0));
-		if (run->stdin_fd >= 0)
-			dup2(run->stdin_fd, 0);
-	}
-	if (run->stdin_fd >= 0) {
-		close(run->stdin_fd);
-		run->stdin_fd = -1;
-		pi->stdin_body = 1;
-	}
+	if (run->stdin_fd < 0)
+		return;
+	dup2(run->stdin_fd, 0);
+	close(run->stdin_fd);
+	run->stdin_fd = -1;
+	pi->stdin_body = 1;
 }
 
 void perl_interp_set_stdout(struct perl_interp *pi, int fd)
@@ -595,16 +692,29 @@ void perl_interp_set_stdout(struct perl_interp *pi, int fd)
 	if (pi->stdout_fd >= 0)
 		close(pi->stdout_fd);
 	pi->stdout_fd = fd;
+	std_record_target(pi, 1, fd);
 }
 
-/* What STDOUT still buffers is left there for the caller (run->tail) when
- * STDOUT is the stock buffer layer on fd 1; otherwise it is flushed, and
- * STDOUT reopened on the response channel if the script broke it. */
+/* Gives the next request its standard handles as the first one had them,
+ * whatever the script did: each its own glob and IO, untied, its own
+ * PerlIO with default layers and no EOF or error flag, on its own fd (fd 1
+ * the response channel, fd 2 the log pipe, fd 0 /dev/null); STDOUT
+ * selected, $| off. Common case: one fstat per handle (none for fd 0 after
+ * a body) and pointer tests.
+ *
+ * What STDOUT still buffers is left there for the caller (run->tail) when
+ * STDOUT is the stock buffer layer on the response channel; otherwise it
+ * is flushed to where the script sent it, as a CGI process's would be when
+ * it exits. */
 static void stdio_end(pTHX_ struct perl_interp *pi, struct perl_run *run)
 {
+	for (int fd = 0; fd < 3; fd++)
+		if (std_glob_changed(aTHX_ pi, fd))
+			std_glob_restore(aTHX_ pi, fd);
+
 	GV *out_gv = pi->std_gv[1];
 	PerlIO *out = std_handle(aTHX_ pi, 1);
-	enum std_check c = std_check(aTHX_ pi, 1);
+	enum std_check c = std_fd_moved(pi, 1) ? STD_REOPEN : std_check(aTHX_ pi, 1);
 	run->tail = NULL;
 	run->tail_len = 0;
 	if (c != STD_REOPEN && PerlIOBase(out)->tab == &PerlIO_perlio &&
@@ -613,7 +723,7 @@ static void stdio_end(pTHX_ struct perl_interp *pi, struct perl_run *run)
 		run->tail = (const char *)b->buf;
 		run->tail_len = (size_t)(b->ptr - b->buf);
 		pi->tail = out;
-	} else if (out) {
+	} else if (c != STD_REOPEN) {
 		PerlIO_flush(out);
 		c = std_check(aTHX_ pi, 1);
 	}
@@ -621,22 +731,32 @@ static void stdio_end(pTHX_ struct perl_interp *pi, struct perl_run *run)
 		std_reopen(aTHX_ pi, 1, pi->stdout_fd);
 	else if (c == STD_CLEARERR)
 		PerlIO_clearerr(out);
-	c = std_check(aTHX_ pi, 2);
+
+	c = std_fd_moved(pi, 2) ? STD_REOPEN : std_check(aTHX_ pi, 2);
 	if (c == STD_REOPEN)
 		std_reopen(aTHX_ pi, 2, pi->stderr_fd);
 	else if (c == STD_CLEARERR)
 		PerlIO_clearerr(std_handle(aTHX_ pi, 2));
-	if (pi->stdin_body) {
-		/* Closes the body pipe: plxd stops feeding a script that did
-		 * not read it all. */
-		dup2(pi->devnull, 0);
-		pi->stdin_body = 0;
+
+	/* After a body fd 0 is its pipe: /dev/null goes back in any case,
+	 * which also stops plxd feeding a script that did not read it all. */
+	int in_moved = pi->stdin_body || std_fd_moved(pi, 0);
+	pi->stdin_body = 0;
+	c = std_check(aTHX_ pi, 0);
+	if (c == STD_REOPEN) {
+		std_reopen(aTHX_ pi, 0, pi->devnull);
+	} else {
+		if (in_moved)
+			dup2(pi->devnull, 0);
+		if (c == STD_CLEARERR)
+			PerlIO_clearerr(std_handle(aTHX_ pi, 0));
 	}
+
 	/* $| and select. */
 	for (int i = 0; i < 3; i++)
-		if (pi->std_gv[i] && GvIO(pi->std_gv[i]))
+		if (GvIO(pi->std_gv[i]))
 			IoFLAGS(GvIO(pi->std_gv[i])) &= ~IOf_FLUSH;
-	if (out_gv && PL_defoutgv != out_gv)
+	if (PL_defoutgv != out_gv)
 		setdefout(out_gv);
 }
 
@@ -863,7 +983,7 @@ void perl_interp_run(struct perl_interp *pi, struct perl_run *run)
 	SAVETMPS;
 	env_sync(aTHX_ pi, run->env);
 	change_dir(run->script);
-	stdio_begin(aTHX_ pi, run);
+	stdio_begin(pi, run);
 	globals_begin(aTHX_ pi, run);
 
 	uint64_t t0 = now_us();
@@ -930,6 +1050,29 @@ void perl_interp_run(struct perl_interp *pi, struct perl_run *run)
 	globals_end(aTHX_ pi);
 	FREETMPS;
 	LEAVE;
+	children_reap(pi);
+}
+
+/* Reaps the children scripts left (forked and did not wait for): under
+ * CGI they would go to init when the script's process ended; here they
+ * would stay zombies of the worker. Only once the script has returned, so
+ * that its own waitpid finds what it started. Nothing to do, and no system
+ * call, until a fork (the fork hook counts them; a child made without
+ * fork(), by posix_spawn in XS code, waits for the next fork); children
+ * still running are looked for again after each request until none is
+ * left. */
+static void children_reap(struct perl_interp *pi)
+{
+	if (pi->forks == pi->forks_reaped)
+		return;
+	for (;;) {
+		pid_t pid = waitpid(-1, NULL, WNOHANG);
+		if (pid > 0 || (pid < 0 && errno == EINTR))
+			continue;
+		if (pid < 0)
+			pi->forks_reaped = pi->forks; /* ECHILD: none left */
+		return;
+	}
 }
 
 /* Empties the buffer as a flush would, without writing it. */

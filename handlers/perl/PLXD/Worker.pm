@@ -19,6 +19,34 @@ sub open_std {
     return open(STDERR, '>&=', 2);
 }
 
+# The standard globs and their IO objects as the worker set them up. A
+# script can point a standard glob at another (*STDOUT = *LOG) or put
+# another handle in it (*STDOUT = *LOG{IO}); these aliases keep the
+# originals alive (with what STDOUT still buffers) for restore_std.
+our @STD_IO = (*STDIN{IO}, *STDOUT{IO}, *STDERR{IO});
+*KEEP_STDIN = *STDIN;
+*KEEP_STDOUT = *STDOUT;
+*KEEP_STDERR = *STDERR;
+
+# Gives STDIN, STDOUT or STDERR back its own glob and IO. The glob or
+# handle the script put there is left as it is: it may be the script's own
+# global. (A tie is removed by the worker, in C: UNTIE is user code that
+# could die and leave it in place.)
+sub restore_std {
+    my ($fd) = @_;
+    if ($fd == 0) {
+        *STDIN = *KEEP_STDIN;
+        *STDIN = $STD_IO[0];
+    } elsif ($fd == 1) {
+        *STDOUT = *KEEP_STDOUT;
+        *STDOUT = $STD_IO[1];
+    } else {
+        *STDERR = *KEEP_STDERR;
+        *STDERR = $STD_IO[2];
+    }
+    return;
+}
+
 # Points a script's DATA handle at the text after its __DATA__ or __END__
 # line, from the start, for each request.
 sub open_data {
