@@ -362,25 +362,18 @@ static struct request *request_begin(struct MHD_Connection *connection, const ch
 	return r;
 }
 
-/* The first call of a request: its headers are in. */
-/* Feeds a request header to the framing check. libmicrohttpd 0.9.75 glues
- * an obsolete folded line onto the previous header's *name*, in memory of
- * its own ("Content-: 5" then " Length" reads "Content-Length: 5"); any
- * other header's value follows its name, the ':' (now '\0') and spaces, in
- * the line it came in. A value found anywhere else marks a fold. */
+/* Feeds a request header to the framing check, with where libmicrohttpd
+ * left it in its read buffer: that is how folds, NULs and lines that end
+ * the head early are seen (framing.h). */
 static enum MHD_Result header_framing(void *cls, enum MHD_ValueKind kind, const char *name,
 		size_t name_len, const char *value, size_t value_len)
 {
 	(void)kind;
-	uintptr_t after_colon = (uintptr_t)name + name_len + 1;
-	int folded = value && ((uintptr_t)value < after_colon
-			|| (uintptr_t)value - after_colon > 1024);
-	for (const char *p = name + name_len + 1; value && !folded && p < value; p++)
-		folded = *p != ' ' && *p != '\t';
-	framing_field(cls, name, name_len, value, value_len, folded);
+	framing_field_at(cls, name, name_len, value, value_len);
 	return MHD_YES;
 }
 
+/* The first call of a request: its headers are in. */
 static void request_headers(struct request *r)
 {
 	struct MHD_Connection *connection = r->pub.connection;
@@ -392,6 +385,13 @@ static void request_headers(struct request *r)
 	struct framing framing;
 	const char *why;
 	framing_begin(&framing, r->pub.method, r->pub.version);
+	/* The head lies in libmicrohttpd's read buffer from the method's first
+	 * byte; header_size runs to the end of its empty line. */
+	const union MHD_ConnectionInfo *head = MHD_get_connection_info(connection,
+			MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);
+	size_t head_len = head && head->header_size <= server->max_header_size
+		? head->header_size : 0;
+	framing_head(&framing, r->pub.method, head_len, r->pub.version);
 	MHD_get_connection_values_n(connection, MHD_HEADER_KIND, header_framing, &framing);
 	unsigned bad = framing_end(&framing, &why);
 	if (bad) {
