@@ -230,6 +230,20 @@ static unsigned body_append(struct request *r, const char *data, size_t len)
 	return 0;
 }
 
+/* A Content-Length of digits only, as framing let through; UINT64_MAX
+ * when it does not fit. */
+static uint64_t content_length_parse(const char *text)
+{
+	uint64_t n = 0;
+	for (; *text >= '0' && *text <= '9'; text++) {
+		unsigned digit = (unsigned)(*text - '0');
+		if (n > (UINT64_MAX - digit) / 10)
+			return UINT64_MAX;
+		n = n * 10 + digit;
+	}
+	return n;
+}
+
 static void dispatch(struct request *r)
 {
 	r->phase = PHASE_DONE;
@@ -409,9 +423,14 @@ static void request_headers(struct request *r)
 		refuse(r, 503, 1);
 		return;
 	}
+	/* Framing let through digits only; libmicrohttpd answered 413 itself
+	 * past 2^64 - 1. A length that does not fit content_length (2^63 and
+	 * up) is over any max_body plxd could count to. */
 	const char *length = MHD_lookup_connection_value(connection, MHD_HEADER_KIND,
 			MHD_HTTP_HEADER_CONTENT_LENGTH);
-	r->pub.content_length = length ? (int64_t)strtoull(length, NULL, 10) : 0;
+	uint64_t declared = length ? content_length_parse(length) : 0;
+	int too_large = declared > server->max_body || declared > INT64_MAX;
+	r->pub.content_length = declared > INT64_MAX ? INT64_MAX : (int64_t)declared;
 	if (MHD_lookup_connection_value(connection, MHD_HEADER_KIND,
 				MHD_HTTP_HEADER_TRANSFER_ENCODING))
 		r->pub.content_length = -1;
@@ -427,7 +446,9 @@ static void request_headers(struct request *r)
 		refuse(r, status, 1); /* its body will not be read */
 		return;
 	}
-	if (r->pub.content_length > 0 && (uint64_t)r->pub.content_length > server->max_body) {
+	if (too_large) {
+		plxd_log(LOG_INFO, "refused %s %s: Content-Length %s is over max_body (%llu bytes)",
+				r->pub.method, r->target, length, server->max_body);
 		refuse(r, 413, 1);
 		return;
 	}

@@ -11,7 +11,8 @@
 # ends the head at a line with an empty name: plxd finds both in its read
 # buffer (server/framing.c), and these cases break if its layout changes;
 # what it cannot tell there is shown as it goes on the wire (README, "What
-# plxd cannot close").
+# plxd cannot close"). Then: Content-Length at and past max_body, up to
+# 2^64.
 use strict;
 use warnings;
 use Test::More;
@@ -207,5 +208,36 @@ like($ok[1]{body}, qr/^body\nhi\z/m, 'bare LF throughout: the body');
     like($r[0]{body} // '', qr/^header X-A: b\nheader Content-Length: 5\n.*^body\nhello\z/ms,
         'out of reach: NUL and a bare LF end a line; the next line is a field of its own');
 }
+
+# ---- Content-Length, max_body and 2^64 ----------------------------------------
+my $lim = PlxdTest->start(
+    files    => { 'x.pl' => "SOURCE\n" },
+    handlers => { '.pl' => 'echo' },
+    sections => { echo => { greeting => 'SCRIPT-RAN' } },
+    server   => { max_body => 10 },
+);
+{
+    my @r = responses($lim->raw("POST /x.pl HTTP/1.1\r\nHost: a\r\nContent-Length: 10\r\n"
+        . "Connection: close\r\n\r\n0123456789", 10));
+    is($r[0]{status}, 200, 'Content-Length exactly max_body: 200');
+    like($r[0]{body}, qr/^body\n0123456789\z/m, '... the whole body reaches the handler');
+}
+# Past max_body: 413 before a byte of body is sent, and the connection
+# closed. Up to 2^64 - 1 plxd answers; past it libmicrohttpd does, itself.
+for my $c ([ '11 (max_body + 1)', '11' ], [ '2^63 - 1', '9223372036854775807' ],
+        [ '2^63', '9223372036854775808' ], [ '2^64 - 1', '18446744073709551615' ]) {
+    my ($name, $length) = @$c;
+    my $t0 = time;
+    my $raw = $lim->raw("POST /x.pl HTTP/1.1\r\nHost: a\r\nContent-Length: $length\r\n\r\n", 10);
+    my $took = time - $t0;
+    my @r = responses($raw);
+    is($r[0]{status}, 413, "Content-Length $name: 413");
+    like($r[0]{headers}{server} // '', qr/^plxd\//, "Content-Length $name: plxd's 413");
+    is($r[0]{headers}{connection} // '', 'close', "Content-Length $name: Connection: close");
+    unlike($raw, qr/SCRIPT-RAN/, "Content-Length $name: the handler never ran");
+    ok($took < 5, "Content-Length $name: at once, the connection closed");
+}
+like($lim->error_log, qr/refused POST \/x\.pl: Content-Length 9223372036854775808 is over max_body/,
+    '2^63 is logged as over max_body');
 
 done_testing;
