@@ -12,13 +12,15 @@
 # buffer (server/framing.c), and these cases break if its layout changes;
 # what it cannot tell there is shown as it goes on the wire (README, "What
 # plxd cannot close"). Then: Content-Length at and past max_body, up to
-# 2^64.
+# 2^64; libmicrohttpd's own 400 and 413 pages, as they go on the wire;
+# HTTP/1.0 keep-alive.
 use strict;
 use warnings;
 use Test::More;
 use Time::HiRes qw(time);
 use PlxdTest;
 use PlxdRaw qw(responses);
+use IO::Select;
 
 my $s = PlxdTest->start(
     files    => { 'x.pl' => "SOURCE\n", 'smuggled.txt' => "SMUGGLED-CONTENT\n", 'a.txt' => "a\n" },
@@ -239,5 +241,61 @@ for my $c ([ '11 (max_body + 1)', '11' ], [ '2^63 - 1', '9223372036854775807' ],
 }
 like($lim->error_log, qr/refused POST \/x\.pl: Content-Length 9223372036854775808 is over max_body/,
     '2^63 is logged as over max_body');
+
+# ---- libmicrohttpd's own answers ------------------------------------------------
+# A Content-Length libmicrohttpd cannot read (not digits, a list, empty) or
+# that is 2^64 or more is answered by libmicrohttpd before plxd is called,
+# and 0.9.75 sends the status line and headers of that answer twice, then
+# the page, then closes. Pinned as it goes on the wire (README, "What plxd
+# cannot close"): a client reading the first block takes the second for
+# the start of the body.
+for my $c ([ 'abc', 400 ], [ '0, 5', 400 ], [ '', 400 ], [ '18446744073709551616', 413 ],
+        [ '99999999999999999999999999', 413 ]) {
+    my ($value, $status) = @$c;
+    my $t0 = time;
+    my $raw = $lim->raw("POST /x.pl HTTP/1.1\r\nHost: a\r\nContent-Length: $value\r\n\r\n"
+        . $smuggled, 10);
+    my $took = time - $t0;
+    my ($block, $got, $length, $page) = $raw =~ m{\A(HTTP/1\.1\ (\d{3})\ [^\r\n]+\r\n
+        Date:\ [^\r\n]+\r\nConnection:\ close\r\nContent-Length:\ (\d+)\r\n\r\n)\1(.*)\z}sx;
+    is($got, $status, "libmicrohttpd's answer to Content-Length '$value': $status, its head twice");
+    is(length($page // ''), $length // -1, "... then its page, as long as it says");
+    unlike($raw, qr/plxd|SMUGGLED|SCRIPT-RAN/, '... nothing of plxd, the handler or what follows');
+    ok($took < 5, '... and the connection closes');
+}
+
+# ---- HTTP/1.0 keep-alive ---------------------------------------------------------
+# An HTTP/1.0 request that asks for keep-alive keeps its connection, as in
+# Apache and nginx; one that does not is closed after its response.
+sub read_response {
+    my ($sock) = @_;
+    my $sel = IO::Select->new($sock);
+    my $data = '';
+    my $until = time + 10;
+    while (time < $until) {
+        if ($data =~ /\r\n\r\n/) {
+            my @r = responses($data);
+            my $want = $r[0]{headers}{'content-length'};
+            return ($r[0], $data) if defined $want && length($r[0]{body}) == $want;
+        }
+        last unless $sel->can_read($until - time);
+        my $got = sysread $sock, my $buf, 65536;
+        last unless $got;
+        $data .= $buf;
+    }
+    return (undef, $data);
+}
+{
+    my $sock = $s->connect;
+    $sock->syswrite("GET /a.txt HTTP/1.0\r\nConnection: keep-alive\r\n\r\n");
+    my ($first) = read_response($sock);
+    is($first && $first->{status}, 200, 'HTTP/1.0 with Connection: keep-alive: answered');
+    is(lc($first && $first->{headers}{connection} // ''), 'keep-alive', '... saying keep-alive');
+    ok($sock->syswrite("GET /a.txt HTTP/1.0\r\n\r\n"), '... the connection takes a second request');
+    my @rest = responses(PlxdTest::read_until_closed($sock, 10));
+    is(scalar @rest, 1, '... which is answered on it');
+    is($rest[0]{body}, "a\n", '... with its content');
+    is($rest[0]{headers}{connection} // '', 'close', '... and, not asking keep-alive, closes it');
+}
 
 done_testing;
