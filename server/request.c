@@ -59,6 +59,7 @@ struct request {
 	char *path;
 	char *file;
 	char *script_name;
+	char *route_name;
 	char *local_target;   /* plxd_serve_local's target */
 	unsigned redirects;   /* plxd_serve_local calls so far */
 	uint64_t start_us;
@@ -278,11 +279,16 @@ static unsigned route(struct request *r, const char *target)
 			config->server.follow_symlinks_outside, &res);
 	if (status)
 		return status;
-	if (res.index) { /* "/dir/" is served, named and routed as "/dir/index.html" */
-		char *index_path = xasprintf("%s%s", r->path, res.index);
+	char *path = res.index ? xasprintf("%s%s", r->path, res.index) : NULL;
+	const char *full = path ? path : r->path; /* "/dir/" is served as "/dir/index.html" */
+	const char *slash = memrchr(full, '/', res.name_len);
+	const char *name = slash ? slash + 1 : full;
+	size_t name_len = res.name_len - (size_t)(name - full);
+	char *own_name = xstrndup(name, name_len);
+	if (path) {
 		free(r->path);
-		r->path = index_path;
-		r->pub.path = index_path;
+		r->path = path;
+		r->pub.path = path;
 	}
 	r->pub.fd = res.fd;
 	r->pub.st = res.st;
@@ -293,12 +299,21 @@ static unsigned route(struct request *r, const char *target)
 	r->pub.file = r->file;
 	r->pub.root = config->server.root;
 
-	const char *name = strrchr(r->script_name, '/');
-	r->section = config_route(config, name ? name + 1 : r->script_name);
+	r->section = config_route(config, own_name);
+	r->route_name = own_name;
 	/* A link with a harmless name (x.txt -> x.pl) is routed by the file's
-	 * own name too, and a handler wins: a script is never sent as text. */
-	if (r->section == config->fallback && res.real_name[0])
-		r->section = config_route(config, res.real_name);
+	 * own name too, and a handler wins: a script is never sent as text.
+	 * Handlers then see that name, so they pick what they run it with by
+	 * the same extension. */
+	if (r->section == config->fallback && res.real_name[0]) {
+		const struct handler_section *by_target = config_route(config, res.real_name);
+		if (by_target != config->fallback) {
+			r->section = by_target;
+			free(r->route_name);
+			r->route_name = xstrdup(res.real_name);
+		}
+	}
+	r->pub.route_name = r->route_name;
 	r->pub.conf = r->section->conf;
 	r->pub.state = r->section->state;
 	return 0;
@@ -333,7 +348,8 @@ int plxd_serve_local(struct plxd_request *pub, const char *target)
 	free(r->path);
 	free(r->file);
 	free(r->script_name);
-	r->path = r->file = r->script_name = NULL;
+	free(r->route_name);
+	r->path = r->file = r->script_name = r->route_name = NULL;
 	free(r->local_target);
 	r->local_target = xstrdup(target);
 	pub->target = r->local_target;
@@ -574,6 +590,7 @@ void request_completed(void *cls, struct MHD_Connection *connection, void **con_
 	free(r->path);
 	free(r->file);
 	free(r->script_name);
+	free(r->route_name);
 	free(r->local_target);
 	site_release(r->site);
 	free(r);

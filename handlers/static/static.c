@@ -268,8 +268,7 @@ static int respond_file(struct plxd_request *r)
 	if (!resp)
 		return -1;
 
-	const char *name = strrchr(r->script_name, '/');
-	const char *type = mime_lookup(state->mime, name ? name + 1 : r->script_name);
+	const char *type = mime_lookup(state->mime, r->route_name);
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, type ? type : conf->default_type);
 	/* Browsers must not guess a type (and so run a text file as HTML). */
 	MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
