@@ -550,3 +550,11 @@ const struct handler_section *config_route(const struct config *c, const char *n
 	}
 	return c->fallback;
 }
+
+int config_bare_extension(const struct config *c, const char *name)
+{
+	for (size_t i = 0; i < c->nroutes; i++)
+		if (strcasecmp(name, c->routes[i].ext) == 0)
+			return 1;
+	return 0;
+}

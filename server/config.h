@@ -88,6 +88,11 @@ void config_free(struct config *config);
  * ignoring case), or the fallback. */
 const struct handler_section *config_route(const struct config *config, const char *name);
 
+/* Whether name is nothing but a mapped extension (".pl", ".PLX"): such a
+ * file has no extension for config_route, yet must never be sent as
+ * source, so routing refuses it. */
+int config_bare_extension(const struct config *config, const char *name);
+
 /* Splits "127.0.0.1:8080", "[::1]:0", "*:80" or ":80" into host (empty
  * for any address) and port. Returns 0, or -1. */
 int config_parse_listen(const char *text, char *host, size_t hostlen, unsigned *port);

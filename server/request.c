@@ -257,6 +257,19 @@ static void dispatch(struct request *r)
 	}
 }
 
+/* Why routing refuses a file for its name, or NULL: name is its last
+ * component, real_name its own name when a link led to it ("" otherwise).
+ * Every handler is spared a name that is only a mapped extension (".pl":
+ * config_route sees no extension in it, yet it is a script's). */
+static const char *refused_name(const struct config *config, const char *name,
+		const char *real_name)
+{
+	if (config_bare_extension(config, name)
+			|| (real_name[0] && config_bare_extension(config, real_name)))
+		return "a file named only like a script extension";
+	return NULL;
+}
+
 /* Finds the file and the handler for target. Returns 0, or an HTTP
  * status. */
 static unsigned route(struct request *r, const char *target)
@@ -285,6 +298,14 @@ static unsigned route(struct request *r, const char *target)
 	const char *name = slash ? slash + 1 : full;
 	size_t name_len = res.name_len - (size_t)(name - full);
 	char *own_name = xstrndup(name, name_len);
+	why = refused_name(config, own_name, res.real_name);
+	if (why) {
+		plxd_log(LOG_INFO, "refused %s: %s", target, why);
+		close(res.fd);
+		free(path);
+		free(own_name);
+		return 404;
+	}
 	if (path) {
 		free(r->path);
 		r->path = path;

@@ -110,17 +110,21 @@ like((exchange(request_bytes('GET', '/link.txt', 'Connection: close')))[1]{body}
 like((exchange(request_bytes('GET', '/x.pl', 'Connection: close')))[1]{body},
     qr/^route_name x\.pl$/m, 'without a link, the file\'s own name');
 
-# ---- the real script handlers, through links ------------------------------
+# ---- script handlers through links; names that are only an extension -----
 # A link with a harmless name runs the script it leads to, in both script
 # handlers: the handler picks how to run it by the name it was routed by.
+# A file named only like a mapped extension (".pl") has no extension to
+# route by, yet is a script's name: refused (404), never sent.
 my $run = "#!/usr/bin/perl\nprint qq{Content-Type: text/plain\\n\\nRAN\\n};\n";
 my $scripts = PlxdTest->start(
-    files    => { 'x.pl' => $run, 'x.plx' => $run, 'run.cgi' => $run },
+    files    => { 'x.pl' => $run, 'x.plx' => $run, 'run.cgi' => $run, '.pl' => $run,
+                  '.PLX' => $run, '.cgi' => $run, 'sub/.pl' => $run },
     handlers => { '.pl' => 'cgi', '.plx' => 'perl', '.cgi' => 'cgi' },
     sections => { perl => { workers => 1 } },
 );
 chmod 0755, $scripts->root . '/run.cgi' or die;
-for my $link ([ 'pl.txt', 'x.pl' ], [ 'plx.txt', 'x.plx' ], [ 'cgi.txt', 'run.cgi' ]) {
+for my $link ([ 'pl.txt', 'x.pl' ], [ 'plx.txt', 'x.plx' ], [ 'cgi.txt', 'run.cgi' ],
+        [ 'dot.txt', '.pl' ]) {
     symlink $link->[1], $scripts->root . "/$link->[0]" or die;
 }
 for my $c ([ '/pl.txt', 'x.txt -> x.pl (cgi, through perl)' ],
@@ -135,6 +139,17 @@ for my $c ([ '/pl.txt', 'x.txt -> x.pl (cgi, through perl)' ],
         is($r[0]{body}, "RAN\n", "$method $what: the script's output");
     }
 }
+for my $target ('/.pl', '/.PL', '/.PLX', '/.plx', '/.Pl', '/.cgi', '/sub/.pl', '/dot.txt',
+        '/.pl/', '/.pl/more', '/%2epl') {
+    for my $method (qw(GET HEAD)) {
+        my ($raw, @r) = exchange(request_bytes($method, $target, 'Connection: close'),
+            head => ($method eq 'HEAD' ? [0] : []), server => $scripts);
+        is($r[0]{status}, 404, "$method $target: a name that is only an extension: 404");
+        unlike($raw, qr/print qq|RAN/, "$method $target: never sent, never run");
+    }
+}
+like($scripts->error_log, qr{refused /\.pl: a file named only like a script extension},
+    'the reason is logged');
 
 # ---- traversal ------------------------------------------------------------
 my @traversal = (

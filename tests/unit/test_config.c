@@ -132,6 +132,15 @@ int main(void)
 		unlink("plxd-test-relative.conf");
 	}
 
+	/* Names that are only an extension are known. */
+	c = load_text("[handlers]\n.FK = fake\n", &errors);
+	ok(c && config_bare_extension(c, ".fk") && config_bare_extension(c, ".FK"),
+			"a name that is only a mapped extension, in any case");
+	ok(c && !config_bare_extension(c, "x.fk") && !config_bare_extension(c, "fk")
+			&& !config_bare_extension(c, ".fkx") && !config_bare_extension(c, ".txt"),
+			"... and names that are not");
+	config_free(c);
+
 	/* An unrouted handler's section is still validated. */
 	fails("[fake]\nn = 9\n", 2, "[fake] n: must be between 0 and 5", "unrouted section checked");
 	fails("[server]\nlisten = nowhere\n", 2, "[server] listen: expected ADDRESS:PORT", "bad listen");
