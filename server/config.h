@@ -11,6 +11,7 @@
 #include "req_limits.h"
 
 struct plxd_handler;
+struct deny_list;
 
 struct server_conf {
 	char *listen;
@@ -60,6 +61,9 @@ struct config {
 	struct route *routes;
 	size_t nroutes;
 	struct handler_section *fallback; /* "static": files no route claims */
+	/* [static] deny: names no handler serves (routing refuses them with
+	 * 404); from the static section's "deny" row, empty when it has none. */
+	struct deny_list *deny;
 };
 
 /* Finds (loading it if need be) the handler called name; load is the

@@ -4,6 +4,7 @@
  * machine: a handler sees one handle() call with the body spooled, and one
  * finished() call. */
 #include "alloc.h"
+#include "deny.h"
 #include "framing.h"
 #include "handler.h"
 #include "handlers.h"
@@ -257,13 +258,17 @@ static void dispatch(struct request *r)
 	}
 }
 
-/* Why routing refuses a file for its name, or NULL: name is its last
- * component, real_name its own name when a link led to it ("" otherwise).
- * Every handler is spared a name that is only a mapped extension (".pl":
- * config_route sees no extension in it, yet it is a script's). */
-static const char *refused_name(const struct config *config, const char *name,
-		const char *real_name)
+/* Why routing refuses a file for its name, or NULL. path's first len
+ * bytes name the file, whose last component is name; real_name is its own
+ * name when a link led to it ("" otherwise). Every handler is spared the
+ * names [static] deny lists, and a name that is only a mapped extension
+ * (".pl": config_route sees no extension in it, yet it is a script's). */
+static const char *refused_name(const struct config *config, const char *path, size_t len,
+		const char *name, const char *real_name)
 {
+	if (deny_path(config->deny, path, len)
+			|| (real_name[0] && deny_name(config->deny, real_name, strlen(real_name))))
+		return "a name [static] deny refuses";
 	if (config_bare_extension(config, name)
 			|| (real_name[0] && config_bare_extension(config, real_name)))
 		return "a file named only like a script extension";
@@ -290,15 +295,22 @@ static unsigned route(struct request *r, const char *target)
 	struct resolved res;
 	status = (unsigned)resolve_path(r->site->root_fd, r->path,
 			config->server.follow_symlinks_outside, &res);
-	if (status)
+	if (status) {
+		/* A denied name is 404 however it fails to open, so that a 403
+		 * cannot tell a hidden file is there. */
+		if (deny_path(config->deny, r->path, strlen(r->path))) {
+			plxd_log(LOG_INFO, "refused %s: a name [static] deny refuses", target);
+			return 404;
+		}
 		return status;
+	}
 	char *path = res.index ? xasprintf("%s%s", r->path, res.index) : NULL;
 	const char *full = path ? path : r->path; /* "/dir/" is served as "/dir/index.html" */
 	const char *slash = memrchr(full, '/', res.name_len);
 	const char *name = slash ? slash + 1 : full;
 	size_t name_len = res.name_len - (size_t)(name - full);
 	char *own_name = xstrndup(name, name_len);
-	why = refused_name(config, own_name, res.real_name);
+	why = refused_name(config, full, res.name_len, own_name, res.real_name);
 	if (why) {
 		plxd_log(LOG_INFO, "refused %s: %s", target, why);
 		close(res.fd);

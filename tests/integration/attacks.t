@@ -114,13 +114,14 @@ like((exchange(request_bytes('GET', '/x.pl', 'Connection: close')))[1]{body},
 # A link with a harmless name runs the script it leads to, in both script
 # handlers: the handler picks how to run it by the name it was routed by.
 # A file named only like a mapped extension (".pl") has no extension to
-# route by, yet is a script's name: refused (404), never sent.
+# route by, yet is a script's name: refused (404), whatever [static] deny
+# says (empty here), never sent.
 my $run = "#!/usr/bin/perl\nprint qq{Content-Type: text/plain\\n\\nRAN\\n};\n";
 my $scripts = PlxdTest->start(
     files    => { 'x.pl' => $run, 'x.plx' => $run, 'run.cgi' => $run, '.pl' => $run,
                   '.PLX' => $run, '.cgi' => $run, 'sub/.pl' => $run },
     handlers => { '.pl' => 'cgi', '.plx' => 'perl', '.cgi' => 'cgi' },
-    sections => { perl => { workers => 1 } },
+    sections => { perl => { workers => 1 }, static => { deny => '' } },
 );
 chmod 0755, $scripts->root . '/run.cgi' or die;
 for my $link ([ 'pl.txt', 'x.pl' ], [ 'plx.txt', 'x.plx' ], [ 'cgi.txt', 'run.cgi' ],
