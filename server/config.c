@@ -3,6 +3,7 @@
  * first, and each names file, line and key. */
 #include "config.h"
 #include "alloc.h"
+#include "deny.h"
 #include "handler.h"
 #include "log.h"
 
@@ -438,6 +439,21 @@ static void parse_free(struct parse *p)
 	free(p->errors);
 }
 
+/* [static] deny, as the static section's own row stores it: the key
+ * belongs with the static handler's other keys, but routing applies it
+ * to every request, so that no handler serves a denied name. */
+static const char *fallback_deny(const struct config *c)
+{
+	if (!c->fallback)
+		return "";
+	const struct conf_key *key = conf_key_find(c->fallback->handler->keys, "deny");
+	if (!key || key->type != CONF_LIST)
+		return "";
+	const char *text = *(char *const *)(const void *)((const char *)c->fallback->conf
+			+ key->offset);
+	return text ? text : "";
+}
+
 struct config *config_load(const char *file, const struct config_override *overrides,
 		size_t noverrides, config_find_fn *find, void *ctx, char **errors)
 {
@@ -502,6 +518,7 @@ struct config *config_load(const char *file, const struct config_override *overr
 	for (size_t i = 0; i < c->nroutes; i++)
 		c->routes[i].section = &c->handlers[p.route_sections[i]];
 	c->fallback = find_section(c, "static");
+	c->deny = deny_create(fallback_deny(c));
 
 	/* Entries not consumed belong to sections no handler claimed: already
 	 * reported as unknown sections, or given on the command line. */
@@ -536,6 +553,7 @@ void config_free(struct config *c)
 	for (size_t i = 0; i < c->nroutes; i++)
 		free(c->routes[i].ext);
 	free(c->routes);
+	deny_destroy(c->deny);
 	free(c->file);
 	free(c);
 }
@@ -549,4 +567,12 @@ const struct handler_section *config_route(const struct config *c, const char *n
 			return r->section;
 	}
 	return c->fallback;
+}
+
+int config_bare_extension(const struct config *c, const char *name)
+{
+	for (size_t i = 0; i < c->nroutes; i++)
+		if (strcasecmp(name, c->routes[i].ext) == 0)
+			return 1;
+	return 0;
 }

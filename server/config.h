@@ -11,6 +11,7 @@
 #include "req_limits.h"
 
 struct plxd_handler;
+struct deny_list;
 
 struct server_conf {
 	char *listen;
@@ -60,6 +61,9 @@ struct config {
 	struct route *routes;
 	size_t nroutes;
 	struct handler_section *fallback; /* "static": files no route claims */
+	/* [static] deny: names no handler serves (routing refuses them with
+	 * 404); from the static section's "deny" row, empty when it has none. */
+	struct deny_list *deny;
 };
 
 /* Finds (loading it if need be) the handler called name; load is the
@@ -87,6 +91,11 @@ void config_free(struct config *config);
 /* The handler section that serves a file name (matched on its extension,
  * ignoring case), or the fallback. */
 const struct handler_section *config_route(const struct config *config, const char *name);
+
+/* Whether name is nothing but a mapped extension (".pl", ".PLX"): such a
+ * file has no extension for config_route, yet must never be sent as
+ * source, so routing refuses it. */
+int config_bare_extension(const struct config *config, const char *name);
 
 /* Splits "127.0.0.1:8080", "[::1]:0", "*:80" or ":80" into host (empty
  * for any address) and port. Returns 0, or -1. */

@@ -1,11 +1,15 @@
 /* Refusing requests whose framing is ambiguous (RFC 9112 sections 3, 5 and
  * 6, RFC 9110 section 5). libmicrohttpd 0.9.75 uses the first of two
  * Content-Length fields, lets Transfer-Encoding win over Content-Length,
- * reads a body of unknown coding until the connection closes and keeps
- * "Content-Length : 5" as a header of another name: each lets a client
- * smuggle a second request past a proxy that reads the bytes differently. */
+ * reads a body of unknown coding until the connection closes, keeps
+ * "Content-Length : 5" as a header of another name, cuts a value at a NUL
+ * and ends the head at a line with an empty name: each lets a client
+ * smuggle a second request past a proxy that reads the bytes differently.
+ * What its API hides is looked for where it leaves the head in its read
+ * buffer (framing_head). */
 #include "framing.h"
 
+#include <stdint.h>
 #include <string.h>
 #include <strings.h>
 
@@ -15,6 +19,9 @@ static int is_digits(const char *s, size_t len);
 static int valid_host(const char *s, size_t len);
 static int known_method(const char *method);
 static void problem(struct framing *f, unsigned status, const char *why);
+static int within(const struct framing *f, const char *p, size_t len);
+static void line_ends(struct framing *f, const char *from, const char *to, size_t lines,
+		const char *why_bytes);
 
 /* RFC 9110 5.6.2: tchar. */
 static int is_tchar(unsigned char c)
@@ -136,8 +143,93 @@ void framing_field(struct framing *f, const char *name, size_t name_len, const c
 	}
 }
 
+/* Whether [p, p + len) lies inside the head. Compared as integers: a
+ * folded name is in another buffer altogether. */
+static int within(const struct framing *f, const char *p, size_t len)
+{
+	uintptr_t a = (uintptr_t)p, lo = (uintptr_t)f->head, hi = (uintptr_t)f->head_end;
+	return p && a >= lo && a <= hi && len <= hi - a;
+}
+
+/* Checks what lies between the content of one line and the next (or the
+ * end of the head): libmicrohttpd turned each line end into one NUL (LF)
+ * or two (CRLF), so there must be `lines` line ends there, each as long
+ * as the request line's. Bytes other than NUL are what followed a NUL that
+ * cut a value, or a line libmicrohttpd took for the end of the head; the
+ * wrong number of NULs is a NUL just before a line end, or mixed line
+ * ends. */
+static void line_ends(struct framing *f, const char *from, const char *to, size_t lines,
+		const char *why_bytes)
+{
+	if (!within(f, from, 0) || !within(f, to, 0) || (uintptr_t)to < (uintptr_t)from) {
+		problem(f, 400, "the request head is not laid out as libmicrohttpd 0.9.75 leaves it");
+		return;
+	}
+	size_t n = (size_t)(to - from);
+	for (size_t i = 0; i < n; i++) {
+		if (from[i] != '\0') {
+			problem(f, 400, why_bytes);
+			return;
+		}
+	}
+	if (!f->eol && n % lines == 0 && (n / lines == 1 || n / lines == 2))
+		f->eol = n / lines;
+	if (n != lines * f->eol)
+		problem(f, 400, "a NUL before a line end, or lines ending in CRLF and in bare LF");
+}
+
+void framing_head(struct framing *f, const char *head, size_t head_len, const char *version)
+{
+	f->head = head;
+	f->head_end = head ? head + head_len : NULL;
+	f->eol = 0;
+	/* libmicrohttpd accepts only "HTTP/x.y" as a version, and nothing
+	 * after it on the line but the line end. */
+	size_t vlen = version && within(f, version, 0)
+		? strnlen(version, (size_t)(f->head_end - version)) : 0;
+	if (!head || vlen != 8 || !within(f, version, vlen)) {
+		problem(f, 400, "the request head is not laid out as libmicrohttpd 0.9.75 leaves it");
+		f->head = NULL;
+		return;
+	}
+	f->line_end = version + vlen;
+}
+
+void framing_field_at(struct framing *f, const char *name, size_t name_len, const char *value,
+		size_t value_len)
+{
+	if (!f->head) {
+		framing_field(f, name, name_len, value, value_len, 0);
+		return;
+	}
+	/* In its line: the name after the previous line, then its ':' (a NUL
+	 * now), blanks, the value. A folded field's name was moved. */
+	int in_line = within(f, name, name_len) && within(f, value, value_len)
+		&& (uintptr_t)name >= (uintptr_t)f->line_end
+		&& (uintptr_t)value > (uintptr_t)name + name_len;
+	if (!in_line) {
+		framing_field(f, name, name_len, value, value_len, 1);
+		return;
+	}
+	for (const char *p = name + name_len + 1; p < value; p++) {
+		if (*p != ' ' && *p != '\t') {
+			problem(f, 400, "the request head is not laid out as libmicrohttpd 0.9.75 "
+					"leaves it");
+			break;
+		}
+	}
+	line_ends(f, f->line_end, name, 1, "NUL in a header value");
+	f->line_end = value + value_len;
+	framing_field(f, name, name_len, value, value_len, 0);
+}
+
 unsigned framing_end(struct framing *f, const char **why)
 {
+	/* The last line, then the empty one: any other line there is one
+	 * libmicrohttpd took for the end of the head. */
+	if (f->head)
+		line_ends(f, f->line_end, f->head_end, 2, "NUL in a header value, or a line that "
+				"ends the head for libmicrohttpd (an empty name, or a NUL first)");
 	if (f->content_lengths && f->transfer_encodings)
 		problem(f, 400, "both Content-Length and Transfer-Encoding");
 	if (f->transfer_encodings && f->http10)

@@ -8,7 +8,9 @@
 #include <stddef.h>
 
 /* State for checking one request's fields one by one: framing_begin, then
- * framing_field for each header in the order received, then framing_end. */
+ * framing_field for each header in the order received, then framing_end.
+ * plxd itself goes through framing_head and framing_field_at instead of
+ * framing_field, so that what libmicrohttpd hides is seen too. */
 struct framing {
 	int http10;                 /* HTTP/1.0: no Host needed, no chunked body */
 	unsigned content_lengths;   /* Content-Length fields seen */
@@ -16,9 +18,42 @@ struct framing {
 	unsigned hosts;
 	unsigned status;            /* first problem found: 400 or 501; 0 if none */
 	const char *why;
+	/* The request head in libmicrohttpd's read buffer (framing_head);
+	 * head is NULL when fields come as plain strings. */
+	const char *head, *head_end;
+	const char *line_end;       /* where the last line read so far ends its content */
+	size_t eol;                 /* bytes of a line end in this head: 2 (CRLF), 1 (LF), 0 unknown */
 };
 
 void framing_begin(struct framing *f, const char *method, const char *version);
+
+/* libmicrohttpd 0.9.75 hands plxd a header's value cut at its first NUL
+ * (length included) and ends the head at a line with an empty name (": x")
+ * or a NUL as its first byte, taking the lines after it for the body or
+ * the next request. Neither shows through its API; both show in its read
+ * buffer, where each line still lies in the order received, its CRLF (or
+ * bare LF) and the ':' overwritten with NULs.
+ *
+ * head is that buffer from the request line's first byte (the method
+ * libmicrohttpd passes) for head_len bytes (its
+ * MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE: up to and with the empty line);
+ * version points into it. After this call, framing_field_at checks that
+ * between two reported lines there is nothing but one line end, and
+ * framing_end that the head ends with two, each as long as the request
+ * line's: so a request whose lines end both in CRLF and in bare LF is
+ * refused too, as a bare LF could hide a line made only of ':'. Where a
+ * bare LF and such a line (or a NUL) even out, the buffer holds what a
+ * CRLF leaves and nothing can be told (README, "What plxd cannot close").
+ * A head not laid out like this (another libmicrohttpd) refuses every
+ * request. */
+void framing_head(struct framing *f, const char *head, size_t head_len, const char *version);
+
+/* One header field as libmicrohttpd 0.9.75 reported it, name and value
+ * pointing where it left them, after framing_head. A field whose name is
+ * not in its line before its value was folded (libmicrohttpd copies the
+ * name elsewhere to glue the continuation onto it). */
+void framing_field_at(struct framing *f, const char *name, size_t name_len, const char *value,
+		size_t value_len);
 
 /* One header field as received; name_len and value_len are the lengths the
  * parser reported (a NUL before them is refused). folded says the parser

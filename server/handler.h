@@ -38,7 +38,7 @@
 
 #include "conf.h"
 
-#define PLXD_HANDLER_ABI 1
+#define PLXD_HANDLER_ABI 2
 
 struct MHD_Connection;
 struct MHD_Response;
@@ -61,6 +61,11 @@ struct plxd_request {
 	const char *query;       /* raw, undecoded query string; "" when none */
 	const char *root;        /* document root, absolute */
 	const char *file;        /* file the path resolved to, absolute */
+	const char *route_name;  /* the name the request was routed by: file's
+				    last component, or, when a symbolic link
+				    with a harmless name led to a file whose own
+				    name chose the handler (x.txt -> x.pl), that
+				    name. Pick anything by extension from it. */
 	const char *script_name; /* the part of path that names file */
 	const char *path_info;   /* the part of path after file; "" when none */
 	int fd;                  /* open on file, read-only; owned by plxd */

@@ -4,6 +4,7 @@
  * machine: a handler sees one handle() call with the body spooled, and one
  * finished() call. */
 #include "alloc.h"
+#include "deny.h"
 #include "framing.h"
 #include "handler.h"
 #include "handlers.h"
@@ -61,6 +62,7 @@ struct request {
 	char *path;
 	char *file;
 	char *script_name;
+	char *route_name;
 	char *local_target;   /* plxd_serve_local's target */
 	unsigned redirects;   /* plxd_serve_local calls so far */
 	uint64_t start_us;
@@ -265,6 +267,20 @@ static unsigned body_append(struct request *r, const char *data, size_t len)
 	return 0;
 }
 
+/* A Content-Length of digits only, as framing let through; UINT64_MAX
+ * when it does not fit. */
+static uint64_t content_length_parse(const char *text)
+{
+	uint64_t n = 0;
+	for (; *text >= '0' && *text <= '9'; text++) {
+		unsigned digit = (unsigned)(*text - '0');
+		if (n > (UINT64_MAX - digit) / 10)
+			return UINT64_MAX;
+		n = n * 10 + digit;
+	}
+	return n;
+}
+
 static void dispatch(struct request *r)
 {
 	r->phase = PHASE_DONE;
@@ -275,6 +291,23 @@ static void dispatch(struct request *r)
 			plxd_log(LOG_ERROR, "handler %s queued no response for %s", h->name, r->path);
 		refuse(r, 500, 0);
 	}
+}
+
+/* Why routing refuses a file for its name, or NULL. path's first len
+ * bytes name the file, whose last component is name; real_name is its own
+ * name when a link led to it ("" otherwise). Every handler is spared the
+ * names [static] deny lists, and a name that is only a mapped extension
+ * (".pl": config_route sees no extension in it, yet it is a script's). */
+static const char *refused_name(const struct config *config, const char *path, size_t len,
+		const char *name, const char *real_name)
+{
+	if (deny_path(config->deny, path, len)
+			|| (real_name[0] && deny_name(config->deny, real_name, strlen(real_name))))
+		return "a name [static] deny refuses";
+	if (config_bare_extension(config, name)
+			|| (real_name[0] && config_bare_extension(config, real_name)))
+		return "a file named only like a script extension";
+	return NULL;
 }
 
 /* Finds the file and the handler for target. Returns 0, or an HTTP
@@ -297,13 +330,33 @@ static unsigned route(struct request *r, const char *target)
 	struct resolved res;
 	status = (unsigned)resolve_path(r->site->root_fd, r->path,
 			config->server.follow_symlinks_outside, &res);
-	if (status)
+	if (status) {
+		/* A denied name is 404 however it fails to open, so that a 403
+		 * cannot tell a hidden file is there. */
+		if (deny_path(config->deny, r->path, strlen(r->path))) {
+			plxd_log(LOG_INFO, "refused %s: a name [static] deny refuses", target);
+			return 404;
+		}
 		return status;
-	if (res.index) { /* "/dir/" is served, named and routed as "/dir/index.html" */
-		char *index_path = xasprintf("%s%s", r->path, res.index);
+	}
+	char *path = res.index ? xasprintf("%s%s", r->path, res.index) : NULL;
+	const char *full = path ? path : r->path; /* "/dir/" is served as "/dir/index.html" */
+	const char *slash = memrchr(full, '/', res.name_len);
+	const char *name = slash ? slash + 1 : full;
+	size_t name_len = res.name_len - (size_t)(name - full);
+	char *own_name = xstrndup(name, name_len);
+	why = refused_name(config, full, res.name_len, own_name, res.real_name);
+	if (why) {
+		plxd_log(LOG_INFO, "refused %s: %s", target, why);
+		close(res.fd);
+		free(path);
+		free(own_name);
+		return 404;
+	}
+	if (path) {
 		free(r->path);
-		r->path = index_path;
-		r->pub.path = index_path;
+		r->path = path;
+		r->pub.path = path;
 	}
 	r->pub.fd = res.fd;
 	r->pub.st = res.st;
@@ -314,12 +367,21 @@ static unsigned route(struct request *r, const char *target)
 	r->pub.file = r->file;
 	r->pub.root = config->server.root;
 
-	const char *name = strrchr(r->script_name, '/');
-	r->section = config_route(config, name ? name + 1 : r->script_name);
+	r->section = config_route(config, own_name);
+	r->route_name = own_name;
 	/* A link with a harmless name (x.txt -> x.pl) is routed by the file's
-	 * own name too, and a handler wins: a script is never sent as text. */
-	if (r->section == config->fallback && res.real_name[0])
-		r->section = config_route(config, res.real_name);
+	 * own name too, and a handler wins: a script is never sent as text.
+	 * Handlers then see that name, so they pick what they run it with by
+	 * the same extension. */
+	if (r->section == config->fallback && res.real_name[0]) {
+		const struct handler_section *by_target = config_route(config, res.real_name);
+		if (by_target != config->fallback) {
+			r->section = by_target;
+			free(r->route_name);
+			r->route_name = xstrdup(res.real_name);
+		}
+	}
+	r->pub.route_name = r->route_name;
 	r->pub.conf = r->section->conf;
 	r->pub.state = r->section->state;
 	return 0;
@@ -354,7 +416,8 @@ int plxd_serve_local(struct plxd_request *pub, const char *target)
 	free(r->path);
 	free(r->file);
 	free(r->script_name);
-	r->path = r->file = r->script_name = NULL;
+	free(r->route_name);
+	r->path = r->file = r->script_name = r->route_name = NULL;
 	free(r->local_target);
 	r->local_target = xstrdup(target);
 	pub->target = r->local_target;
@@ -397,25 +460,18 @@ static struct request *request_begin(struct MHD_Connection *connection, const ch
 	return r;
 }
 
-/* The first call of a request: its headers are in. */
-/* Feeds a request header to the framing check. libmicrohttpd 0.9.75 glues
- * an obsolete folded line onto the previous header's *name*, in memory of
- * its own ("Content-: 5" then " Length" reads "Content-Length: 5"); any
- * other header's value follows its name, the ':' (now '\0') and spaces, in
- * the line it came in. A value found anywhere else marks a fold. */
+/* Feeds a request header to the framing check, with where libmicrohttpd
+ * left it in its read buffer: that is how folds, NULs and lines that end
+ * the head early are seen (framing.h). */
 static enum MHD_Result header_framing(void *cls, enum MHD_ValueKind kind, const char *name,
 		size_t name_len, const char *value, size_t value_len)
 {
 	(void)kind;
-	uintptr_t after_colon = (uintptr_t)name + name_len + 1;
-	int folded = value && ((uintptr_t)value < after_colon
-			|| (uintptr_t)value - after_colon > 1024);
-	for (const char *p = name + name_len + 1; value && !folded && p < value; p++)
-		folded = *p != ' ' && *p != '\t';
-	framing_field(cls, name, name_len, value, value_len, folded);
+	framing_field_at(cls, name, name_len, value, value_len);
 	return MHD_YES;
 }
 
+/* The first call of a request: its headers are in. */
 static void request_headers(struct request *r)
 {
 	struct MHD_Connection *connection = r->pub.connection;
@@ -427,6 +483,13 @@ static void request_headers(struct request *r)
 	struct framing framing;
 	const char *why;
 	framing_begin(&framing, r->pub.method, r->pub.version);
+	/* The head lies in libmicrohttpd's read buffer from the method's first
+	 * byte; header_size runs to the end of its empty line. */
+	const union MHD_ConnectionInfo *head = MHD_get_connection_info(connection,
+			MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);
+	size_t head_len = head && head->header_size <= server->max_header_size
+		? head->header_size : 0;
+	framing_head(&framing, r->pub.method, head_len, r->pub.version);
 	MHD_get_connection_values_n(connection, MHD_HEADER_KIND, header_framing, &framing);
 	unsigned bad = framing_end(&framing, &why);
 	if (bad) {
@@ -444,9 +507,14 @@ static void request_headers(struct request *r)
 		refuse(r, 503, 1);
 		return;
 	}
+	/* Framing let through digits only; libmicrohttpd answered 413 itself
+	 * past 2^64 - 1. A length that does not fit content_length (2^63 and
+	 * up) is over any max_body plxd could count to. */
 	const char *length = MHD_lookup_connection_value(connection, MHD_HEADER_KIND,
 			MHD_HTTP_HEADER_CONTENT_LENGTH);
-	r->pub.content_length = length ? (int64_t)strtoull(length, NULL, 10) : 0;
+	uint64_t declared = length ? content_length_parse(length) : 0;
+	int too_large = declared > server->max_body || declared > INT64_MAX;
+	r->pub.content_length = declared > INT64_MAX ? INT64_MAX : (int64_t)declared;
 	if (MHD_lookup_connection_value(connection, MHD_HEADER_KIND,
 				MHD_HTTP_HEADER_TRANSFER_ENCODING))
 		r->pub.content_length = -1;
@@ -462,7 +530,9 @@ static void request_headers(struct request *r)
 		refuse(r, status, 1); /* its body will not be read */
 		return;
 	}
-	if (r->pub.content_length > 0 && (uint64_t)r->pub.content_length > server->max_body) {
+	if (too_large) {
+		plxd_log(LOG_INFO, "refused %s %s: Content-Length %s is over max_body (%llu bytes)",
+				r->pub.method, r->target, length, server->max_body);
 		refuse(r, 413, 1);
 		return;
 	}
@@ -588,6 +658,7 @@ void request_completed(void *cls, struct MHD_Connection *connection, void **con_
 	free(r->path);
 	free(r->file);
 	free(r->script_name);
+	free(r->route_name);
 	free(r->local_target);
 	site_release(r->site);
 	free(r);

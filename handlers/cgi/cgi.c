@@ -137,11 +137,11 @@ static const char *check_interpreters(const char *value)
 	return NULL;
 }
 
-/* The interpreter configured for file's extension, or NULL. */
-static char *interpreter_for(const struct cgi_conf *conf, const char *file)
+/* The interpreter configured for the extension of name (the name the
+ * request was routed by, which a link's own name is not), or NULL. */
+static char *interpreter_for(const struct cgi_conf *conf, const char *name)
 {
-	const char *base = strrchr(file, '/');
-	const char *ext = strrchr(base ? base : file, '.');
+	const char *ext = strrchr(name, '.');
 	if (!ext)
 		return NULL;
 	size_t elen = strlen(ext);
@@ -223,7 +223,7 @@ static struct cgi_req *cgi_req_create(struct plxd_request *r)
 	struct cgi_state *st = r->state;
 	if (!S_ISREG(r->st.st_mode))
 		return plxd_respond_error(r, 403), NULL;
-	char *program = interpreter_for(conf, r->file);
+	char *program = interpreter_for(conf, r->route_name);
 	if (!program && !(r->st.st_mode & (S_IXUSR | S_IXGRP | S_IXOTH))) {
 		plxd_log(LOG_ERROR, "%s: not executable and no interpreter is configured for it",
 				r->file);

@@ -103,9 +103,9 @@ static int echo_handle(struct plxd_request *r)
 				atomic_load(&state->finished[PLXD_END_ERROR]));
 	} else {
 		fprintf(out, "%s\nmethod %s\nversion %s\ntarget %s\npath %s\nquery %s\n"
-				"script_name %s\npath_info %s\nfile %s\nbody_length %llu\n",
+				"script_name %s\npath_info %s\nfile %s\nroute_name %s\nbody_length %llu\n",
 				conf->greeting, r->method, r->version, r->target, r->path, r->query,
-				r->script_name, r->path_info, r->file,
+				r->script_name, r->path_info, r->file, r->route_name,
 				(unsigned long long)r->body_length);
 		MHD_get_connection_values(r->connection, MHD_HEADER_KIND, add_header_line, out);
 		fputs("body\n", out);

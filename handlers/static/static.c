@@ -7,6 +7,7 @@
  * never a listing. */
 #include "alloc.h"
 #include "cond.h"
+#include "deny.h"
 #include "handler.h"
 #include "log.h"
 #include "mime.h"
@@ -30,6 +31,7 @@
 struct static_conf {
 	char *mime_types;
 	char *default_type;
+	char *deny;          /* read by the core's routing (config.c), not here */
 };
 
 struct static_state {
@@ -59,6 +61,15 @@ static const struct conf_key static_keys[] = {
 	{ .name = "default_type", .type = CONF_STRING, .default_value = "application/octet-stream",
 	  .offset = offsetof(struct static_conf, default_type),
 	  .help = "Content-Type of files whose extension mime_types does not name" },
+	/* Hidden names as Apache (.ht*) and nginx setups (/\.(?!well-known))
+	 * refuse them, and the leftovers H5BP's server configs block. */
+	{ .name = "deny", .type = CONF_LIST,
+	  .default_value = ".* !.well-known *~ #*# *.bak *.old *.orig *.rej *.save *.swo *.swp *.tmp",
+	  .offset = offsetof(struct static_conf, deny), .check = deny_check,
+	  .help = "names no handler serves, scripts included (404): fnmatch patterns, each "
+		  "matched against every segment of the path in any case; !PATTERN excepts a "
+		  "name; empty denies nothing (a file named only like an extension, .pl, is "
+		  "refused anyway)" },
 	CONF_KEYS_END
 };
 
@@ -268,8 +279,7 @@ static int respond_file(struct plxd_request *r)
 	if (!resp)
 		return -1;
 
-	const char *name = strrchr(r->script_name, '/');
-	const char *type = mime_lookup(state->mime, name ? name + 1 : r->script_name);
+	const char *type = mime_lookup(state->mime, r->route_name);
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, type ? type : conf->default_type);
 	/* Browsers must not guess a type (and so run a text file as HTML). */
 	MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");

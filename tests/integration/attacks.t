@@ -36,9 +36,11 @@ symlink 'loop2', "$root/loop1" or die;
 symlink 'loop1', "$root/loop2" or die;
 symlink 'nothing-there', "$root/dangling" or die;
 
+# Sends bytes to plxd (server => another one) and parses what comes back.
 sub exchange {
     my ($bytes, %o) = @_;
-    my $raw = $s->raw($bytes, 10);
+    my $server = delete $o{server} // $s;
+    my $raw = $server->raw($bytes, 10);
     return ($raw, responses($raw, %o));
 }
 
@@ -103,6 +105,52 @@ for my $sp (@spellings) {
 }
 like((exchange(request_bytes('POST', '/link.txt', 'Connection: close', 'Content-Length: 3') . 'abc'))[1]{body},
     qr/^body\nabc\z/m, 'a POST through a link reaches the handler with its body');
+like((exchange(request_bytes('GET', '/link.txt', 'Connection: close')))[1]{body},
+    qr/^route_name x\.pl$/m, 'the handler is told the name it was routed by, the target\'s');
+like((exchange(request_bytes('GET', '/x.pl', 'Connection: close')))[1]{body},
+    qr/^route_name x\.pl$/m, 'without a link, the file\'s own name');
+
+# ---- script handlers through links; names that are only an extension -----
+# A link with a harmless name runs the script it leads to, in both script
+# handlers: the handler picks how to run it by the name it was routed by.
+# A file named only like a mapped extension (".pl") has no extension to
+# route by, yet is a script's name: refused (404), whatever [static] deny
+# says (empty here), never sent.
+my $run = "#!/usr/bin/perl\nprint qq{Content-Type: text/plain\\n\\nRAN\\n};\n";
+my $scripts = PlxdTest->start(
+    files    => { 'x.pl' => $run, 'x.plx' => $run, 'run.cgi' => $run, '.pl' => $run,
+                  '.PLX' => $run, '.cgi' => $run, 'sub/.pl' => $run },
+    handlers => { '.pl' => 'cgi', '.plx' => 'perl', '.cgi' => 'cgi' },
+    sections => { perl => { workers => 1 }, static => { deny => '' } },
+);
+chmod 0755, $scripts->root . '/run.cgi' or die;
+for my $link ([ 'pl.txt', 'x.pl' ], [ 'plx.txt', 'x.plx' ], [ 'cgi.txt', 'run.cgi' ],
+        [ 'dot.txt', '.pl' ]) {
+    symlink $link->[1], $scripts->root . "/$link->[0]" or die;
+}
+for my $c ([ '/pl.txt', 'x.txt -> x.pl (cgi, through perl)' ],
+        [ '/plx.txt', 'x.txt -> x.plx (persistent perl)' ],
+        [ '/cgi.txt', 'x.txt -> run.cgi (executed itself)' ]) {
+    my ($target, $what) = @$c;
+    for my $method (qw(GET POST)) {
+        my (undef, @r) = exchange(request_bytes($method, $target, 'Connection: close',
+            $method eq 'POST' ? ('Content-Length: 2') : ()) . ($method eq 'POST' ? 'hi' : ''),
+            server => $scripts);
+        is($r[0]{status}, 200, "$method $what: 200");
+        is($r[0]{body}, "RAN\n", "$method $what: the script's output");
+    }
+}
+for my $target ('/.pl', '/.PL', '/.PLX', '/.plx', '/.Pl', '/.cgi', '/sub/.pl', '/dot.txt',
+        '/.pl/', '/.pl/more', '/%2epl') {
+    for my $method (qw(GET HEAD)) {
+        my ($raw, @r) = exchange(request_bytes($method, $target, 'Connection: close'),
+            head => ($method eq 'HEAD' ? [0] : []), server => $scripts);
+        is($r[0]{status}, 404, "$method $target: a name that is only an extension: 404");
+        unlike($raw, qr/print qq|RAN/, "$method $target: never sent, never run");
+    }
+}
+like($scripts->error_log, qr{refused /\.pl: a file named only like a script extension},
+    'the reason is logged');
 
 # ---- traversal ------------------------------------------------------------
 my @traversal = (

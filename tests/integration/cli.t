@@ -16,12 +16,16 @@ like($out, qr/--config FILE.*--listen ADDR:PORT.*--root DIR.*--check/s, '--help 
 # Every [server] key in the reference configuration is in --help and every
 # key --help lists for [server] is in the reference configuration.
 my $conf = read_file(source_dir() . '/conf/plxd.conf');
-my ($server_conf) = $conf =~ /^\[server\]\n(.*?)(?=^\[|\z)/ms;
-my %in_conf = map { /^;?\s*(\w+)\s*=/ ? ($1 => 1) : () } split /\n/, $server_conf;
-my ($server_help) = $out =~ /^\[server\]\n(.*?)(?=^\[|\z)/ms;
-my %in_help = map { /^  (\w+)\s/ ? ($1 => 1) : () } split /\n/, $server_help;
-ok(keys %in_help >= 10, 'help lists the [server] keys');
-is_deeply([sort keys %in_conf], [sort keys %in_help], 'conf/plxd.conf documents exactly the keys --help lists');
+for my $section (qw(server static)) {
+    my ($section_conf) = $conf =~ /^\[$section\]\n(.*?)(?=^\[|\z)/ms;
+    my %in_conf = map { /^;?\s*(\w+)\s*=/ ? ($1 => 1) : () } split /\n/, $section_conf // '';
+    my ($section_help) = $out =~ /^\[$section\]\n(.*?)(?=^\[|\z)/ms;
+    my %in_help = map { /^  (\w+)\s/ ? ($1 => 1) : () } split /\n/, $section_help // '';
+    ok(keys %in_help >= ($section eq 'server' ? 10 : 3), "help lists the [$section] keys");
+    is_deeply([sort keys %in_conf], [sort keys %in_help],
+        "conf/plxd.conf documents exactly the [$section] keys --help lists");
+}
+like($out, qr/^\[static\]\n(?:.*\n)*?  deny\s+list\s.*\.well-known/m, '[static] deny, with its default');
 like($out, qr/^\[echo\]\n  greeting .*\n.*\n  max_sleep/m, 'module handler keys are listed (echo)');
 like($out, qr/^  load\s+path/m, 'the load key is listed for modules');
 my ($static_help) = $out =~ /^\[static\]\n(.*?)(?=^\[|\z)/ms;

@@ -1,11 +1,14 @@
 # The static handler: content types, HEAD, validators and 304 (never a
 # stale one), single byte ranges (206, 416), folders (index.html, 301 to the
 # slash, 403 without an index), 405 with Allow, 404, large files, and the
-# line between files sent from memory (up to 16 KiB) and with sendfile.
+# line between files sent from memory (up to 16 KiB) and with sendfile;
+# [static] deny: hidden names and editor leftovers are 404 for every
+# handler, /.well-known/ excepted, with a custom list and an empty one.
 use strict;
 use warnings;
 use Test::More;
 use IO::Select;
+use POSIX qw(mkfifo);
 use Time::HiRes ();
 use PlxdTest;
 use PlxdRaw qw(responses request_bytes);
@@ -282,5 +285,83 @@ is($t->get('/data.weird')->{headers}{'content-type'}, 'text/plain', 'default_typ
 is($t->get('/data.css')->{headers}{'content-type'}, 'text/css',
     'without mime_types, the built-in table');
 like($t->error_log, qr{static: cannot read /nonexistent/mime.types}, 'and a warning says so');
+
+# ---- [static] deny -------------------------------------------------------------
+# The default refuses hidden names (but /.well-known/) and editor and backup
+# leftovers, matched against every segment of the path in any case, for
+# every handler: routing refuses them before a handler is chosen.
+my %private = map { ($_ => "PRIVATE $_\n") } (
+    '.htpasswd', '.htaccess', '.env', '.git/config', '.git/HEAD', 'sub/.svn/entries',
+    '.hidden/page.html', '.DS_Store', 'x.pl~', 'page.html~', '.x.pl.swp', 'x.pl.swp', 'x.swo',
+    'x.pl.bak', 'X.PL.BAK', '#x.pl#', 'x.orig', 'x.old', 'x.rej', 'x.save', 'x.tmp',
+    '.well-known/.htaccess', '.x.pl',
+);
+my %public = (
+    '.well-known/security.txt'   => "security\n",
+    '.well-known/acme-challenge/token' => "token\n",
+    'a~b.txt'        => "tilde inside\n",
+    'x.bak.txt'      => "bak inside\n",
+    'old.txt'        => "old word\n",
+    'hash#tag.txt'   => "hash inside\n",
+    'sub/page.html'  => "sub page\n",
+    'run.pl'         => "SOURCE\n",
+);
+my $d = PlxdTest->start(files => { %private, %public }, handlers => { '.pl' => 'echo' },
+    sections => { echo => { greeting => 'SCRIPT-RAN' } });
+symlink '.env', $d->root . '/env.txt' or die;           # a harmless name for a hidden file
+mkfifo($d->root . '/.fifo', 0600) or die "mkfifo: $!"; # 403 if it were not denied
+my %enc = ('#' => '%23');
+sub url_of { (my $u = "/$_[0]") =~ s/([#])/$enc{$1}/g; $u }
+for my $name (sort keys %private) {
+    for my $method (qw(GET HEAD)) {
+        my $raw = $d->raw(request_bytes($method, url_of($name), 'Connection: close'), 10);
+        my @r = responses($raw, head => ($method eq 'HEAD' ? [0] : []));
+        is($r[0]{status}, 404, "$method /$name: 404");
+        unlike($raw, qr/PRIVATE|SCRIPT-RAN/, "$method /$name: neither sent nor run");
+    }
+}
+for my $target ('/.git/', '/.git', '/.hidden/', '/%2egit/config', '/sub/../.env', '/env.txt',
+        '/.fifo', '/.missing', '/.git/missing') {
+    my $raw = $d->raw(request_bytes('GET', $target, 'Connection: close'), 10);
+    is((responses($raw))[0]{status}, 404, "GET $target: 404");
+    unlike($raw, qr/PRIVATE/, "GET $target: nothing private");
+}
+for my $name (sort keys %public) {
+    my ($r) = responses($d->raw(request_bytes('GET', url_of($name), 'Connection: close'), 10));
+    is($r->{status}, 200, "GET /$name: 200");
+    my $want = $name eq 'run.pl' ? qr/^SCRIPT-RAN\n/ : qr/^\Q$public{$name}\E\z/;
+    like($r->{body}, $want, "GET /$name: served");
+}
+like((responses($d->raw(request_bytes('GET', '/run.pl/.hidden', 'Connection: close'), 10)))[0]{body},
+    qr/^path_info \/\.hidden$/m, 'deny names files: a hidden segment in PATH_INFO reaches the script');
+like($d->error_log, qr{refused /\.htpasswd: a name \[static\] deny refuses}, 'refusals are logged');
+
+# A list of one's own replaces the default; "!" excepts.
+my $c = PlxdTest->start(files => { 'a.secret' => "A\n", 'keep.secret' => "K\n",
+        '.htpasswd' => "H\n", 'x.pl~' => "T\n", 'sub/b.SECRET' => "B\n" },
+    sections => { static => { deny => '*.secret !keep.*' } });
+is($c->get('/a.secret')->{status}, 404, 'custom list: a.secret 404');
+is($c->get('/sub/b.SECRET')->{status}, 404, 'custom list: in any case, in a folder');
+is($c->get('/keep.secret')->{content}, "K\n", 'custom list: the exception is served');
+is($c->get('/.htpasswd')->{content}, "H\n", 'custom list: the default no longer applies');
+is($c->get('/x.pl~')->{content}, "T\n", 'custom list: nor to leftovers');
+
+# An empty list denies nothing, but a file named only like a mapped
+# extension is still never sent.
+my $e = PlxdTest->start(files => { '.htpasswd' => "H\n", 'x.pl~' => "T\n", '.pl' => "SOURCE\n",
+        '.x.pl' => "S\n" },
+    handlers => { '.pl' => 'echo' }, sections => { static => { deny => '' } });
+is($e->get('/.htpasswd')->{content}, "H\n", 'empty list: hidden files are served');
+is($e->get('/x.pl~')->{content}, "T\n", 'empty list: leftovers too');
+like($e->get('/.x.pl')->{content}, qr/^echo\n/, 'empty list: a hidden script runs');
+is($e->get('/.pl')->{status}, 404, 'empty list: a file named .pl is still 404');
+unlike($e->get('/.pl')->{content}, qr/SOURCE/, '... and never sent');
+
+# A pattern with '/' can never match a name: a configuration error.
+my ($status, undef, $err) = PlxdTest::run_plxd('--check', '--config',
+    do { my $f = $e->dir . '/bad.conf'; PlxdTest::write_file($f, "[server]\nroot = root\n[static]\ndeny = a/b\n"); $f });
+isnt($status, 0, "deny = a/b: --check fails");
+like($err, qr{bad\.conf:4: \[static\] deny: a pattern matches one name, so it cannot hold '/'},
+    '... naming file, line and key');
 
 done_testing;

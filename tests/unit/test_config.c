@@ -1,6 +1,7 @@
 /* config_load: the INI file against the key tables, and every mistake named
  * by file, line and key. */
 #include "config.h"
+#include "deny.h"
 #include "handler.h"
 #include "tap.h"
 
@@ -24,9 +25,18 @@ static const struct plxd_handler fake = {
 	.abi = PLXD_HANDLER_ABI, .name = "fake", .keys = fake_keys,
 	.conf_size = sizeof(struct fake_conf),
 };
+/* The static handler's deny row, which the core reads. */
+struct static_fake_conf {
+	char *deny;
+};
+static const struct conf_key static_fake_keys[] = {
+	{ .name = "deny", .type = CONF_LIST, .default_value = ".* !.well-known",
+	  .offset = offsetof(struct static_fake_conf, deny), .check = deny_check, .help = "h" },
+	CONF_KEYS_END
+};
 static const struct plxd_handler static_fake = {
 	.abi = PLXD_HANDLER_ABI, .name = "static",
-	.keys = (const struct conf_key[]){ CONF_KEYS_END }, .conf_size = 1,
+	.keys = static_fake_keys, .conf_size = sizeof(struct static_fake_conf),
 };
 
 static char last_load[256];
@@ -131,6 +141,27 @@ int main(void)
 		config_free(c);
 		unlink("plxd-test-relative.conf");
 	}
+
+	/* [static] deny is compiled for routing; names that are only an
+	 * extension are known. */
+	c = load_text("[handlers]\n.FK = fake\n", &errors);
+	ok(c && deny_name(c->deny, ".env", 4) && !deny_name(c->deny, ".well-known", 11)
+			&& !deny_name(c->deny, "a.txt", 5), "[static] deny: the default row");
+	ok(c && config_bare_extension(c, ".fk") && config_bare_extension(c, ".FK"),
+			"a name that is only a mapped extension, in any case");
+	ok(c && !config_bare_extension(c, "x.fk") && !config_bare_extension(c, "fk")
+			&& !config_bare_extension(c, ".fkx") && !config_bare_extension(c, ".txt"),
+			"... and names that are not");
+	config_free(c);
+	c = load_text("[static]\ndeny = *.x\n", &errors);
+	ok(c && deny_name(c->deny, "a.X", 3) && !deny_name(c->deny, ".env", 4),
+			"[static] deny: a list of one's own replaces the default");
+	config_free(c);
+	c = load_text("[static]\ndeny =\n", &errors);
+	ok(c && !deny_name(c->deny, ".env", 4), "[static] deny: empty denies nothing");
+	config_free(c);
+	fails("[static]\ndeny = .* a/b\n", 2, "[static] deny: a pattern matches one name",
+			"a deny pattern with '/'");
 
 	/* An unrouted handler's section is still validated. */
 	fails("[fake]\nn = 9\n", 2, "[fake] n: must be between 0 and 5", "unrouted section checked");
