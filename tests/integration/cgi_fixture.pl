@@ -10,6 +10,8 @@
 #   others:
 #     raw=TEXT (printed as is, no automatic headers)  noheaders=1
 #     sleep=SECONDS  stderr=TEXT  stderrbytes=N  kill=SIGNAL  exit=CODE
+#     wait=PATH (until PATH exists, at most 120 s: a test orders events by
+#     creating it, never by a sleep that a loaded machine can outlast)
 #     bg=SECONDS (a background child holding stdout; bgpid=PATH first
 #     makes it write its pid there)  pidfile=PATH  burn=1 (CPU loop forever)
 #     closeout=1 (close stdout)  read=N (read N bytes of stdin first)
@@ -90,6 +92,10 @@ for my $w (@words) {
     elsif ($k eq 'cwd')      { headers(); print "cwd=", Cwd::getcwd(), "\n" }
     elsif ($k eq 'argv')     { headers(); print "argc=", scalar(@ARGV), " argv=@ARGV\n" }
     elsif ($k eq 'sleep')    { sleep $v }
+    elsif ($k eq 'wait') {
+        my $until = time + 120;
+        sleep 0.02 until -e $v || time > $until;
+    }
     elsif ($k eq 'stderr')   { print STDERR "$v\n" }
     elsif ($k eq 'stderrbytes') {
         my $line = ('e' x 99) . "\n";

@@ -121,7 +121,7 @@ sub stop_driver {
 }
 END { local $?; stop_driver() }
 
-ok(wait_for(sub { my $v = eval { wd(GET => '/status') }; $v && $v->{ready} }, 30), 'chromedriver is ready')
+ok(wait_for(sub { my $v = eval { wd(GET => '/status') }; $v && $v->{ready} }, 60), 'chromedriver is ready')
     or diag(PlxdTest::read_file("$tmp/chromedriver.out"));
 
 my $caps = wd(POST => '/session', {
@@ -184,7 +184,7 @@ sub follow {
     sw(POST => '/url', { url => $s->url('/') });
     my $el = sw(POST => '/element', { using => 'css selector', value => qq{#samples a[href="$name"]} });
     sw(POST => "/element/$el->{$ELEMENT}/click", {});
-    wait_for(sub { sw(GET => '/url') =~ m{/\Q$name\E$} }, 10) or return;
+    wait_for(sub { sw(GET => '/url') =~ m{/\Q$name\E$} }) or return;
     my $body = page_text();
     my ($pid) = $body =~ /\bpid\D{0,10}?(\d+)/i;
     (my $rest = $body) =~ s/\bpid\D{0,10}?\d+//i;

@@ -9,6 +9,7 @@ use Test::More;
 use PlxdTest qw(wait_for write_file);
 use POSIX ();
 use File::Temp ();
+use IO::Select;
 use Time::HiRes qw(time);
 
 my $sanitized = PlxdTest::read_file(PlxdTest::build_dir() . '/CMakeCache.txt')
@@ -32,7 +33,7 @@ select(undef, undef, undef, 0.5);
 die "late oops\n";
 EOF
     'loop.plx' => "1 while 1;\n",
-    'loopchild.plx' => "system('sleep', '30.25');\n",
+    'loopchild.plx' => "system('sleep', '120.25');\n",
     'segv.plx' => "print \"Content-Type: text/plain\\n\\n\";\nunpack 'p', pack 'Q', 8;\n",
     'big.plx' => <<'EOF',
 my $n = 2 * 1024 * 1024 * 1024 + ($ENV{QUERY_STRING} eq 'never' ? 1 : 0);
@@ -56,17 +57,53 @@ print "Content-Type: text/plain\n\n";
 print "cwd=", getcwd(), " method=$ENV{REQUEST_METHOD} alrm=", ($SIG{ALRM} // 'none'), "\n";
 warn "stderr works\n";
 EOF
-    'bg.plx' => "print \"Content-Type: text/plain\\n\\nfirst\\n\";\nsystem('(sleep 0.3; echo late) &');\n",
-    'sleep.plx' => "sleep 1;\nprint \"Content-Type: text/plain\\n\\n\$\$\\n\";\n",
+    # Its background process marks when its late output was written (even
+    # if writing it failed).
+    'bg.plx' => <<'EOF',
+print "Content-Type: text/plain\n\nfirst\n";
+system("(sleep 0.3; (echo late); touch '$ENV{DOCUMENT_ROOT}/bg.done') &");
+EOF
+    # wait.plx?MARK&RELEASE: creates MARK, then waits for RELEASE (60 s at
+    # most), so a test holds a worker busy exactly as long as it needs to.
+    'wait.plx' => <<'EOF',
+my ($mark, $release) = split /&/, $ENV{QUERY_STRING};
+open my $fh, '>', $mark or die "$mark: $!";
+close $fh;
+my $until = time + 60;
+select(undef, undef, undef, 0.02) until -e $release || time > $until;
+print "Content-Type: text/plain\n\nreleased\n";
+EOF
+    # meet.plx?DIR&N: leaves a file named after its worker in DIR and waits
+    # (20 s at most) until N workers have: only scripts running side by
+    # side can meet.
+    'meet.plx' => <<'EOF',
+my ($dir, $n) = split /&/, $ENV{QUERY_STRING};
+open my $fh, '>', "$dir/$$" or die "$dir/$$: $!";
+close $fh;
+my $until = time + 20;
+select(undef, undef, undef, 0.02) until (() = glob "$dir/*") >= $n || time > $until;
+print "Content-Type: text/plain\n\n", ((() = glob "$dir/*") >= $n ? 'met' : 'alone'), "\n";
+EOF
     'grow.plx' => "my \$x = 'x' x (150 * 1024 * 1024);\nprint \"Content-Type: text/plain\\n\\n\$\$\\n\";\n",
 );
 
 sub pid_of { my ($s) = @_; my $r = $s->get('/pid.plx'); return $r->{content} =~ /^(\d+)$/ ? $1 : 'none' }
 
+# The Perl workers of a plxd, from /proc (no request needed).
+sub workers_of {
+    my ($parent) = @_;
+    my @kids;
+    for my $stat (glob '/proc/[0-9]*/stat') {
+        my ($pid, $comm, $ppid) = PlxdTest::read_file($stat) =~ /^(\d+) \((.*)\) \S+ (\d+)/ or next;
+        push @kids, $pid if $ppid == $parent && $comm =~ /^plxd-perl-work/;
+    }
+    return @kids;
+}
+
 my $s = PlxdTest->start(
     files    => \%files,
     handlers => { '.plx' => 'perl' },
-    sections => { perl => { workers => 1, timeout => '1s' } },
+    sections => { perl => { workers => 1 } },
 );
 my $pid = pid_of($s);
 like($pid, qr/^\d+$/, "worker $pid answers");
@@ -95,19 +132,9 @@ ok($s->wait_log(qr/headdie\.plx: died$/m), '... logged');
     ok($s->wait_log(qr/latedie\.plx: late oops/), 'the message is logged');
 }
 
-# Past the timeout: 504, worker killed and replaced (and the child it ran).
-my $t0 = time;
-is($s->get('/loop.plx')->{status}, 504, 'an endless loop: 504');
-ok(time - $t0 < 5, 'after the timeout, not later');
-my $pid2 = pid_of($s);
-isnt($pid2, $pid, "a new worker ($pid2) replaced the killed one");
-ok(!kill(0, $pid), 'the old worker is gone');
-is($s->get('/loopchild.plx')->{status}, 504, 'a script waiting on a child: 504');
-my $pid3 = pid_of($s);
-ok(wait_for(sub { !`pgrep -xf 'sleep 30.25'` }, 5), 'the child went with its worker');
-
 # A crash: 500 (the script's failure, as a CGI process killed by a signal),
 # the worker replaced at once.
+my $pid3 = pid_of($s);
 is($s->get('/segv.plx')->{status}, 500, 'a segfault: 500');
 ok($s->wait_log(qr/perl worker $pid3 died of signal 11/), 'the log says so');
 my $pid4 = pid_of($s);
@@ -122,7 +149,7 @@ is($state, "cwd=" . $s->root . " method=GET alrm=none\n", 'environment, folder a
 ok($s->wait_log(qr/state\.plx: stderr works/), 'STDERR works again');
 # A background process the script left behind writes into no response.
 is($s->get('/bg.plx')->{content}, "first\n", 'the response ends when the script returns');
-select(undef, undef, undef, 0.6);
+ok(wait_for(sub { -e $s->root . '/bg.done' }), 'the background process wrote its late output');
 like($s->get('/pid.plx')->{content}, qr/^\d+\n\z/, 'its late output reaches no later response');
 
 my $pid5 = pid_of($s);
@@ -130,6 +157,27 @@ select(undef, undef, undef, 1.3);
 is(pid_of($s), $pid5, 'the alarm the script set did not kill its worker');
 
 $s->stop;
+
+# Past the timeout: 504, worker killed and replaced (and the child it ran).
+# Both scripts here run forever and the worker is found in /proc: nothing
+# has to finish within the 1 s timeout, and ended within 20 s, a script was
+# ended by it, however slow the machine.
+my $t = PlxdTest->start(
+    files    => \%files,
+    handlers => { '.plx' => 'perl' },
+    sections => { perl => { workers => 1, timeout => '1s' } },
+);
+my $tw = wait_for(sub { my @w = workers_of($t->pid); @w == 1 ? $w[0] : 0 });
+my $t0 = time;
+is($t->get('/loop.plx')->{status}, 504, 'an endless loop: 504');
+my $took = time - $t0;
+ok($took > 0.9 && $took < 20, "after the timeout, not later ($took s)");
+my $tw2 = wait_for(sub { my @w = grep { $_ != $tw } workers_of($t->pid); @w ? $w[0] : 0 });
+ok($tw2, "a new worker ($tw2) replaced the killed one");
+ok(wait_for(sub { !kill(0, $tw) }), 'the old worker is gone');
+is($t->get('/loopchild.plx')->{status}, 504, 'a script waiting on a child: 504');
+ok(wait_for(sub { !`pgrep -xf 'sleep 120.25'` }), 'the child went with its worker');
+$t->stop;
 
 # --- recycling ---
 my $m = PlxdTest->start(
@@ -171,7 +219,7 @@ is($v, 1, 'a module from an inc folder');
 is($pre, $wpid, 'the preload file ran in the worker');
 write_file("$lib/Shared.pm", "package Shared; our \$V = 2; 1;\n");
 utime(time + 5, time + 5, "$lib/Shared.pm");
-ok(wait_for(sub { $p->get('/mod.plx')->{content} =~ /^2 / }, 10),
+ok(wait_for(sub { $p->get('/mod.plx')->{content} =~ /^2 / }),
     'a changed module is picked up (its worker is recycled)');
 ok($p->wait_log(qr/a module it loaded changed/), 'logged');
 
@@ -182,7 +230,7 @@ ok($p->wait_log(qr/a module it loaded changed/), 'logged');
     $conf =~ s{^preload = .*$}{preload = root/startup2.pl}m or die 'no preload line';
     write_file($p->conf_file, $conf);
     $p->signal('HUP');
-    ok(wait_for(sub { $p->get('/mod.plx')->{content} =~ /^\d+ second \d+$/ }, 10),
+    ok(wait_for(sub { $p->get('/mod.plx')->{content} =~ /^\d+ second \d+$/ }),
         'after SIGHUP new workers run the new preload file');
 }
 $p->stop;
@@ -198,79 +246,90 @@ ok(!$bad, 'a preload file that dies stops plxd from starting');
 like($@, qr/broken preload/, 'and says why');
 
 # --- queue: workers=1, one request waits, the next is refused ---
+# The running script holds the worker until the test releases it. Of two
+# more requests one is queued and the other refused, whichever comes first;
+# queue_timeout (60 s) is far above the 10 s within which the refusal must
+# come, so it cannot be a queued request timing out.
 my $q = PlxdTest->start(
     files    => \%files,
     handlers => { '.plx' => 'perl' },
-    sections => { perl => { workers => 1, queue => 1, queue_timeout => '5s' } },
+    sections => { perl => { workers => 1, queue => 1, queue_timeout => '60s' } },
 );
 pid_of($q);
-my @kids;
-for my $i (1 .. 2) {
-    my $kid = fork // die;
-    if (!$kid) {
-        my $r = $q->get('/sleep.plx');
-        POSIX::_exit($r->{status} == 200 ? 0 : 1);
-    }
-    push @kids, $kid;
-    select(undef, undef, undef, 0.2);
-}
+my ($running, $release) = ($q->dir . '/running', $q->dir . '/release');
+my $first = $q->connect;
+$first->syswrite("GET /wait.plx?$running&$release HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+ok(wait_for(sub { -e $running }), 'one request runs');
+my @more = map {
+    my $c = $q->connect;
+    $c->syswrite("GET /pid.plx HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    $c
+} 1 .. 2;
 my $t1 = time;
-my $refused = $q->get('/pid.plx');
-is($refused->{status}, 503, 'beyond the queue: 503');
-ok(time - $t1 < 0.5, 'at once');
-is($refused->{headers}{'retry-after'}, 1, 'with Retry-After');
-my $waited = 0;
-for (@kids) { waitpid $_, 0; $waited++ if $? == 0 }
-is($waited, 2, 'the running and the queued request were both served');
+my ($answered) = IO::Select->new(@more)->can_read(30);
+my $waited_s = time - $t1;
+my ($queued) = grep { !$answered || $_ != $answered } @more;
+my $refused = $answered ? PlxdTest::read_until_closed($answered, 30) : '';
+like($refused, qr{^HTTP/1\.1 503 }, 'beyond the queue: 503');
+ok($waited_s < 10, sprintf('at once (%.2f s)', $waited_s));
+like($refused, qr/^Retry-After: 1\r$/m, 'with Retry-After');
+ok(!IO::Select->new($queued)->can_read(0), 'the other one waits in the queue');
+write_file($release, '');
+like(PlxdTest::read_until_closed($first, 30), qr{^HTTP/1\.1 200 .*released}s, 'the running request is served');
+like(PlxdTest::read_until_closed($queued, 30), qr{^HTTP/1\.1 200 .*\r\n\r\n\d+\n}s,
+    'and so is the queued one');
 $q->stop;
 
-# Two workers run two scripts at the same time.
+# Two workers run two scripts at the same time: each waits until the other
+# has started, which only two scripts running side by side can do.
 my $two = PlxdTest->start(
     files    => \%files,
     handlers => { '.plx' => 'perl' },
     sections => { perl => { workers => 2 } },
 );
 pid_of($two);
-my $t2 = time;
+my $meet = $two->dir . '/meet';
+mkdir $meet or die "mkdir $meet: $!";
 my @par;
 for (1 .. 2) {
     my $kid = fork // die;
-    if (!$kid) { POSIX::_exit($two->get('/sleep.plx')->{status} == 200 ? 0 : 1) }
+    if (!$kid) { POSIX::_exit($two->get("/meet.plx?$meet&2")->{content} eq "met\n" ? 0 : 1) }
     push @par, $kid;
 }
 my $okpar = 0;
 for (@par) { waitpid $_, 0; $okpar++ if $? == 0 }
-is($okpar, 2, 'two one-second scripts');
-ok(time - $t2 < 1.8, sprintf('ran side by side (%.2f s)', time - $t2));
+is($okpar, 2, 'two scripts ran side by side (each saw the other start)');
 
 $two->stop;
 
-# A client that leaves: a script that soon ends keeps its worker; one that
-# runs on is ended after a grace period, and the next request is served.
+# A client that leaves: a script that soon ends (0.3 s) keeps its worker;
+# one that runs on (60 s) is ended after the grace period (2 s), and the
+# next request is served: within 20 s, so not after the whole script.
 my $gone = PlxdTest->start(
     files => {
         %files,
         'drip.plx' => "\$| = 1;\nprint \"Content-Type: text/plain\\n\\n\";\n"
-            . "for (1 .. (\$ENV{QUERY_STRING} || 1) * 10) { print \"drop\\n\"; select(undef, undef, undef, 0.1) }\n",
+            . "for (1 .. \$ENV{QUERY_STRING}) { print \"drop\\n\"; select(undef, undef, undef, 0.1) }\n",
     },
     handlers => { '.plx' => 'perl' },
     sections => { perl => { workers => 1 } },
 );
 my $gpid = pid_of($gone);
-for my $secs (1, 6) {
+for my $drops (3, 600) {
     my $sock = $gone->connect;
-    print $sock "GET /drip.plx?$secs HTTP/1.1\r\nHost: x\r\n\r\n";
+    print $sock "GET /drip.plx?$drops HTTP/1.1\r\nHost: x\r\n\r\n";
     my $got = '';
     sysread($sock, $got, 4096, length $got) until $got =~ /drop/;
     close $sock;
     my $t = time;
     my $next = pid_of($gone);
+    my $secs = $drops / 10;
     like($next, qr/^\d+$/, "after a client left a ${secs}s script, the next request is served");
-    if ($secs == 1) {
+    if ($drops == 3) {
         is($next, $gpid, 'by the same worker: the script finished');
     } else {
         isnt($next, $gpid, 'by a new worker: the script was ended');
-        ok(time - $t < 5, 'after the grace period, not the whole script');
+        ok(time - $t < 20, 'after the grace period, not the whole script');
     }
 }
 

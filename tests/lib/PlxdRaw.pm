@@ -36,11 +36,13 @@ sub responses {
 }
 
 # Reads from a connected socket until n responses (interim 1xx ones not
-# counted, unless interim => 1) are complete, or timeout seconds pass; checks their framing as
-# responses does, and that nothing follows them. Returns them.
+# counted, unless interim => 1) are complete, or timeout seconds pass (30 by
+# default: it ends as soon as they are, and a loaded machine is slow);
+# checks their framing as responses does, and that nothing follows them.
+# Returns them.
 sub read_responses {
     my ($sock, $n, %o) = @_;
-    my $until = Time::HiRes::time() + ($o{timeout} // 10);
+    my $until = Time::HiRes::time() + ($o{timeout} // 30);
     my $sel = IO::Select->new($sock);
     my $bytes = '';
     my ($out, $left, $problem) = ([], '', undef);

@@ -48,11 +48,13 @@ sub plxd_bin   { $ENV{PLXD_BIN} // die "PLXD_BIN is not set (run the tests throu
 sub build_dir  { $ENV{PLXD_BUILD_DIR} // File::Spec->rel2abs('build') }
 sub source_dir { $ENV{PLXD_SOURCE_DIR} // File::Spec->rel2abs('.') }
 
-# Polls cond every 20 ms until it returns true or timeout seconds pass.
-# Returns cond's last value. This is how tests wait: never a fixed sleep.
+# Polls cond every 20 ms until it returns true or timeout seconds pass
+# (30 by default: generous, since a loaded machine is slow and the wait ends
+# as soon as cond holds). Returns cond's last value. This is how tests wait:
+# never a fixed sleep.
 sub wait_for {
     my ($cond, $timeout) = @_;
-    my $until = time + ($timeout // 10);
+    my $until = time + ($timeout // 30);
     while (1) {
         my $v = $cond->();
         return $v if $v || time > $until;
