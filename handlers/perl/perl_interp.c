@@ -4,18 +4,30 @@
  * request's variables (the real environment, so programs started with
  * system() see it), fds 0 and 1 are the request body and the response
  * (programs started by the script inherit them and write into the
- * response), the working directory is the script's folder. What a script
- * changes by accident is put back after each request: STDIN, STDOUT and
- * STDERR (closed, reopened elsewhere in Perl or under it on fds 0-2, layers
- * pushed, tied, their globs replaced), select, $|, $/, $\, $,, $", $;, $^W,
- * %SIG and alarm, @INC, @ARGV; $0 and $^T are set per request; children
- * it left are reaped. Checks are pointer and flag comparisons and one fstat
- * per standard fd: only what changed costs anything to restore.
+ * response), the working directory is the script's folder, $^X the perl
+ * matching the embedded libperl. What a script changes by accident is put
+ * back after each request: STDIN, STDOUT and STDERR (closed, reopened
+ * elsewhere in Perl or under it on fds 0-2, layers pushed, tied, their
+ * globs replaced, their tell), select, $|, $/, $\, $,, $", $;, $^W, $^I,
+ * $?, %SIG and alarm, @INC, @ARGV; $0 and $^T are set per request; %SIG
+ * is set to what the script's own compile left; children it left are
+ * reaped. Checks are pointer and flag comparisons and one fstat per
+ * standard fd: only what changed costs anything to restore.
  *
- * exit must end the request, not the process: CORE::GLOBAL::exit is
- * replaced (before any user code compiles) by an XS function that records
- * the call and unwinds with my_exit(), like perl's own exit; every call into
- * Perl runs under a JMPENV of ours that catches that unwinding. */
+ * The script runs as a top-level program: its sub is called without
+ * G_EVAL, so $^S is 0 at its top level and a die there is perl's own
+ * top-level die, which prints the message to STDERR and unwinds with
+ * my_failure_exit(). exit must end the request, not the process:
+ * CORE::GLOBAL::exit is replaced (before any user code compiles) by an XS
+ * function that records the call and unwinds with my_exit(), like perl's
+ * own exit. Every call into Perl runs under a JMPENV of ours that catches
+ * both unwindings; ended_by() tells them apart.
+ *
+ * A script written as a FastCGI accept loop (CGI::Fast, FCGI) runs one
+ * turn of its loop per request: PLXD/Worker.pm points FCGI's accept at
+ * fcgi_accept() below, which answers the request, waits for the next one
+ * and, when it is for the same script, sets it up and lets the loop go on;
+ * otherwise the loop ends and the script returns. */
 #include "perl_interp.h"
 #include "perl_registry.h"
 #include "alloc.h"
@@ -60,6 +72,21 @@ struct module_file {
 	struct stat st;
 };
 
+/* Where a FastCGI-style script stands in its accept loop. */
+struct fcgi_state {
+	int accepted;           /* its first accept took the request that
+				   started the run */
+	int answered;           /* the current request has been answered: its
+				   output goes nowhere (fd 1 is /dev/null) */
+	int last_call;          /* FCGI's LastCall: the next accept ends the loop */
+	struct perl_run *pending; /* a request for another script, which ended
+				     the loop: served once the script returns */
+	struct perl_stderr_hold after; /* fd 2 while the script runs on after
+					  its request was answered */
+	uint64_t turn_start;    /* now_us() when the current request began */
+	unsigned long turn_forks;
+};
+
 struct perl_interp {
 	PerlInterpreter *perl;
 	struct perl_registry *registry;
@@ -68,6 +95,7 @@ struct perl_interp {
 	int stderr_fd;          /* copy of the original fd 2, to restore it */
 	int stdin_body;         /* fd 0 holds a request body */
 	struct std_state std[3];
+	Off_t std_posn[2];      /* tell(STDIN), tell(STDOUT) when opened */
 	GV *std_gv[3];          /* STDIN, STDOUT, STDERR */
 	GV *std_keep[3];        /* aliases sharing their original GPs */
 	IO *std_io[3];          /* their original IOs (kept by Worker.pm) */
@@ -75,12 +103,16 @@ struct perl_interp {
 	CV *restore_std;        /* PLXD::Worker::restore_std */
 	CV *open_data;          /* PLXD::Worker::open_data */
 	CV *cgi_pm_reset;       /* PLXD::Worker::cgi_pm_reset */
+	CV *fcgi_install;       /* PLXD::Worker::fcgi_install */
+	int fcgi_installed;
+	SV *sv_execname;        /* $^X */
 
 	AV *base_inc;           /* @INC after set-up */
 	AV *system_inc;         /* Perl's own folders: modules there are not watched */
 	HV *sig;                /* %SIG */
 	SV *base_sig[SIG_SIZE]; /* %SIG after set-up (NULL: default) */
 	SV *base_warnhook, *base_diehook;
+	HV *base_overrides;     /* CORE::GLOBAL:: subs after set-up: name -> CV address */
 	bool base_dowarn;
 	SV *sv_zero, *sv_rs, *sv_ors, *sv_ofs, *sv_listsep, *sv_subsep;
 
@@ -98,6 +130,12 @@ struct perl_interp {
 	unsigned long forks_reaped; /* forks whose children are all reaped */
 	int exit_called;        /* the script called exit (our override) */
 	int exit_status;
+
+	const struct perl_transport *transport;
+	struct perl_run *run;   /* the request being served */
+	struct perl_script *script; /* its script, once compiled */
+	struct fcgi_state fcgi;
+	int stop;               /* serve no other request */
 };
 
 /* One interpreter per process: the XS exit and the fork hook find it here. */
@@ -122,23 +160,44 @@ static PerlIO *std_handle(pTHX_ struct perl_interp *pi, int fd);
 static void std_record(pTHX_ struct perl_interp *pi, int fd);
 static void std_record_target(struct perl_interp *pi, int fd, int target);
 static int std_glob_changed(pTHX_ struct perl_interp *pi, int fd);
-static void std_glob_restore(pTHX_ struct perl_interp *pi, int fd);
+static void std_glob_restore(pTHX_ struct perl_interp *pi, int fd, int in_script);
 static int std_fd_moved(struct perl_interp *pi, int fd);
 static enum std_check std_check(pTHX_ struct perl_interp *pi, int fd);
 static void std_reopen(pTHX_ struct perl_interp *pi, int fd, int target);
-static void stdio_begin(struct perl_interp *pi, struct perl_run *run);
-static void stdio_end(pTHX_ struct perl_interp *pi, struct perl_run *run);
+static void std_rewind(pTHX_ struct perl_interp *pi);
+static void stdio_begin(pTHX_ struct perl_interp *pi, struct perl_run *run);
+static void stdio_end(pTHX_ struct perl_interp *pi, struct perl_run *run, int in_script);
 static void globals_begin(pTHX_ struct perl_interp *pi, const struct perl_run *run);
 static void globals_end(pTHX_ struct perl_interp *pi);
+static void switches_apply(pTHX_ struct perl_interp *pi, const struct perl_script_switches *sw);
 static void signals_reset(pTHX_ struct perl_interp *pi);
+static AV *signals_snapshot(pTHX_ struct perl_interp *pi);
+static void signals_apply(pTHX_ struct perl_interp *pi, AV *sig);
 static AV *av_copy(pTHX_ AV *av);
 static int av_same(pTHX_ AV *a, AV *b);
 static void av_assign(pTHX_ AV *dst, AV *src);
 static void report(pTHX_ struct perl_interp *pi, SV *err);
+static enum perl_outcome ended_by(pTHX_ struct perl_interp *pi, int ret, int saved_errno);
+static AV *overrides_hide(pTHX_ struct perl_interp *pi);
+static void overrides_restore(pTHX_ AV *hidden);
+static void run_request(struct perl_interp *pi, struct perl_run *run);
+static struct perl_script *script_fetch(pTHX_ struct perl_interp *pi, struct perl_run *run);
 static void run_ends(pTHX_ struct perl_interp *pi, struct perl_script *s);
+static void open_data(pTHX_ struct perl_interp *pi, struct perl_script *s);
+static void tail_sent(struct perl_interp *pi);
 static void modules_record(pTHX_ struct perl_interp *pi);
+static int fcgi_accept(pTHX_ struct perl_interp *pi);
+static int fcgi_answer(pTHX_ struct perl_interp *pi);
+static void fcgi_turn_begin(pTHX_ struct perl_interp *pi, struct perl_run *run);
+static int fcgi_loop_end(pTHX_ struct perl_interp *pi);
+static void fcgi_hold_stderr(pTHX_ struct perl_interp *pi);
+static void fcgi_release_stderr(pTHX_ struct perl_interp *pi);
 
 XS(xs_exit);
+XS(xs_fcgi_accept);
+XS(xs_fcgi_finish);
+XS(xs_fcgi_flush);
+XS(xs_fcgi_last_call);
 
 /* ---- set-up ---- */
 
@@ -154,11 +213,62 @@ XS(xs_exit)
 	my_exit((U32)status & 0xff);
 }
 
+/* PLXD::Worker::fcgi_accept(): FCGI's Accept for a script plxd runs;
+ * 0 with a request, -1 when its loop must end. */
+XS(xs_fcgi_accept)
+{
+	dXSARGS;
+	PERL_UNUSED_VAR(items);
+	int rc = current ? fcgi_accept(aTHX_ current) : -1;
+	XSRETURN_IV(rc);
+}
+
+/* PLXD::Worker::fcgi_finish(): FCGI's Finish, the request answered now. */
+XS(xs_fcgi_finish)
+{
+	dXSARGS;
+	PERL_UNUSED_VAR(items);
+	struct perl_interp *pi = current;
+	if (pi && pi->script && pi->fcgi.accepted && !pi->fcgi.answered && !forked_child) {
+		(void)fcgi_answer(aTHX_ pi);
+		fcgi_hold_stderr(aTHX_ pi);
+	}
+	XSRETURN_EMPTY;
+}
+
+/* PLXD::Worker::fcgi_flush(): FCGI's Flush, what STDOUT holds sent now. */
+XS(xs_fcgi_flush)
+{
+	dXSARGS;
+	PERL_UNUSED_VAR(items);
+	if (current) {
+		PerlIO *out = std_handle(aTHX_ current, 1);
+		if (out)
+			PerlIO_flush(out);
+	}
+	XSRETURN_EMPTY;
+}
+
+/* PLXD::Worker::fcgi_last_call(): FCGI's LastCall, the loop ends at its
+ * next accept. */
+XS(xs_fcgi_last_call)
+{
+	dXSARGS;
+	PERL_UNUSED_VAR(items);
+	if (current)
+		current->fcgi.last_call = 1;
+	XSRETURN_EMPTY;
+}
+
 static void xs_init(pTHX)
 {
 	static const char file[] = __FILE__;
 	newXS("DynaLoader::boot_DynaLoader", boot_DynaLoader, file);
 	newXS("PLXD::Worker::exit", xs_exit, file);
+	newXS("PLXD::Worker::fcgi_accept", xs_fcgi_accept, file);
+	newXS("PLXD::Worker::fcgi_finish", xs_fcgi_finish, file);
+	newXS("PLXD::Worker::fcgi_flush", xs_fcgi_flush, file);
+	newXS("PLXD::Worker::fcgi_last_call", xs_fcgi_last_call, file);
 }
 
 
@@ -328,6 +438,14 @@ struct perl_interp *perl_interp_create(const struct perl_interp_options *o, int 
 	pthread_atfork(NULL, on_fork_parent, on_fork_child);
 	install_sigpipe();
 
+	/* $^X: under CGI the perl running the script, which programs the
+	 * script starts with it ($^X -e ..., system $^X, ...) expect; the
+	 * worker binary would refuse to run them. PLXD_PERL_PATH is
+	 * $Config{perlpath} of the perl whose libperl the worker is built
+	 * against. */
+	pi->sv_execname = GvSV(gv_fetchpvs("\030", GV_ADD | GV_NOTQUAL, SVt_PV));
+	sv_setpvs(pi->sv_execname, PLXD_PERL_PATH);
+
 	struct eval_arg boot = { .code = worker_pm };
 	if (protect(aTHX_ do_eval, &boot) != 0 || SvTRUE(ERRSV)) {
 		snprintf(err, errlen, "worker bootstrap failed: %s", SvPV_nolen(ERRSV));
@@ -337,6 +455,7 @@ struct perl_interp *perl_interp_create(const struct perl_interp_options *o, int 
 	pi->restore_std = get_cv("PLXD::Worker::restore_std", 0);
 	pi->open_data = get_cv("PLXD::Worker::open_data", 0);
 	pi->cgi_pm_reset = get_cv("PLXD::Worker::cgi_pm_reset", 0);
+	pi->fcgi_install = get_cv("PLXD::Worker::fcgi_install", 0);
 
 	AV *inc = GvAVn(PL_incgv);
 	pi->system_inc = av_copy(aTHX_ inc);
@@ -367,6 +486,18 @@ struct perl_interp *perl_interp_create(const struct perl_interp_options *o, int 
 	pi->base_warnhook = PL_warnhook ? newSVsv(PL_warnhook) : NULL;
 	pi->base_diehook = PL_diehook ? newSVsv(PL_diehook) : NULL;
 	pi->base_dowarn = PL_dowarn;
+	pi->base_overrides = newHV();
+	HV *global = gv_stashpvs("CORE::GLOBAL", 0); /* Worker.pm made it */
+	if (global) {
+		HE *he;
+		hv_iterinit(global);
+		while ((he = hv_iternext(global))) {
+			GV *gv = (GV *)HeVAL(he);
+			if (isGV_with_GP(gv) && GvCV(gv))
+				(void)hv_store(pi->base_overrides, HeKEY(he), HeKLEN(he),
+						newSViv(PTR2IV(GvCV(gv))), 0);
+		}
+	}
 	pi->sv_zero = GvSV(gv_fetchpvs("0", GV_ADD | GV_NOTQUAL, SVt_PV));
 	pi->sv_rs = GvSV(gv_fetchpvs("/", GV_ADD | GV_NOTQUAL, SVt_PV));
 	pi->sv_ors = GvSV(gv_fetchpvs("\\", GV_ADD | GV_NOTQUAL, SVt_PV));
@@ -412,6 +543,7 @@ void perl_interp_destroy(struct perl_interp *pi)
 			SvREFCNT_dec(pi->base_sig[i]);
 		SvREFCNT_dec(pi->base_warnhook);
 		SvREFCNT_dec(pi->base_diehook);
+		SvREFCNT_dec(pi->base_overrides);
 		perl_destruct(pi->perl);
 		perl_free(pi->perl);
 		PERL_SYS_TERM();
@@ -564,6 +696,30 @@ static void std_record(pTHX_ struct perl_interp *pi, int fd)
 	pi->std[fd].f = f;
 	pi->std[fd].top = f ? *f : NULL;
 	pi->std[fd].flags = f && *f ? PerlIOBase(f)->flags : 0;
+	if (fd < 2 && f && *f && PerlIOBase(f)->tab == &PerlIO_perlio)
+		pi->std_posn[fd] = PerlIOSelf(f, PerlIOBuf)->posn;
+}
+
+/* tell(STDIN) and tell(STDOUT) as a fresh process would have them: the
+ * buffer layer counts every byte that went through it, so by the second
+ * request tell(STDOUT) would say the script printed already (CGI::Carp's
+ * fatalsToBrowser then leaves out its header block). Only an empty
+ * buffer, the stock layer, the worker's own PerlIO. */
+static void std_rewind(pTHX_ struct perl_interp *pi)
+{
+	for (int fd = 0; fd < 2; fd++) {
+		PerlIO *f = std_handle(aTHX_ pi, fd);
+		if (!f || f != pi->std[fd].f || !*f || PerlIOBase(f)->tab != &PerlIO_perlio)
+			continue;
+		PerlIOBuf *b = PerlIOSelf(f, PerlIOBuf);
+		U32 flags = PerlIOBase(f)->flags;
+		if (((flags & PERLIO_F_WRBUF) && b->ptr != b->buf) ||
+				((flags & PERLIO_F_RDBUF) && b->ptr != b->end))
+			continue;
+		b->ptr = b->end = b->buf;
+		PerlIOBase(f)->flags &= ~(PERLIO_F_RDBUF | PERLIO_F_WRBUF);
+		b->posn = pi->std_posn[fd];
+	}
 }
 
 /* Notes which file target is (fd gets a copy of it between requests). */
@@ -613,13 +769,18 @@ static void do_restore_std(pTHX_ void *p)
 
 /* Puts back the glob and IO (through PLXD::Worker::restore_std) and unties
  * the handle, under protect: a tie object's DESTROY is user code, which may
- * call exit. */
-static void std_glob_restore(pTHX_ struct perl_interp *pi, int fd)
+ * call exit. Inside a running script (a FastCGI accept) the script's own
+ * protection catches that: an exit there ends the script's run, and a
+ * JMPENV of ours would return into a C frame whose Perl caller is gone. */
+static void std_glob_restore(pTHX_ struct perl_interp *pi, int fd, int in_script)
 {
 	struct restore_arg a = { pi, fd };
 	ENTER;
 	SAVETMPS;
-	(void)protect(aTHX_ do_restore_std, &a);
+	if (in_script)
+		do_restore_std(aTHX_ &a);
+	else
+		(void)protect(aTHX_ do_restore_std, &a);
 	FREETMPS;
 	LEAVE;
 }
@@ -676,8 +837,9 @@ static void std_reopen(pTHX_ struct perl_interp *pi, int fd, int target)
 
 /* The body, if any, goes on fd 0; the last stdio_end left STDIN clean on
  * /dev/null. */
-static void stdio_begin(struct perl_interp *pi, struct perl_run *run)
+static void stdio_begin(pTHX_ struct perl_interp *pi, struct perl_run *run)
 {
+	std_rewind(aTHX_ pi);
 	if (run->stdin_fd < 0)
 		return;
 	dup2(run->stdin_fd, 0);
@@ -705,12 +867,13 @@ void perl_interp_set_stdout(struct perl_interp *pi, int fd)
  * What STDOUT still buffers is left there for the caller (run->tail) when
  * STDOUT is the stock buffer layer on the response channel; otherwise it
  * is flushed to where the script sent it, as a CGI process's would be when
- * it exits. */
-static void stdio_end(pTHX_ struct perl_interp *pi, struct perl_run *run)
+ * it exits. in_script: called by a script still running (a FastCGI
+ * accept; see std_glob_restore). */
+static void stdio_end(pTHX_ struct perl_interp *pi, struct perl_run *run, int in_script)
 {
 	for (int fd = 0; fd < 3; fd++)
 		if (std_glob_changed(aTHX_ pi, fd))
-			std_glob_restore(aTHX_ pi, fd);
+			std_glob_restore(aTHX_ pi, fd, in_script);
 
 	GV *out_gv = pi->std_gv[1];
 	PerlIO *out = std_handle(aTHX_ pi, 1);
@@ -771,10 +934,18 @@ static void globals_begin(pTHX_ struct perl_interp *pi, const struct perl_run *r
 		sv_setpv(pi->sv_zero, run->script);
 		SvSETMAGIC(pi->sv_zero);
 	}
+	SV *x = pi->sv_execname;
+	if (!SvPOK(x) || SvCUR(x) != sizeof PLXD_PERL_PATH - 1 ||
+			memcmp(SvPVX(x), PLXD_PERL_PATH, sizeof PLXD_PERL_PATH - 1) != 0)
+		sv_setpvs(x, PLXD_PERL_PATH);
 	AV *argv = GvAVn(PL_argvgv);
 	if (av_count(argv) > 0)
 		av_clear(argv);
 	sv_setpvs(ERRSV, "");
+	STATUS_ALL_SUCCESS; /* $? */
+	/* No handle read yet: no $., no ", <STDIN> line 3" in messages. */
+	PL_last_in_gv = NULL;
+	IoLINES(pi->std_io[0]) = 0;
 	pi->exit_called = 0;
 	pi->exit_status = 0;
 }
@@ -782,21 +953,23 @@ static void globals_begin(pTHX_ struct perl_interp *pi, const struct perl_run *r
 /* Two handler values are the same: the same code, or equal strings. */
 static int handler_same(pTHX_ SV *a, SV *b)
 {
-	if (!a || !b)
-		return a == b;
+	if (a == b)
+		return 1;
+	if (!a || !b || a == PERL_WARNHOOK_FATAL || b == PERL_WARNHOOK_FATAL)
+		return 0;
 	if (SvROK(a) || SvROK(b))
 		return SvROK(a) && SvROK(b) && SvRV(a) == SvRV(b);
 	return sv_eq(a, b);
 }
 
 /* $SIG{__WARN__} and $SIG{__DIE__}: the hook and the %SIG element both hold
- * the value, so both are put back, through the element's magic. */
-static void hook_reset(pTHX_ struct perl_interp *pi, SV **hook, SV *base, const char *name)
+ * the value, so both are set, through the element's magic. */
+static void hook_set(pTHX_ struct perl_interp *pi, SV **hook, SV *to, const char *name)
 {
-	if (handler_same(aTHX_ *hook, base))
+	if (handler_same(aTHX_ *hook, to))
 		return;
 	I32 len = (I32)strlen(name);
-	if (!base) {
+	if (!to) {
 		(void)hv_delete(pi->sig, name, len, G_DISCARD);
 		if (*hook && *hook != PERL_WARNHOOK_FATAL) {
 			SV *old = *hook;
@@ -807,49 +980,117 @@ static void hook_reset(pTHX_ struct perl_interp *pi, SV **hook, SV *base, const 
 	}
 	SV **svp = hv_fetch(pi->sig, name, len, 1);
 	if (svp) {
-		sv_setsv(*svp, base);
+		sv_setsv(*svp, to);
 		SvSETMAGIC(*svp);
 	}
 }
 
-static void signals_reset(pTHX_ struct perl_interp *pi)
+/* Signal i's handler becomes to (NULL: the default). */
+static void signal_set(pTHX_ struct perl_interp *pi, int i, SV *to)
 {
-	HV *sig = pi->sig;
-	for (int i = 1; PL_psig_ptr && i < SIG_SIZE; i++) {
-		SV *now = PL_psig_ptr[i];
-		SV *base = pi->base_sig[i];
-		if (!now && !base)
-			continue;
-		if (now && base && handler_same(aTHX_ now, base))
-			continue;
-		const char *name = PL_sig_name[i];
-		I32 len = (I32)strlen(name);
-		if (base) {
-			SV **svp = hv_fetch(sig, name, len, 1);
+	if (handler_same(aTHX_ PL_psig_ptr[i], to))
+		return;
+	const char *name = PL_sig_name[i];
+	I32 len = (I32)strlen(name);
+	if (to) {
+		SV **svp = hv_fetch(pi->sig, name, len, 1);
+		if (svp) {
+			sv_setsv(*svp, to);
+			SvSETMAGIC(*svp);
+		}
+	} else {
+		/* Deleting the element clears the handler (SIG_DFL). If the
+		 * element is gone (local %SIG), make one first. */
+		(void)hv_delete(pi->sig, name, len, G_DISCARD);
+		if (PL_psig_ptr[i]) {
+			SV **svp = hv_fetch(pi->sig, name, len, 1);
 			if (svp) {
-				sv_setsv(*svp, base);
+				sv_setpvs(*svp, "DEFAULT");
 				SvSETMAGIC(*svp);
 			}
-		} else {
-			/* Deleting the element clears the handler (SIG_DFL). If
-			 * the element is gone (local %SIG), make one first. */
-			(void)hv_delete(sig, name, len, G_DISCARD);
-			if (PL_psig_ptr[i]) {
-				SV **svp = hv_fetch(sig, name, len, 1);
-				if (svp) {
-					sv_setpvs(*svp, "DEFAULT");
-					SvSETMAGIC(*svp);
-				}
-				(void)hv_delete(sig, name, len, G_DISCARD);
-			}
+			(void)hv_delete(pi->sig, name, len, G_DISCARD);
 		}
-		if (i == SIGPIPE && !base)
-			install_sigpipe();
 	}
-	hook_reset(aTHX_ pi, &PL_warnhook, pi->base_warnhook, "__WARN__");
-	hook_reset(aTHX_ pi, &PL_diehook, pi->base_diehook, "__DIE__");
+	if (i == SIGPIPE && !to)
+		install_sigpipe();
+}
+
+/* %SIG as the interpreter's set-up (the preload) left it. */
+static void signals_reset(pTHX_ struct perl_interp *pi)
+{
+	for (int i = 1; PL_psig_ptr && i < SIG_SIZE; i++)
+		if (PL_psig_ptr[i] != pi->base_sig[i])
+			signal_set(aTHX_ pi, i, pi->base_sig[i]);
+	hook_set(aTHX_ pi, &PL_warnhook, pi->base_warnhook, "__WARN__");
+	hook_set(aTHX_ pi, &PL_diehook, pi->base_diehook, "__DIE__");
 	/* A pending alarm would kill the idle worker (SIGALRM's default). */
 	alarm(0);
+}
+
+/* Where %SIG differs from the interpreter's set-up right after a script
+ * compiled: the hooks its modules installed as they loaded (CGI::Carp's
+ * __DIE__ and __WARN__), its own BEGIN blocks' handlers. Pairs of signal
+ * number (0: __WARN__, -1: __DIE__) and handler (undef: none); NULL when
+ * nothing differs, the common case. */
+static AV *signals_snapshot(pTHX_ struct perl_interp *pi)
+{
+	AV *diff = NULL;
+	for (int i = -1; i < SIG_SIZE; i++) {
+		SV *now, *base;
+		if (i == -1) {
+			now = PL_diehook;
+			base = pi->base_diehook;
+		} else if (i == 0) {
+			now = PL_warnhook == PERL_WARNHOOK_FATAL ? NULL : PL_warnhook;
+			base = pi->base_warnhook;
+		} else {
+			now = PL_psig_ptr ? PL_psig_ptr[i] : NULL;
+			base = pi->base_sig[i];
+		}
+		if (handler_same(aTHX_ now, base))
+			continue;
+		if (!diff)
+			diff = newAV();
+		av_push(diff, newSViv(i));
+		av_push(diff, now ? newSVsv(now) : newSV(0));
+	}
+	return diff;
+}
+
+/* Makes %SIG what signals_snapshot saw, from the interpreter's set-up
+ * (where each request ends). */
+static void signals_apply(pTHX_ struct perl_interp *pi, AV *sig)
+{
+	SV **pair = AvARRAY(sig);
+	for (Size_t n = av_count(sig); n >= 2; n -= 2, pair += 2) {
+		IV i = SvIVX(pair[0]);
+		SV *to = SvOK(pair[1]) ? pair[1] : NULL;
+		if (i == -1)
+			hook_set(aTHX_ pi, &PL_diehook, to, "__DIE__");
+		else if (i == 0)
+			hook_set(aTHX_ pi, &PL_warnhook, to, "__WARN__");
+		else if (PL_psig_ptr)
+			signal_set(aTHX_ pi, (int)i, to);
+	}
+}
+
+/* What the script's #! line asks for, each run (globals_end undoes it). */
+static void switches_apply(pTHX_ struct perl_interp *pi, const struct perl_script_switches *sw)
+{
+	PL_dowarn = sw->dowarn;
+	PL_unsafe = sw->unsafe;
+	if (sw->rs) {
+		sv_setsv(pi->sv_rs, sw->rs);
+		SvSETMAGIC(pi->sv_rs);
+	}
+	if (sw->ors) {
+		sv_setsv(pi->sv_ors, sw->ors);
+		SvSETMAGIC(pi->sv_ors);
+	}
+	if (sw->inplace) {
+		Safefree(PL_inplace);
+		PL_inplace = savesvpv(sw->inplace);
+	}
 }
 
 static void globals_end(pTHX_ struct perl_interp *pi)
@@ -873,6 +1114,11 @@ static void globals_end(pTHX_ struct perl_interp *pi)
 	if (!(SvPOK(ss) && SvCUR(ss) == 1 && SvPVX(ss)[0] == '\034'))
 		sv_setpvs(ss, "\034");
 	PL_dowarn = pi->base_dowarn;
+	PL_unsafe = FALSE;
+	if (PL_inplace) {
+		Safefree(PL_inplace);
+		PL_inplace = NULL;
+	}
 	if (hv_exists(GvHVn(PL_incgv), "CGI.pm", 6)) {
 		dSP;
 		PUSHMARK(SP);
@@ -911,29 +1157,99 @@ static void report(pTHX_ struct perl_interp *pi, SV *err)
 	}
 }
 
-struct fetch_arg {
+struct compile_arg {
 	struct perl_interp *pi;
 	const char *path;
-	struct perl_file_facts facts;
 	struct perl_script *script;
 	enum perl_fetch result;
 	int saved_errno;
 };
 
-static void do_fetch(pTHX_ void *p)
+static void do_compile(pTHX_ void *p)
 {
-	struct fetch_arg *a = p;
-	a->result = perl_registry_fetch(aTHX_ a->pi->registry, a->path, &a->facts, &a->script);
+	struct compile_arg *a = p;
+	a->result = perl_registry_compile(aTHX_ a->pi->registry, a->path, &a->script);
 	a->saved_errno = errno;
 }
 
-static void do_call(pTHX_ void *p)
+/* The script as a top-level program. Its sub is entered the way
+ * List::Util's MULTICALL enters a block (PUSH_MULTICALL in cop.h), on a
+ * stack of its own, without G_EVAL: $^S is 0 at its top level (1 inside
+ * its own evals), and a die no eval of its own catches is perl's
+ * top-level die. The sub's frame is marked as perl marks the frame it
+ * fakes for a regex code block (CXp_SUB_RE_FAKE), which caller() and
+ * return skip, and is not the stack's current sub: caller() at the top
+ * level is empty (`main() unless caller`), Carp's traces and CGI::Carp's
+ * "[date] script:" name the script, wantarray is undef, as in a program
+ * perl runs. String evals still see its file lexicals (find_runcv does
+ * not skip the frame), and a top-level return ends it, as the return of a
+ * regex code block does. */
+static void do_call_top(pTHX_ void *p)
 {
+	/* cx_pushsub reads the calling op's flags; there is none. */
+	static OP no_caller;
 	CV *cv = p;
+	OP *oldop = PL_op;
+	dSP; /* PUSHSTACKi switches it */
+	bool oldcatch = CATCH_GET;
+	PL_op = &no_caller;
+	CATCH_SET(TRUE); /* its evals catch with a JMPENV of their own */
+	PUSHSTACKi(PERLSI_MULTICALL);
+	PUTBACK;
+	PERL_CONTEXT *cx = cx_pushblock(CXt_SUB | CXp_MULTICALL | CXp_SUB_RE_FAKE, G_VOID,
+			PL_stack_sp, PL_savestack_ix);
+	cx_pushsub(cx, cv, NULL, 0);
+	PL_curstackinfo->si_cxsubix = cx->blk_sub.old_cxsubix;
+	CvDEPTH(cv)++;
+	if (CvDEPTH(cv) >= 2)
+		Perl_pad_push(aTHX_ CvPADLIST(cv), CvDEPTH(cv));
+	PAD_SET_CUR_NOSAVE(CvPADLIST(cv), CvDEPTH(cv));
+	PL_op = CvSTART(cv);
+	CALLRUNOPS(aTHX);
+	/* leavesub leaves a MULTICALL frame to its caller. */
+	cx = CX_CUR();
+	CX_LEAVE_SCOPE(cx);
+	cx_popsub_common(cx);
+	cx_popblock(cx);
+	CX_POP(cx);
+	POPSTACK;
+	CATCH_SET(oldcatch);
+	PL_op = oldop;
+}
+
+/* An END block, as perl calls them (call_list): inside an eval. */
+static void do_call_end(pTHX_ void *p)
+{
 	dSP;
 	PUSHMARK(SP);
 	PUTBACK;
-	call_sv((SV *)cv, G_VOID | G_DISCARD | G_EVAL);
+	call_sv((SV *)p, G_VOID | G_DISCARD | G_EVAL);
+}
+
+/* What unwound the stacks to protect()'s JMPENV. Perl takes the same jump
+ * (2, my_exit_jump) for each of these; each leaves its own trace:
+ * - our exit records itself;
+ * - CORE::exit (pp_exit) sets PERL_EXIT_EXPECTED;
+ * - a top-level die prints its message and calls my_failure_exit(), whose
+ *   status is errno, $? >> 8 or 255;
+ * - out of memory (croak_no_mem) prints "Out of memory!" and calls
+ *   my_exit(1), malloc's ENOMEM still in errno: status 1 with ENOMEM,
+ *   which a die cannot give (its status would be ENOMEM itself). */
+static enum perl_outcome ended_by(pTHX_ struct perl_interp *pi, int ret, int saved_errno)
+{
+	int core_exit = (PL_exit_flags & PERL_EXIT_EXPECTED) != 0;
+	PL_exit_flags &= ~PERL_EXIT_EXPECTED;
+	if (ret != 2)
+		return PERL_FATAL;
+	if (pi->exit_called)
+		return PERL_EXIT;
+	if (core_exit) {
+		pi->exit_status = (int)(PL_statusvalue & 0xff);
+		return PERL_EXIT;
+	}
+	if (PL_statusvalue == 1 && saved_errno == ENOMEM)
+		return PERL_FATAL;
+	return PERL_DIED;
 }
 
 /* The script's END blocks, after each request as under CGI (where they run
@@ -944,7 +1260,7 @@ static void run_ends(pTHX_ struct perl_interp *pi, struct perl_script *s)
 		return;
 	for (Size_t i = 0; i < av_count(s->ends); i++) {
 		CV *cv = (CV *)AvARRAY(s->ends)[i];
-		int ret = protect(aTHX_ do_call, cv);
+		int ret = protect(aTHX_ do_call_end, cv);
 		if (ret == 0 && SvTRUE(ERRSV)) {
 			SV *msg = sv_2mortal(newSVpvf("%" SVf "END failed--call queue aborted",
 						SVfARG(ERRSV)));
@@ -970,75 +1286,168 @@ static void open_data(pTHX_ struct perl_interp *pi, struct perl_script *s)
 	LEAVE;
 }
 
-void perl_interp_run(struct perl_interp *pi, struct perl_run *run)
+/* The compiled script for run, compiling it when it is new or its file
+ * changed; NULL with run->outcome set when it cannot run. */
+static struct perl_script *script_fetch(pTHX_ struct perl_interp *pi, struct perl_run *run)
+{
+	struct perl_file_facts facts = {
+		run->dev, run->ino, run->size, run->mtime_sec, run->mtime_nsec,
+	};
+	struct perl_script *script = perl_registry_lookup(aTHX_ pi->registry, run->script, &facts);
+	if (script)
+		return script;
+
+	uint64_t t0 = now_us();
+	struct compile_arg a = { .pi = pi, .path = run->script };
+	struct perl_stderr_hold hold;
+	AV *hidden = overrides_hide(aTHX_ pi);
+	perl_registry_hold_stderr(aTHX_ &hold);
+	int ret = protect(aTHX_ do_compile, &a);
+	int saved_errno = errno;
+	perl_registry_release_stderr(aTHX_ &hold, run->script, NULL);
+	overrides_restore(aTHX_ hidden);
+	run->compiled = 1;
+	run->compile_us = now_us() - t0;
+	if (ret != 0) {
+		/* exit in a BEGIN block: the output so far is the response;
+		 * the script is compiled again next time. (A die there is the
+		 * compile's error, caught by its eval.) */
+		run->outcome = ended_by(aTHX_ pi, ret, saved_errno);
+		return NULL;
+	}
+	if (a.result == PERL_FETCH_UNREADABLE) {
+		SV *msg = sv_2mortal(newSVpvf("cannot read %s: %s", run->script,
+					strerror(a.saved_errno)));
+		report(aTHX_ pi, msg);
+		run->outcome = PERL_NOT_FOUND;
+		run->compiled = 0;
+		run->compile_us = 0;
+		return NULL;
+	}
+	if (a.result == PERL_FETCH_ERROR) {
+		report(aTHX_ pi, ERRSV);
+		run->outcome = PERL_COMPILE_ERROR;
+		return NULL;
+	}
+	script = a.script;
+	AV *inc = GvAVn(PL_incgv);
+	if (!av_same(aTHX_ inc, pi->base_inc))
+		script->inc = av_copy(aTHX_ inc);
+	script->sig = signals_snapshot(aTHX_ pi);
+	/* FCGI is plxd's before the script that loaded it first runs. */
+	modules_record(aTHX_ pi);
+	return script;
+}
+
+/* Overrides of builtins (CORE::GLOBAL::die, ...) that a module installed
+ * when another script loaded it (CGI::Carp installs CORE::GLOBAL::die as
+ * it loads) are hidden while a script compiles: perl binds a call to the
+ * override when it compiles it, so each script gets the set-up's
+ * overrides and its own modules', as under CGI. Code compiled earlier
+ * finds its overrides through their globs when it runs: they are put back
+ * after the compile. Returns glob, sub pairs (NULL: none hidden). */
+static AV *overrides_hide(pTHX_ struct perl_interp *pi)
+{
+	HV *global = gv_stashpvs("CORE::GLOBAL", 0);
+	if (!global)
+		return NULL;
+	AV *hidden = NULL;
+	HE *he;
+	hv_iterinit(global);
+	while ((he = hv_iternext(global))) {
+		GV *gv = (GV *)HeVAL(he);
+		if (!isGV_with_GP(gv) || !GvCV(gv))
+			continue;
+		SV **base = hv_fetch(pi->base_overrides, HeKEY(he), HeKLEN(he), 0);
+		if (base && INT2PTR(CV *, SvIV(*base)) == GvCV(gv))
+			continue;
+		if (!hidden)
+			hidden = newAV();
+		av_push(hidden, SvREFCNT_inc_simple_NN((SV *)gv));
+		av_push(hidden, (SV *)GvCV(gv)); /* the glob's reference */
+		GvCV_set(gv, NULL);
+	}
+	return hidden;
+}
+
+static void overrides_restore(pTHX_ AV *hidden)
+{
+	if (!hidden)
+		return;
+	while (av_count(hidden) >= 2) {
+		GV *gv = (GV *)av_shift(hidden);
+		CV *cv = (CV *)av_shift(hidden);
+		if (!GvCV(gv))
+			GvCV_set(gv, cv);
+		else
+			SvREFCNT_dec(cv); /* the script's modules installed another */
+		SvREFCNT_dec(gv);
+	}
+	SvREFCNT_dec(hidden);
+}
+
+/* Runs one request's script (and, for a FastCGI-style script, the later
+ * requests its accept loop takes: pi->run is the last of them). */
+static void run_request(struct perl_interp *pi, struct perl_run *run)
 {
 	dTHXa(pi->perl);
-	run->outcome = PERL_OK;
-	run->exit_status = 0;
-	run->compiled = 0;
-	run->compile_us = run->run_us = 0;
-	unsigned long forks = pi->forks;
+	struct fcgi_state *f = &pi->fcgi;
+	struct perl_run after_loop = { .script = run->script };
+	*run = (struct perl_run){ .script = run->script, .dev = run->dev, .ino = run->ino,
+		.size = run->size, .mtime_sec = run->mtime_sec, .mtime_nsec = run->mtime_nsec,
+		.env = run->env, .stdin_fd = run->stdin_fd };
+	pi->run = run;
+	pi->script = NULL;
+	memset(f, 0, sizeof *f);
+	f->after.held = f->after.log = -1;
 
 	ENTER;
 	SAVETMPS;
 	env_sync(aTHX_ pi, run->env);
 	change_dir(run->script);
-	stdio_begin(pi, run);
+	stdio_begin(aTHX_ pi, run);
 	globals_begin(aTHX_ pi, run);
+	f->turn_forks = pi->forks;
 
-	uint64_t t0 = now_us();
-	struct fetch_arg fa = {
-		.pi = pi, .path = run->script,
-		.facts = { run->dev, run->ino, run->size, run->mtime_sec, run->mtime_nsec },
-	};
-	struct perl_script *script = NULL;
-	int ret = protect(aTHX_ do_fetch, &fa);
-	uint64_t t1 = now_us();
-	if (ret != 0) {
-		/* exit in a BEGIN block: the output so far is the response;
-		 * the script is compiled again next time. */
-		run->outcome = pi->exit_called ? PERL_EXIT : PERL_FATAL;
-		run->compiled = 1;
-	} else if (fa.result == PERL_FETCH_UNREADABLE) {
-		SV *msg = sv_2mortal(newSVpvf("cannot read %s: %s", run->script,
-					strerror(fa.saved_errno)));
-		report(aTHX_ pi, msg);
-		run->outcome = PERL_NOT_FOUND;
-	} else if (fa.result == PERL_FETCH_ERROR) {
-		report(aTHX_ pi, ERRSV);
-		run->outcome = PERL_COMPILE_ERROR;
-		run->compiled = 1;
-	} else {
-		script = fa.script;
-		if (fa.result == PERL_FETCH_COMPILED) {
-			run->compiled = 1;
-			AV *inc = GvAVn(PL_incgv);
-			if (!av_same(aTHX_ inc, pi->base_inc))
-				script->inc = av_copy(aTHX_ inc);
-		}
-	}
-	run->compile_us = run->compiled ? t1 - t0 : 0;
-
+	struct perl_script *script = script_fetch(aTHX_ pi, run);
+	f->turn_start = now_us();
 	if (script) {
-		if (script->inc && fa.result == PERL_FETCH_CACHED)
-			av_assign(aTHX_ GvAVn(PL_incgv), script->inc);
-		if (script->data)
-			open_data(aTHX_ pi, script);
-		sv_setpvs(ERRSV, "");
-		ret = protect(aTHX_ do_call, script->code);
-		if (ret != 0) {
-			run->outcome = pi->exit_called ? PERL_EXIT : PERL_FATAL;
-		} else if (SvTRUE(ERRSV)) {
-			run->outcome = PERL_DIED;
-			report(aTHX_ pi, ERRSV);
+		pi->script = script;
+		if (script->switches)
+			switches_apply(aTHX_ pi, script->switches);
+		if (!run->compiled) {
+			/* A compile left these as the script sees them. */
+			if (script->inc)
+				av_assign(aTHX_ GvAVn(PL_incgv), script->inc);
+			if (script->sig)
+				signals_apply(aTHX_ pi, script->sig);
 		}
-		if (run->outcome != PERL_FATAL)
-			run_ends(aTHX_ pi, script);
+		if (script->switches && script->switches->check_only) {
+			/* perl -c: compiled (BEGIN blocks ran), not run, no END
+			 * block, and no output: 500 "no output", as for a .pl. */
+			report(aTHX_ pi, sv_2mortal(newSVpvf("%s syntax OK\n", run->script)));
+		} else {
+			if (script->data)
+				open_data(aTHX_ pi, script);
+			sv_setpvs(ERRSV, "");
+			int ret = protect(aTHX_ do_call_top, script->code);
+			int saved_errno = errno;
+			/* An accept loop may have served later requests; once its
+			 * last one is answered, pi->run may already hold the next
+			 * request, for another script: nothing is left to report. */
+			run = f->answered ? &after_loop : pi->run;
+			if (ret != 0)
+				run->outcome = ended_by(aTHX_ pi, ret, saved_errno);
+			else
+				STATUS_ALL_SUCCESS; /* $? in END blocks, as after perl_run */
+			if (run->outcome != PERL_FATAL)
+				run_ends(aTHX_ pi, script);
+		}
 		perl_registry_rebind(aTHX_ script);
 	}
 	run->exit_status = pi->exit_status;
-	run->run_us = now_us() - t1;
-	run->forked = pi->forks != forks;
+	run->run_us = now_us() - f->turn_start;
+	run->forked = pi->forks != f->turn_forks;
 
 	if (forked_child) {
 		/* A child the script forked reached the end of the script or
@@ -1046,11 +1455,45 @@ void perl_interp_run(struct perl_interp *pi, struct perl_run *run)
 		PerlIO_flush(NULL);
 		_exit(run->exit_status);
 	}
-	stdio_end(aTHX_ pi, run);
+	if (f->answered) {
+		/* The script ran on after its last request was answered (its
+		 * loop ended, or it called Finish): what it printed since went
+		 * nowhere, as under a FastCGI server. */
+		fcgi_release_stderr(aTHX_ pi);
+		PerlIO *out = std_handle(aTHX_ pi, 1);
+		if (out)
+			PerlIO_flush(out);
+		dup2(pi->stdout_fd, 1);
+		if (run->outcome == PERL_FATAL)
+			pi->stop = 1; /* no answer left to say so */
+	}
+	stdio_end(aTHX_ pi, run, 0);
+	if (f->answered)
+		tail_sent(pi);
 	globals_end(aTHX_ pi);
 	FREETMPS;
 	LEAVE;
 	children_reap(pi);
+}
+
+void perl_interp_serve(struct perl_interp *pi, const struct perl_transport *t)
+{
+	pi->transport = t;
+	struct perl_run *run = t->next(t->ctx);
+	while (run) {
+		run_request(pi, run);
+		if (!pi->fcgi.answered) {
+			int rc = t->answer(t->ctx, pi->run);
+			tail_sent(pi);
+			if (rc < 0)
+				break;
+		}
+		if (pi->stop)
+			break;
+		run = pi->fcgi.pending ? pi->fcgi.pending : t->next(t->ctx);
+	}
+	pi->transport = NULL;
+	pi->run = NULL;
 }
 
 /* Reaps the children scripts left (forked and did not wait for): under
@@ -1075,8 +1518,9 @@ static void children_reap(struct perl_interp *pi)
 	}
 }
 
-/* Empties the buffer as a flush would, without writing it. */
-void perl_interp_tail_sent(struct perl_interp *pi)
+/* Empties STDOUT's buffer as a flush would, once its bytes (run->tail)
+ * went with the answer. */
+static void tail_sent(struct perl_interp *pi)
 {
 	if (!pi->tail)
 		return;
@@ -1085,6 +1529,133 @@ void perl_interp_tail_sent(struct perl_interp *pi)
 	b->ptr = b->end = b->buf;
 	PerlIOBase(pi->tail)->flags &= ~(PERLIO_F_RDBUF | PERLIO_F_WRBUF);
 	pi->tail = NULL;
+}
+
+/* ---- FastCGI-style scripts ---- */
+
+/* FCGI's Accept for a script plxd runs (PLXD/Worker.pm points it here).
+ * The first accept of a run takes the request that started it. Each later
+ * one answers the current request and waits for the next: when that is
+ * for the same script, unchanged, it becomes the current request (%ENV,
+ * STDIN, working directory, $^T as at the start of any) and the loop goes
+ * on; when it is for another script, or there is none (plxd stops, the
+ * worker retires), the loop ends: -1, the script returns, and the other
+ * request is served after it, from the top. */
+static int fcgi_accept(pTHX_ struct perl_interp *pi)
+{
+	struct fcgi_state *f = &pi->fcgi;
+	if (!pi->run || forked_child)
+		return -1;
+	if (!f->accepted) {
+		f->accepted = 1;
+		return 0;
+	}
+	if (!pi->script || f->pending || pi->stop)
+		return fcgi_loop_end(aTHX_ pi);
+	if (!f->answered && fcgi_answer(aTHX_ pi) < 0)
+		return fcgi_loop_end(aTHX_ pi);
+	if (f->last_call)
+		return fcgi_loop_end(aTHX_ pi);
+	struct perl_run *next = pi->transport->next(pi->transport->ctx);
+	if (!next) {
+		pi->stop = 1;
+		return fcgi_loop_end(aTHX_ pi);
+	}
+	struct perl_file_facts facts = {
+		next->dev, next->ino, next->size, next->mtime_sec, next->mtime_nsec,
+	};
+	if (strcmp(next->script, pi->script->path) != 0 ||
+			!perl_registry_current(pi->script, &facts)) {
+		f->pending = next;
+		return fcgi_loop_end(aTHX_ pi);
+	}
+	fcgi_turn_begin(aTHX_ pi, next);
+	return 0;
+}
+
+/* The loop ends: -1 for the script's accept. */
+static int fcgi_loop_end(pTHX_ struct perl_interp *pi)
+{
+	if (pi->fcgi.answered)
+		fcgi_hold_stderr(aTHX_ pi);
+	return -1;
+}
+
+/* The script runs on after its request was answered (its loop ended, or
+ * it called Finish): what it writes to STDERR is held until it returns or
+ * takes its next request, then logged as its own. plxd logs a worker's
+ * stderr under the request it serves, by then maybe the next one, for
+ * another script. */
+static void fcgi_hold_stderr(pTHX_ struct perl_interp *pi)
+{
+	if (pi->fcgi.after.held < 0)
+		perl_registry_hold_stderr(aTHX_ &pi->fcgi.after);
+}
+
+static void fcgi_release_stderr(pTHX_ struct perl_interp *pi)
+{
+	if (pi->fcgi.after.held < 0)
+		return;
+	char prefix[PATH_MAX + 48];
+	snprintf(prefix, sizeof prefix, "%s, after its request was answered: ", pi->script->path);
+	perl_registry_release_stderr(aTHX_ &pi->fcgi.after, pi->script->path, prefix);
+}
+
+/* Answers the current request from inside the script, as the end of a
+ * request would: the standard handles put back, the output sent, the
+ * alarm cancelled. The script's globals, %SIG and children are its
+ * program's, which goes on. Then fd 1 is /dev/null until the next request:
+ * what the script prints after its loop ends belongs to no response. */
+static int fcgi_answer(pTHX_ struct perl_interp *pi)
+{
+	struct fcgi_state *f = &pi->fcgi;
+	struct perl_run *run = pi->run;
+	run->outcome = PERL_OK;
+	run->exit_status = 0;
+	run->run_us = now_us() - f->turn_start;
+	run->forked = pi->forks != f->turn_forks;
+	stdio_end(aTHX_ pi, run, 1);
+	alarm(0);
+	int rc = pi->transport->answer(pi->transport->ctx, run);
+	tail_sent(pi);
+	f->answered = 1;
+	dup2(pi->devnull, 1);
+	if (rc < 0)
+		pi->stop = 1;
+	return rc;
+}
+
+static void fcgi_turn_begin(pTHX_ struct perl_interp *pi, struct perl_run *run)
+{
+	struct fcgi_state *f = &pi->fcgi;
+	*run = (struct perl_run){ .script = run->script, .dev = run->dev, .ino = run->ino,
+		.size = run->size, .mtime_sec = run->mtime_sec, .mtime_nsec = run->mtime_nsec,
+		.env = run->env, .stdin_fd = run->stdin_fd };
+	pi->run = run;
+	/* What the script printed after the last request was answered (after
+	 * Finish) goes nowhere, not into this one. */
+	fcgi_release_stderr(aTHX_ pi);
+	PerlIO *out = std_handle(aTHX_ pi, 1);
+	if (out)
+		PerlIO_flush(out);
+	f->answered = 0;
+	dup2(pi->stdout_fd, 1);
+	env_sync(aTHX_ pi, run->env);
+	change_dir(run->script);
+	stdio_begin(aTHX_ pi, run);
+	PL_basetime = time(NULL);
+	pi->exit_called = 0;
+	pi->exit_status = 0;
+	if (hv_exists(GvHVn(PL_incgv), "CGI.pm", 6)) {
+		/* The function interface's query (CGI::param) with plain FCGI:
+		 * CGI::Fast resets it itself. */
+		dSP;
+		PUSHMARK(SP);
+		PUTBACK;
+		call_sv((SV *)pi->cgi_pm_reset, G_VOID | G_DISCARD | G_EVAL);
+	}
+	f->turn_start = now_us();
+	f->turn_forks = pi->forks;
 }
 
 /* ---- modules loaded from outside Perl's installation ---- */
@@ -1102,13 +1673,25 @@ static int under_system_inc(pTHX_ struct perl_interp *pi, const char *path)
 	return 0;
 }
 
-/* Notes files in %INC not seen yet (new modules), with their stat. */
+/* Notes files in %INC not seen yet (new modules), with their stat. Once
+ * FCGI is among them, its accept is made plxd's (PLXD::Worker). */
 static void modules_record(pTHX_ struct perl_interp *pi)
 {
 	HV *inc = GvHVn(PL_incgv);
 	if (HvUSEDKEYS(inc) == pi->inc_keys_seen)
 		return;
 	pi->inc_keys_seen = HvUSEDKEYS(inc);
+	if (!pi->fcgi_installed && hv_exists(inc, "FCGI.pm", 7)) {
+		dSP;
+		ENTER;
+		SAVETMPS;
+		PUSHMARK(SP);
+		PUTBACK;
+		call_sv((SV *)pi->fcgi_install, G_VOID | G_DISCARD | G_EVAL);
+		FREETMPS;
+		LEAVE;
+		pi->fcgi_installed = get_cv("FCGI::RequestX", 0) != NULL;
+	}
 	HE *he;
 	hv_iterinit(inc);
 	while ((he = hv_iternext(inc))) {

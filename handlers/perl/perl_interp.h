@@ -2,8 +2,9 @@
  * DynaLoader, so XS modules load), its set-up (exit override, @INC,
  * preload), and the request glue that runs one script per request the way
  * a CGI process would (%ENV, stdio on fds 0/1/2, working directory, globals
- * reset). It knows nothing of how requests reach the process: see
- * perl_worker.c for that. Callers do not need perl.h. */
+ * reset), as a top-level program. It knows nothing of how requests reach
+ * the process: the caller lends it a transport (perl_worker.c). Callers do
+ * not need perl.h. */
 #ifndef PLXD_PERL_INTERP_H
 #define PLXD_PERL_INTERP_H
 
@@ -21,12 +22,11 @@ struct perl_interp_options {
 enum perl_outcome {
 	PERL_OK,            /* the script returned */
 	PERL_EXIT,          /* the script called exit */
-	PERL_DIED,          /* it died (message written to stderr) */
+	PERL_DIED,          /* it died (perl wrote the message to stderr) */
 	PERL_COMPILE_ERROR, /* it did not compile (message written to stderr) */
 	PERL_NOT_FOUND,     /* the script file could not be read */
-	PERL_FATAL          /* Perl itself gave up (out of memory, CORE::exit
-			       during set-up...): the interpreter must not serve
-			       again */
+	PERL_FATAL          /* Perl itself gave up (out of memory): the
+			       interpreter must not serve again */
 };
 
 /* One request, as the worker hands it over. */
@@ -37,7 +37,7 @@ struct perl_run {
 	int64_t mtime_sec, mtime_nsec;
 	char *const *env;         /* "NAME=value" strings, NULL-terminated */
 	int stdin_fd;             /* the request body; -1: none (reads see EOF).
-				     Taken over: closed by perl_interp_run */
+				     Taken over: closed by the runtime */
 
 	/* Out. */
 	enum perl_outcome outcome;
@@ -48,8 +48,8 @@ struct perl_run {
 	uint64_t compile_us;      /* time spent compiling */
 	uint64_t run_us;          /* time spent running */
 	const char *tail;         /* output still in STDOUT's buffer when the
-				     script returned, or NULL: the caller sends
-				     it on, then calls perl_interp_tail_sent */
+				     script returned, or NULL: the transport's
+				     answer sends it on */
 	size_t tail_len;
 };
 
@@ -59,21 +59,35 @@ struct perl_run {
 struct perl_interp *perl_interp_create(const struct perl_interp_options *o, int argc,
 		char **argv, char *err, size_t errlen);
 
-/* Runs run->script for one request and fills the out fields. fd 0 is the
- * request body while it runs (/dev/null otherwise); fd 1 is the response
- * channel, which the caller owns (see perl_interp_set_stdout). When this
- * returns, what the script wrote is in fd 1, except the last buffered
- * bytes, which are left in run->tail (so that they can travel with the
- * end-of-request message instead of costing a write of their own). */
-void perl_interp_run(struct perl_interp *pi, struct perl_run *run);
+/* How requests reach the runtime and their answers leave it. A script
+ * written as a FastCGI accept loop (see PLXD/Worker.pm) answers requests
+ * and takes the next ones from inside the loop, so the runtime calls both
+ * while a script runs. */
+struct perl_transport {
+	/* The next request, waiting for it; NULL when there will be none
+	 * (plxd closed the connection, or sent what is not a request). The
+	 * run stays valid until the next call. */
+	struct perl_run *(*next)(void *ctx);
+	/* Sends run's outcome, with run->tail, as the end of its response.
+	 * Returns 0, or -1 when the worker must take no other request
+	 * (it retires, or plxd is gone). */
+	int (*answer)(void *ctx, struct perl_run *run);
+	void *ctx;
+};
+
+/* Serves requests until there is none or answer returns -1. Each runs
+ * its script: fd 0 is the request body while it runs (/dev/null
+ * otherwise); fd 1 is the response channel, which the caller owns (see
+ * perl_interp_set_stdout); what the script wrote is in fd 1 when the
+ * request is answered, except the last buffered bytes, which are in
+ * run->tail (so that they travel with the answer instead of costing a
+ * write of their own). */
+void perl_interp_serve(struct perl_interp *pi, const struct perl_transport *t);
 
 /* Makes fd (taken over) the response channel: fd 1, restored from it
  * whenever a script closes or moves STDOUT. At start-up fd 1 as inherited
  * is the channel. */
 void perl_interp_set_stdout(struct perl_interp *pi, int fd);
-
-/* Drops run->tail from STDOUT's buffer once the caller has sent it. */
-void perl_interp_tail_sent(struct perl_interp *pi);
 
 /* Whether a file the interpreter loaded from outside Perl's own
  * installation (a module under an `inc` folder, the preload file, ...)

@@ -8,7 +8,7 @@
  *
  * and keeps it until the file changes (device, inode, size or mtime).
  *
- * Three things mod_perl's Registry gets wrong are handled here:
+ * Four things mod_perl's Registry gets wrong are handled here:
  * - Package names are one-to-one with paths (perl_source.c).
  * - __DATA__/__END__ would end the wrapper sub; the text after it is cut
  *   off before compiling and served through PACKAGE::DATA instead.
@@ -18,7 +18,12 @@
  *   every run is the first, so scripts rely on it. After each run we point
  *   the named subs' captured slots at the wrapper's fresh variables (see
  *   perl_registry_rebind), so the next run's named subs see the next run's
- *   values, and the compile-time warning is filtered out.
+ *   values, and the compile-time warning is dropped from what the compile
+ *   writes to fd 2 (not through a __WARN__ hook: a module the script loads
+ *   may install its own while the script compiles).
+ * - The switches of the #! line: each gets the meaning perl gives it when
+ *   it runs the file (perl_source_shebang reads them), or the script is
+ *   refused with perl's reason or ours; none is dropped silently.
  * END blocks compiled with the script are taken out of PL_endav and kept
  * with it; the interpreter runs them after each request. */
 #include "perl_registry.h"
@@ -30,6 +35,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -37,7 +43,6 @@
 
 struct perl_registry {
 	HV *scripts;     /* path -> IV holding a struct perl_script * */
-	CV *warn_filter; /* installed as __WARN__ while compiling */
 };
 
 struct capture_walk {
@@ -47,39 +52,28 @@ struct capture_walk {
 };
 
 static SV *read_source(pTHX_ const char *path, struct stat *st);
-static SV *wrap_source(pTHX_ const char *path, const char *package, SV *src, SV **data);
+static SV *wrap_source(pTHX_ const char *path, const char *package, SV *src,
+		const struct perl_shebang *sb, SV **data);
+static void loop_preamble(pTHX_ SV *code, const struct perl_shebang *sb);
+static int switches_refused(pTHX_ const struct perl_shebang *sb, const char *path);
+static void switches_fill(pTHX_ struct perl_script_switches *sw, const struct perl_shebang *sb);
+static struct perl_script_switches *switches_keep(pTHX_ const struct perl_script_switches *sw);
+static void switches_free(pTHX_ struct perl_script_switches *sw);
+static SV *separator_sv(pTHX_ const struct perl_separator *sep);
+static void inc_unshift(pTHX_ char *const *dirs);
+static void compile_settings(pTHX_ const struct perl_script_switches *sw);
+static int line_dropped(const char *line, size_t len, const char *path);
 static AV *take_end_blocks(pTHX_ const char *path, SSize_t before);
 static void collect_captures(pTHX_ struct perl_script *s);
 static void walk_stash(pTHX_ HV *stash, struct capture_walk *w, int depth);
 static void consider_cv(pTHX_ CV *cv, struct capture_walk *w);
 static void script_clear(pTHX_ struct perl_script *s);
-static int facts_match(const struct perl_script *s, const struct perl_file_facts *f);
 static void drop_package(pTHX_ const char *package);
-
-XS(xs_warn_filter);
-
-/* __WARN__ while a script compiles: drops "will not stay shared", which
- * perl_registry_rebind makes untrue, and prints everything else as perl
- * would. */
-XS(xs_warn_filter)
-{
-	dXSARGS;
-	if (items < 1)
-		XSRETURN_EMPTY;
-	STRLEN len;
-	const char *msg = SvPV(ST(0), len);
-	if (!memmem(msg, len, "will not stay shared", 20))
-		Perl_write_to_stderr(aTHX_ ST(0));
-	XSRETURN_EMPTY;
-}
 
 struct perl_registry *perl_registry_create(pTHX)
 {
 	struct perl_registry *reg = xcalloc(1, sizeof *reg);
 	reg->scripts = newHV();
-	reg->warn_filter = newXS_flags("PLXD::Registry::warn_filter", xs_warn_filter, __FILE__,
-			NULL, 0);
-	SvREFCNT_inc_simple_void_NN(reg->warn_filter);
 	return reg;
 }
 
@@ -89,11 +83,15 @@ static void script_clear(pTHX_ struct perl_script *s)
 	SvREFCNT_dec(s->ends);
 	SvREFCNT_dec(s->data);
 	SvREFCNT_dec(s->inc);
+	SvREFCNT_dec(s->sig);
+	switches_free(aTHX_ s->switches);
 	s->code = NULL;
 	s->ends = NULL;
 	s->data = NULL;
 	s->data_gv = NULL;
 	s->inc = NULL;
+	s->sig = NULL;
+	s->switches = NULL;
 	free(s->captures);
 	s->captures = NULL;
 	s->ncaptures = 0;
@@ -114,7 +112,6 @@ void perl_registry_destroy(pTHX_ struct perl_registry *reg)
 		free(s);
 	}
 	SvREFCNT_dec(reg->scripts);
-	SvREFCNT_dec(reg->warn_filter);
 	free(reg);
 }
 
@@ -132,7 +129,7 @@ static void drop_package(pTHX_ const char *package)
 	LEAVE;
 }
 
-static int facts_match(const struct perl_script *s, const struct perl_file_facts *f)
+int perl_registry_current(const struct perl_script *s, const struct perl_file_facts *f)
 {
 	return s->code && s->dev == f->dev && s->ino == f->ino && s->size == f->size &&
 		s->mtime_sec == f->mtime_sec && s->mtime_nsec == f->mtime_nsec;
@@ -175,8 +172,11 @@ static SV *read_source(pTHX_ const char *path, struct stat *st)
 	return sv;
 }
 
-/* The text to compile, and the data section (a new SV) when there is one. */
-static SV *wrap_source(pTHX_ const char *path, const char *package, SV *src, SV **data)
+/* The text to compile, and the data section (a new SV) when there is one.
+ * With -n or -p the script is the body of perl's own loop, opened on the
+ * wrapper's first line so that the script's lines keep their numbers. */
+static SV *wrap_source(pTHX_ const char *path, const char *package, SV *src,
+		const struct perl_shebang *sb, SV **data)
 {
 	STRLEN len;
 	const char *text = SvPV(src, len);
@@ -185,7 +185,11 @@ static SV *wrap_source(pTHX_ const char *path, const char *package, SV *src, SV 
 	size_t code_len = perl_source_split(text, len, &data_at, &has_data, &in_pod);
 	*data = has_data ? newSVpvn(text + data_at, len - data_at) : NULL;
 
-	SV *code = sv_2mortal(newSVpvf("package %s; sub " SCRIPT_SUB " {\n", package));
+	SV *code = sv_2mortal(newSVpvf("package %s; sub " SCRIPT_SUB " {", package));
+	int loop = sb && (sb->minus_n || sb->minus_p);
+	if (loop)
+		loop_preamble(aTHX_ code, sb);
+	sv_catpvs(code, "\n");
 	/* #line cannot quote a name holding '"' or a newline: such a file
 	 * keeps perl's "(eval N)" name in messages. */
 	if (!strpbrk(path, "\"\n"))
@@ -196,8 +200,247 @@ static SV *wrap_source(pTHX_ const char *path, const char *package, SV *src, SV 
 	sv_catpvs(code, "\n");
 	if (in_pod)
 		sv_catpvs(code, "=cut\n");
+	if (loop && sb->minus_p)
+		sv_catpvs(code, ";}continue{print or die qq(-p destination: $!\\n);}");
+	else if (loop)
+		sv_catpvs(code, ";}");
 	sv_catpvs(code, ";}\n1;\n");
 	return code;
+}
+
+/* What perl's lexer puts before a -n or -p program (toke.c): the loop,
+ * chomp for -l, the split for -a and -F. */
+static void loop_preamble(pTHX_ SV *code, const struct perl_shebang *sb)
+{
+	sv_catpvs(code, "LINE: while (<>) {");
+	if (sb->minus_l)
+		sv_catpvs(code, "chomp;");
+	if (!sb->minus_a)
+		return;
+	const char *split = sb->split;
+	if (!split) {
+		sv_catpvs(code, "our @F=split(' ');");
+	} else if ((*split == '/' || *split == '\'' || *split == '"') &&
+			strchr(split + 1, *split)) {
+		sv_catpvf(code, "our @F=split(%s);", split);
+	} else {
+		/* q with NUL as its delimiter, backslashes doubled. */
+		sv_catpvs(code, "our @F=split(q");
+		sv_catpvn(code, "", 1);
+		for (const char *c = split; *c; c++) {
+			if (*c == '\\')
+				sv_catpvs(code, "\\");
+			sv_catpvn(code, c, 1);
+		}
+		sv_catpvn(code, "", 1);
+		sv_catpvs(code, ");");
+	}
+}
+
+/* Sets $@ and returns 1 when the #! line asks for what cannot be done. */
+static int switches_refused(pTHX_ const struct perl_shebang *sb, const char *path)
+{
+	if (sb->refused) {
+		sv_setpvf(ERRSV, "%s at %s line 1.\n", sb->refused, path);
+		return 1;
+	}
+	if (sb->taint && !TAINTING_get) {
+		sv_setpvf(ERRSV, "\"-%c\" is on the #! line: taint checks cannot be switched "
+				"on in a running interpreter, and plxd's Perl workers run "
+				"without them (run the script as .pl, or remove the switch) "
+				"at %s line 1.\n", sb->taint, path);
+		return 1;
+	}
+	return 0;
+}
+
+static SV *separator_sv(pTHX_ const struct perl_separator *sep)
+{
+	if (!sep->set)
+		return NULL;
+	return sv_2mortal(sep->undef ? newSV(0) : newSVpvn(sep->bytes, sep->len));
+}
+
+/* What the switches mean at run time, with mortal values: the compile
+ * may be cut short by exit, and only a successful one keeps them. */
+static void switches_fill(pTHX_ struct perl_script_switches *sw, const struct perl_shebang *sb)
+{
+	/* As perl's moreswitches() sets PL_dowarn. */
+	switch (sb->warnings) {
+	case PERL_WARN_ON:
+		sw->dowarn = (PL_dowarn & G_WARN_ALL_MASK) ? PL_dowarn : PL_dowarn | G_WARN_ON;
+		break;
+	case PERL_WARN_ALL:
+		sw->dowarn = G_WARN_ALL_ON | G_WARN_ON;
+		break;
+	case PERL_WARN_NONE:
+		sw->dowarn = G_WARN_ALL_OFF;
+		break;
+	default:
+		sw->dowarn = PL_dowarn;
+		break;
+	}
+	sw->unsafe = sb->unsafe;
+	sw->check_only = sb->check_only;
+	sw->rs = separator_sv(aTHX_ &sb->rs);
+	sw->ors = separator_sv(aTHX_ &sb->ors);
+	sw->inplace = sb->inplace ? sv_2mortal(newSVpv(sb->inplace, 0)) : NULL;
+}
+
+/* A copy to keep with the script, or NULL when no run needs anything
+ * (-I went into the script's @INC, -D and -s did their part at compile). */
+static struct perl_script_switches *switches_keep(pTHX_ const struct perl_script_switches *sw)
+{
+	if (sw->dowarn == PL_dowarn && !sw->unsafe && !sw->check_only && !sw->rs && !sw->ors &&
+			!sw->inplace)
+		return NULL;
+	struct perl_script_switches *kept = xmalloc(sizeof *kept);
+	*kept = *sw;
+	SvREFCNT_inc_simple_void(kept->rs);
+	SvREFCNT_inc_simple_void(kept->ors);
+	SvREFCNT_inc_simple_void(kept->inplace);
+	return kept;
+}
+
+static void switches_free(pTHX_ struct perl_script_switches *sw)
+{
+	if (!sw)
+		return;
+	SvREFCNT_dec(sw->rs);
+	SvREFCNT_dec(sw->ors);
+	SvREFCNT_dec(sw->inplace);
+	free(sw);
+}
+
+/* -I, as perl's incpush() does it for the #! line: each folder goes in
+ * front of @INC, after those of its version and architecture subfolders
+ * that exist; a later -I goes in front of an earlier one. */
+static void inc_unshift(pTHX_ char *const *dirs)
+{
+	static const char *const subdirs[] = {
+		"/" PERL_FS_VERSION "/" ARCHNAME, "/" PERL_FS_VERSION, "/" ARCHNAME,
+	};
+	AV *inc = GvAVn(PL_incgv);
+	for (size_t i = 0; dirs && dirs[i]; i++) {
+		SV *found[sizeof subdirs / sizeof subdirs[0]];
+		size_t n = 0;
+		for (size_t j = 0; j < sizeof subdirs / sizeof subdirs[0]; j++) {
+			SV *sub = newSVpvf("%s%s", dirs[i], subdirs[j]);
+			struct stat st;
+			if (stat(SvPVX(sub), &st) == 0 && S_ISDIR(st.st_mode))
+				found[n++] = sub;
+			else
+				SvREFCNT_dec(sub);
+		}
+		av_unshift(inc, (SSize_t)n + 1);
+		for (size_t j = 0; j < n; j++)
+			av_store(inc, (SSize_t)j, found[j]);
+		av_store(inc, (SSize_t)n, newSVpv(dirs[i], 0));
+	}
+}
+
+/* The warnings of the script's switches, for its compile (the caller's
+ * LEAVE undoes them). The compile starts from &PL_compiling's lexical
+ * warnings, so that nothing of the code that ran last leaks into it. */
+static void compile_settings(pTHX_ const struct perl_script_switches *sw)
+{
+	SAVEVPTR(PL_curcop);
+	PL_curcop = &PL_compiling;
+	SAVECOMPILEWARNINGS();
+	PL_compiling.cop_warnings = pWARN_STD;
+	if (!sw)
+		return;
+	SAVEI8(PL_dowarn);
+	SAVEBOOL(PL_unsafe);
+	PL_dowarn = sw->dowarn;
+	PL_unsafe = sw->unsafe;
+	if (sw->dowarn & G_WARN_ALL_ON)
+		PL_compiling.cop_warnings = pWARN_ALL;
+	else if (sw->dowarn & G_WARN_ALL_OFF)
+		PL_compiling.cop_warnings = pWARN_NONE;
+}
+
+/* ---- what a compile writes to fd 2 ---- */
+
+void perl_registry_hold_stderr(pTHX_ struct perl_stderr_hold *h)
+{
+	h->log = h->held = -1;
+	int held = memfd_create("plxd-compile-stderr", MFD_CLOEXEC);
+	int log = fcntl(2, F_DUPFD_CLOEXEC, 10);
+	if (held < 0 || log < 0) {
+		if (held >= 0)
+			close(held);
+		if (log >= 0)
+			close(log);
+		return; /* the warnings pass unfiltered */
+	}
+	PerlIO_flush(PerlIO_stderr());
+	dup2(held, 2);
+	h->log = log;
+	h->held = held;
+}
+
+static void write_all(int fd, const char *p, size_t len)
+{
+	while (len > 0) {
+		ssize_t n = write(fd, p, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return;
+		p += n;
+		len -= (size_t)n;
+	}
+}
+
+/* A "will not stay shared" warning about the script's own file (which
+ * perl_registry_rebind makes untrue); the same about a module's code is
+ * true and kept. A script whose name cannot go into #line is "(eval N)". */
+static int line_dropped(const char *line, size_t len, const char *path)
+{
+	static const char what[] = "will not stay shared at ";
+	const char *at = memmem(line, len, what, sizeof what - 1);
+	if (!at)
+		return 0;
+	at += sizeof what - 1;
+	size_t rest = len - (size_t)(at - line);
+	const char *name = strpbrk(path, "\"\n") ? "(eval " : path;
+	size_t nlen = strlen(name);
+	return rest > nlen && memcmp(at, name, nlen) == 0;
+}
+
+void perl_registry_release_stderr(pTHX_ struct perl_stderr_hold *h, const char *path,
+		const char *prefix)
+{
+	if (h->held < 0)
+		return;
+	PerlIO_flush(PerlIO_stderr());
+	/* fd 2 goes back to the log unless a BEGIN block moved it (open
+	 * STDERR, ...): that stays for the run, as it would under perl. */
+	struct stat now, held;
+	if (fstat(2, &now) == 0 && fstat(h->held, &held) == 0 && now.st_dev == held.st_dev &&
+			now.st_ino == held.st_ino)
+		dup2(h->log, 2);
+	off_t size = lseek(h->held, 0, SEEK_CUR);
+	char *text = size > 0 ? mmap(NULL, (size_t)size, PROT_READ, MAP_PRIVATE, h->held, 0)
+			      : MAP_FAILED;
+	if (text != MAP_FAILED) {
+		const char *p = text, *end = text + size;
+		while (p < end) {
+			const char *nl = memchr(p, '\n', (size_t)(end - p));
+			size_t n = nl ? (size_t)(nl - p) + 1 : (size_t)(end - p);
+			if (!line_dropped(p, n, path)) {
+				if (prefix)
+					write_all(h->log, prefix, strlen(prefix));
+				write_all(h->log, p, n);
+			}
+			p += n;
+		}
+		munmap(text, (size_t)size);
+	}
+	close(h->held);
+	close(h->log);
+	h->log = h->held = -1;
 }
 
 /* END blocks are unshifted onto PL_endav as they compile: the ones the
@@ -236,38 +479,57 @@ static AV *take_end_blocks(pTHX_ const char *path, SSize_t before)
 	return mine;
 }
 
-enum perl_fetch perl_registry_fetch(pTHX_ struct perl_registry *reg, const char *path,
-		const struct perl_file_facts *facts, struct perl_script **out)
+struct perl_script *perl_registry_lookup(pTHX_ struct perl_registry *reg, const char *path,
+		const struct perl_file_facts *facts)
+{
+	SV **svp = hv_fetch(reg->scripts, path, (I32)strlen(path), 0);
+	struct perl_script *s = svp ? INT2PTR(struct perl_script *, SvIV(*svp)) : NULL;
+	return s && perl_registry_current(s, facts) ? s : NULL;
+}
+
+enum perl_fetch perl_registry_compile(pTHX_ struct perl_registry *reg, const char *path,
+		struct perl_script **out)
 {
 	size_t plen = strlen(path);
 	SV **svp = hv_fetch(reg->scripts, path, (I32)plen, 0);
 	struct perl_script *s = svp ? INT2PTR(struct perl_script *, SvIV(*svp)) : NULL;
-	if (s && facts_match(s, facts)) {
-		*out = s;
-		return PERL_FETCH_CACHED;
-	}
 
 	/* Everything below that can be cut short by exit (in a BEGIN block)
-	 * is mortal or Perl-owned; C allocations come after the compile. */
+	 * is mortal or Perl-owned; C allocations come after the compile, and
+	 * the #! line's are released before it. */
 	struct stat st;
 	SV *src = read_source(aTHX_ path, &st);
 	if (!src)
 		return PERL_FETCH_UNREADABLE;
+	struct perl_shebang sb;
+	int has_switches = perl_source_shebang(SvPVX(src), SvCUR(src), &sb);
+	if (has_switches && switches_refused(aTHX_ &sb, path)) {
+		perl_source_shebang_free(&sb);
+		return PERL_FETCH_ERROR;
+	}
 	unsigned generation = s ? s->generation + 1 : 1;
 	char *pkg = perl_source_package(path, generation);
 	SV *package = sv_2mortal(newSVpv(pkg, 0));
 	free(pkg);
 	SV *data = NULL;
-	SV *code = wrap_source(aTHX_ path, SvPVX(package), src, &data);
+	SV *code = wrap_source(aTHX_ path, SvPVX(package), src, has_switches ? &sb : NULL, &data);
 	if (data)
 		sv_2mortal(data);
+	struct perl_script_switches sw = { 0 };
+	int debugging = 0;
+	if (has_switches) {
+		switches_fill(aTHX_ &sw, &sb);
+		inc_unshift(aTHX_ sb.inc);
+		debugging = sb.debugging;
+		perl_source_shebang_free(&sb);
+	}
 
 	SSize_t ends_before = PL_endav ? (SSize_t)av_count(PL_endav) : 0;
 	ENTER;
-	if (!PL_warnhook) {
-		SAVEGENERICSV(PL_warnhook);
-		PL_warnhook = newRV_inc((SV *)reg->warn_filter);
-	}
+	compile_settings(aTHX_ has_switches ? &sw : NULL);
+	if (debugging)
+		Perl_ck_warner_d(aTHX_ packWARN(WARN_DEBUGGING), "Recompile perl with "
+				"-DDEBUGGING to use -D switch (did you mean -d ?)\n");
 	eval_sv(code, G_VOID | G_EVAL | G_DISCARD);
 	LEAVE;
 	AV *ends = take_end_blocks(aTHX_ path, ends_before);
@@ -310,6 +572,7 @@ enum perl_fetch perl_registry_fetch(pTHX_ struct perl_registry *reg, const char 
 	s->mtime_nsec = (int64_t)st.st_mtim.tv_nsec;
 	s->code = (CV *)SvREFCNT_inc_simple_NN((SV *)cv);
 	s->ends = ends;
+	s->switches = has_switches ? switches_keep(aTHX_ &sw) : NULL;
 	if (data) {
 		s->data = SvREFCNT_inc_simple_NN(data);
 		SV *name = sv_2mortal(newSVpvf("%s::DATA", s->package));

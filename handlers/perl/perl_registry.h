@@ -22,6 +22,17 @@ struct perl_capture {
 	PADOFFSET outer_ix;
 };
 
+/* What a script's #! line asks for (see perl_source_shebang), as the
+ * interpreter applies it to each of the script's runs; its compile got it
+ * too. */
+struct perl_script_switches {
+	U8 dowarn;              /* PL_dowarn: -w, -W, -X */
+	bool unsafe;            /* -U */
+	bool check_only;        /* -c: compiled, never run */
+	SV *rs, *ors;           /* $/ (-0, -g) and $\ (-l); NULL: the default */
+	SV *inplace;            /* $^I (-i); NULL: undef */
+};
+
 struct perl_script {
 	char *path;
 	uint64_t dev, ino, size;
@@ -36,6 +47,12 @@ struct perl_script {
 				   from the interpreter's; else NULL */
 	struct perl_capture *captures;
 	size_t ncaptures;
+	struct perl_script_switches *switches; /* NULL: no #! switches */
+	AV *sig;                /* %SIG as the script's compile left it, where
+				   that differs from the interpreter's set-up:
+				   pairs of signal number (0 __WARN__, -1
+				   __DIE__) and handler (undef: none); NULL: no
+				   difference. Kept by perl_interp.c */
 };
 
 struct perl_registry;
@@ -50,19 +67,41 @@ struct perl_file_facts {
 };
 
 enum perl_fetch {
-	PERL_FETCH_CACHED,   /* compiled before, file unchanged */
 	PERL_FETCH_COMPILED, /* compiled now */
-	PERL_FETCH_ERROR,    /* did not compile: $@ holds why */
+	PERL_FETCH_ERROR,    /* did not compile, or its #! line asks for what
+				cannot be done: $@ holds why */
 	PERL_FETCH_UNREADABLE /* the file could not be read: errno */
 };
 
-/* The compiled script for path, compiling it when it is new or facts
- * differ from its last compilation. Must run inside the caller's exit
- * protection (a BEGIN block may call exit); the working directory and %ENV
- * should already be the request's, as BEGIN blocks see them. A failed
- * compilation is not kept. *out is set with CACHED and COMPILED. */
-enum perl_fetch perl_registry_fetch(pTHX_ struct perl_registry *reg, const char *path,
-		const struct perl_file_facts *facts, struct perl_script **out);
+/* The compiled script for path if it was compiled from the file facts
+ * describe, else NULL (compile it). No Perl code runs. */
+struct perl_script *perl_registry_lookup(pTHX_ struct perl_registry *reg, const char *path,
+		const struct perl_file_facts *facts);
+
+/* Compiles path (again). Must run inside the caller's exit protection (a
+ * BEGIN block may call exit); the working directory and %ENV should
+ * already be the request's, as BEGIN blocks see them. A failed
+ * compilation is not kept. *out is set with COMPILED. */
+enum perl_fetch perl_registry_compile(pTHX_ struct perl_registry *reg, const char *path,
+		struct perl_script **out);
+
+/* Whether s was compiled from the file facts describe. */
+int perl_registry_current(const struct perl_script *s, const struct perl_file_facts *facts);
+
+/* Around a compile and its exit protection: what the compile writes to
+ * fd 2 (warnings, a BEGIN block's prints) is held back, then passed on to
+ * the log without the "will not stay shared" warnings about the script's
+ * own file, which perl_registry_rebind makes untrue. Holding fd 2 rather
+ * than installing a __WARN__ hook keeps the filter working when a module
+ * the script loads installs a hook of its own (CGI::Carp does). With a
+ * prefix, each line passed on starts with it. */
+struct perl_stderr_hold {
+	int log;   /* fd 2 as it was */
+	int held;  /* what fd 2 is while held; -1: nothing held */
+};
+void perl_registry_hold_stderr(pTHX_ struct perl_stderr_hold *h);
+void perl_registry_release_stderr(pTHX_ struct perl_stderr_hold *h, const char *path,
+		const char *prefix);
 
 /* Gives the script's named subs the file-level lexicals of the run that
  * just ended's successor (see perl_registry.c for why). Call after every

@@ -4,6 +4,7 @@
 #include "alloc.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define MAX_HEREDOCS 8
@@ -181,4 +182,322 @@ size_t perl_source_split(const char *src, size_t len, size_t *data_at, int *has_
 	}
 	*in_pod = pod;
 	return len;
+}
+
+/* ---- the #! line ---- */
+
+static int is_space(char c)
+{
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+}
+
+static int is_octal(char c)
+{
+	return c >= '0' && c <= '7';
+}
+
+static int is_digit(char c)
+{
+	return c >= '0' && c <= '9';
+}
+
+/* grok_oct over at most max digits: the value, and *n the digits used. */
+static unsigned oct_value(const char *s, size_t max, size_t *n)
+{
+	unsigned v = 0;
+	size_t i = 0;
+	while (i < max && is_octal(s[i]))
+		v = v * 8 + (unsigned)(s[i++] - '0');
+	*n = i;
+	return v;
+}
+
+static void refuse(struct perl_shebang *sb, char *why)
+{
+	if (!sb->refused)
+		sb->refused = why;
+	else
+		free(why);
+}
+
+static char *word(const char *s, const char **end)
+{
+	const char *e = s;
+	while (*e && !is_space(*e))
+		e++;
+	*end = e;
+	return xstrndup(s, (size_t)(e - s));
+}
+
+/* -C: perl refuses it on the #! line unless what it asks for is what the
+ * command line already set (nothing: plxd passes no -C), so only an empty
+ * or zero value passes. */
+static const char *unicode_switch(struct perl_shebang *sb, const char *s)
+{
+	const char *start = s - 1, *p = s;
+	unsigned long value = 0;
+	int bad = 0;
+	if (is_digit(*p)) {
+		while (is_digit(*p))
+			value = value * 10 + (unsigned long)(*p++ - '0');
+		if (*p && !is_space(*p))
+			bad = 1;
+	} else if (*p == '\0') {
+		value = 1; /* -C alone at the very end: perl's default, SDL */
+	} else {
+		for (; *p && !is_space(*p); p++) {
+			if (!strchr("IOEiSDALa", *p)) {
+				bad = 1;
+				break;
+			}
+			value = 1;
+		}
+	}
+	if (bad) {
+		refuse(sb, xasprintf("Unknown Unicode option letter '%c'", *p));
+		return NULL;
+	}
+	if (value != 0) {
+		const char *e;
+		char *w = word(start, &e);
+		refuse(sb, xasprintf("Too late for \"-%s\" option", w));
+		free(w);
+		return NULL;
+	}
+	return p;
+}
+
+/* -I: perl takes everything up to the last word before the next switch as
+ * one folder ("-I /a /b -w" is the folder "/a /b"). */
+static const char *inc_switch(struct perl_shebang *sb, const char *s)
+{
+	while (is_space(*s))
+		s++;
+	if (!*s) {
+		refuse(sb, xstrdup("No directory specified for -I"));
+		return NULL;
+	}
+	const char *e, *p = s;
+	do {
+		for (e = p; *e && !is_space(*e); e++)
+			;
+		p = e;
+		while (is_space(*p))
+			p++;
+	} while (*p && *p != '-');
+	size_t n = 0;
+	while (sb->inc && sb->inc[n])
+		n++;
+	sb->inc = xrealloc(sb->inc, (n + 2) * sizeof *sb->inc);
+	sb->inc[n] = xstrndup(s, (size_t)(e - s));
+	sb->inc[n + 1] = NULL;
+	return *p == '-' ? p + 1 : p;
+}
+
+/* One switch at s (after its '-'), as perl's moreswitches() reads it.
+ * Returns where the next one starts, or NULL at the end (or once refused). */
+static const char *one_switch(struct perl_shebang *sb, const char *s)
+{
+	const char *e;
+	size_t n;
+	unsigned v;
+	switch (*s) {
+	case '0':
+		if (s[1] == 'x' && s[2]) {
+			/* -0xHH is read up to the end of the line, whose newline
+			 * is no hex digit: perl then takes it as -0 and -x. */
+			sb->rs = (struct perl_separator){ .set = 1, .len = 1 };
+			return s + 1;
+		}
+		v = oct_value(s, 4, &n);
+		if (v > 0xff)
+			sb->rs = (struct perl_separator){ .set = 1, .undef = 1 };
+		else if (v == 0 && n >= 2)
+			sb->rs = (struct perl_separator){ .set = 1 };
+		else
+			sb->rs = (struct perl_separator){ .set = 1, .len = 1, .bytes = { (char)v } };
+		return s + n;
+	case 'C':
+		return unicode_switch(sb, s + 1);
+	case 'F':
+		sb->minus_a = sb->minus_n = 1;
+		free(sb->split);
+		sb->split = word(s + 1, &e);
+		return e;
+	case 'a':
+		sb->minus_a = sb->minus_n = 1;
+		return s + 1;
+	case 'c':
+		sb->check_only = 1;
+		return s + 1;
+	case 'd':
+		refuse(sb, xstrdup("-d runs the Perl debugger, which needs a terminal"));
+		return NULL;
+	case 'D':
+		sb->debugging = 1;
+		for (s++; is_digit(*s) || (*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
+				*s == '_'; s++)
+			;
+		return s;
+	case 'g':
+		sb->rs = (struct perl_separator){ .set = 1, .undef = 1 };
+		return s + 1;
+	case '?':
+	case 'h':
+		refuse(sb, xasprintf("-%c prints perl's usage instead of running the script", *s));
+		return NULL;
+	case 'i':
+		free(sb->inplace);
+		sb->inplace = word(s + 1, &e);
+		return e;
+	case 'I':
+		return inc_switch(sb, s + 1);
+	case 'l':
+		sb->minus_l = 1;
+		s++;
+		if (is_digit(*s)) {
+			v = oct_value(s, 3 + (*s == '0'), &n);
+			sb->ors = (struct perl_separator){ .set = 1, .len = 1, .bytes = { (char)v } };
+			return s + n;
+		}
+		/* $\ becomes $/ as the switches so far left it. */
+		if (!sb->rs.set)
+			sb->ors = (struct perl_separator){ .set = 1, .len = 1, .bytes = { '\n' } };
+		else if (!sb->rs.undef && sb->rs.len == 0)
+			sb->ors = (struct perl_separator){ .set = 1, .len = 2, .bytes = { '\n', '\n' } };
+		else
+			sb->ors = sb->rs;
+		return s;
+	case 'M':
+	case 'm': {
+		char *w = word(s, &e);
+		refuse(sb, xasprintf("Too late for \"-%s\" option", w));
+		free(w);
+		return NULL;
+	}
+	case 'n':
+		sb->minus_n = 1;
+		return s + 1;
+	case 'p':
+		sb->minus_p = 1;
+		return s + 1;
+	case 's':
+		/* Switch parsing of the arguments: a script plxd runs has none. */
+		return s + 1;
+	case 't':
+	case 'T':
+		if (!sb->taint || *s == 'T')
+			sb->taint = *s;
+		return s + 1;
+	case 'u':
+		refuse(sb, xstrdup("-u dumps core after compiling the script"));
+		return NULL;
+	case 'U':
+		sb->unsafe = 1;
+		return s + 1;
+	case 'v':
+		refuse(sb, xstrdup("-v prints perl's version instead of running the script"));
+		return NULL;
+	case 'w':
+		if (sb->warnings == PERL_WARN_DEFAULT)
+			sb->warnings = PERL_WARN_ON;
+		return s + 1;
+	case 'W':
+		sb->warnings = PERL_WARN_ALL;
+		return s + 1;
+	case 'X':
+		sb->warnings = PERL_WARN_NONE;
+		return s + 1;
+	case '*':
+	case ' ':
+		while (*s == ' ')
+			s++;
+		return *s == '-' ? s + 1 : NULL;
+	case '-':
+	case '\0':
+	case '\r':
+	case '\n':
+	case '\t':
+		return NULL;
+	case 'e':
+	case 'f':
+	case 'x':
+	case 'E':
+	case 'S':
+	case 'V':
+		refuse(sb, xasprintf("Can't emulate -%c on #! line", *s));
+		return NULL;
+	default:
+		refuse(sb, xasprintf("Unrecognized switch: -%c  (-h will show valid options)", *s));
+		return NULL;
+	}
+}
+
+int perl_source_shebang(const char *src, size_t len, struct perl_shebang *sb)
+{
+	memset(sb, 0, sizeof *sb);
+	const char *nl = memchr(src, '\n', len);
+	size_t linelen = nl ? (size_t)(nl - src) + 1 : len;
+	/* The common case, no #! line, costs no copy. */
+	size_t i = 0;
+	if (linelen >= 3 && memcmp(src, "\xef\xbb\xbf", 3) == 0)
+		i = 3; /* perl swallows a UTF-8 byte order mark */
+	while (i < linelen && is_space(src[i]) && src[i] != '\n')
+		i++;
+	if (i < linelen && src[i] == ':' && (i + 1 >= linelen || src[i + 1] != ':'))
+		i++; /* for csh execing sh scripts */
+	if (i + 1 >= linelen || src[i] != '#' || src[i + 1] != '!')
+		return 0;
+	/* The line with its newline, as perl's lexer holds it: switches end
+	 * at the newline, and -0x, -C and -I read up to it. */
+	char *line = xstrndup(src + i, linelen - i);
+
+	const char *d = line + 2;
+	while (*d == ' ' || *d == '\t')
+		d++;
+	const char *ipath = d;
+	while (*d && !is_space(*d))
+		d++;
+	int ipath_len = (int)(d - ipath);
+
+	const char *perl = strstr(line, "perl -");
+	if (!perl)
+		perl = strstr(line, "perl");
+	if (!perl) {
+		/* perl itself would hand the file to that program. */
+		if (ipath_len > 0 && !strstr(line, "indir"))
+			sb->refused = xasprintf("its #! line names another interpreter (%.*s)",
+					ipath_len, ipath);
+		free(line);
+		return sb->refused != NULL;
+	}
+	d = perl;
+	while (*d && !is_space(*d))
+		d++;
+	while (*d == ' ' || *d == '\t')
+		d++;
+	if (*d == '-') {
+		d++;
+		do
+			d = one_switch(sb, d);
+		while (d && !sb->refused);
+	}
+	free(line);
+	int any = sb->warnings || sb->rs.set || sb->ors.set || sb->minus_n || sb->minus_p ||
+		sb->minus_a || sb->inplace || sb->inc || sb->check_only || sb->unsafe ||
+		sb->debugging || sb->taint || sb->refused;
+	if (!any)
+		perl_source_shebang_free(sb);
+	return any;
+}
+
+void perl_source_shebang_free(struct perl_shebang *sb)
+{
+	free(sb->split);
+	free(sb->inplace);
+	for (size_t i = 0; sb->inc && sb->inc[i]; i++)
+		free(sb->inc[i]);
+	free(sb->inc);
+	free(sb->refused);
+	memset(sb, 0, sizeof *sb);
 }

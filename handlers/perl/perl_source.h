@@ -1,6 +1,7 @@
 /* What the Perl registry needs to know of a script's text and name, in
  * plain C (no perl.h) so that it can be unit-tested alone: the package a
- * script compiles into, and where its code ends and its __DATA__ begins. */
+ * script compiles into, where its code ends and its __DATA__ begins, and
+ * what the switches on its #! line ask for. */
 #ifndef PLXD_PERL_SOURCE_H
 #define PLXD_PERL_SOURCE_H
 
@@ -23,5 +24,59 @@ char *perl_source_package(const char *path, unsigned generation);
  * POD (the caller must then close it before adding code after it). */
 size_t perl_source_split(const char *src, size_t len, size_t *data_at, int *has_data,
 		int *in_pod);
+
+/* The warnings a #! line asks for, as perl's -w, -W and -X set them (a
+ * later switch overrides an earlier one, except that -w changes nothing
+ * after -W or -X). */
+enum perl_warn_switch {
+	PERL_WARN_DEFAULT,
+	PERL_WARN_ON,     /* -w: $^W, for code without `use warnings` */
+	PERL_WARN_ALL,    /* -W: every warning, whatever `no warnings` says */
+	PERL_WARN_NONE    /* -X: no warning at all, whatever `use warnings` says */
+};
+
+/* $/ or $\ as a switch sets it. */
+struct perl_separator {
+	int set;          /* the switch was given */
+	int undef;        /* undef (-0777, -g; -l after them) */
+	size_t len;       /* 0 to 2 bytes: "" is paragraph mode for $/ */
+	char bytes[2];
+};
+
+/* What a script's #! line asks of perl, read the way perl reads it when it
+ * runs the file (`perl FILE`, which is how the CGI handler runs a .pl):
+ * the line counts when it starts with #! and names perl; the switches
+ * after the first word holding "perl" are parsed as perl's moreswitches()
+ * does. */
+struct perl_shebang {
+	enum perl_warn_switch warnings;
+	struct perl_separator rs;   /* -0[octal], -g */
+	struct perl_separator ors;  /* -l[octal] */
+	int minus_n, minus_p;       /* the script is the body of perl's
+				       LINE: while (<>) { ... } loop */
+	int minus_l;                /* -l: that loop chomps */
+	int minus_a;                /* autosplit into @F (-a, -F) */
+	char *split;                /* -F's pattern, or NULL */
+	char *inplace;              /* -i's extension ("" for none), or NULL */
+	char **inc;                 /* -I folders in order, NULL-terminated; NULL: none */
+	int check_only;             /* -c */
+	int unsafe;                 /* -U */
+	int debugging;              /* -D: perl only warns (it was built without
+				       -DDEBUGGING) */
+	char taint;                 /* 'T' or 't' when asked for, else 0: the caller
+				       decides, as only it knows whether its
+				       interpreter checks taint */
+	char *refused;              /* why perl would not run the script this
+				       way, in perl's words where perl has
+				       some, without " at FILE line 1."; NULL:
+				       it would */
+};
+
+/* Reads the #! line at the start of src. Returns 1 when it holds
+ * switches (or is refused), filling *sb (free it with
+ * perl_source_shebang_free); 0 when there is nothing to do, *sb then being
+ * empty. */
+int perl_source_shebang(const char *src, size_t len, struct perl_shebang *sb);
+void perl_source_shebang_free(struct perl_shebang *sb);
 
 #endif

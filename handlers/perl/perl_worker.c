@@ -3,7 +3,10 @@
  * from plxd's threads) and talks to it over fd 3 (perl_wire.h). This file
  * is the transport: it reads a request, lends its descriptors to the Perl
  * runtime (perl_interp.c), and answers with the outcome; it decides when
- * the worker retires (max_requests, max_rss, a changed module).
+ * the worker retires (max_requests, max_rss, a changed module). The
+ * runtime calls it (next_request, answer) rather than the other way round,
+ * because a script written as a FastCGI accept loop answers requests and
+ * waits for the next ones from inside its loop.
  *
  * fds: 0 is /dev/null between requests and the request's body during one;
  * 1 is the response pipe (perl_wire.h); 2 is a pipe to plxd's error log;
@@ -37,7 +40,8 @@ static int control = CONTROL_FD;
 static void close_control_in_child(void);
 static int read_init(char *buf, struct worker_settings *s);
 static void say_ready(int ok, const char *message);
-static int serve(struct perl_interp *pi, const struct worker_settings *s, char *buf);
+static struct perl_run *next_request(void *ctx);
+static int answer(void *ctx, struct perl_run *run);
 static enum perl_wire_outcome wire_outcome(enum perl_outcome o);
 static uint64_t peak_rss_kb(void);
 
@@ -130,114 +134,123 @@ static uint64_t peak_rss_kb(void)
 	return (uint64_t)ru.ru_maxrss;
 }
 
-/* The request loop. Returns when plxd closes the socket, on a protocol
- * error, or after answering a request with PERL_WIRE_RETIRING. */
-static int serve(struct perl_interp *pi, const struct worker_settings *s, char *buf)
+/* The transport lent to the Perl runtime: one request at a time, read
+ * into buf, answered with DONE. */
+struct worker {
+	struct perl_interp *pi;
+	const struct worker_settings *s;
+	char *buf;               /* the request being served: run points into it */
+	char **env;
+	size_t env_cap;
+	struct perl_run run;
+	uint64_t requests;
+	int rc;                  /* the worker's exit status */
+};
+
+/* Reads the next request; NULL when plxd closes the socket (it stops, or
+ * this worker is to be replaced) or on a protocol error. */
+static struct perl_run *next_request(void *ctx)
 {
-	size_t env_cap = 64;
-	char **env = xmalloc(env_cap * sizeof *env);
-	uint64_t requests = 0;
-	int rc = 0;
-	for (;;) {
-		int fds[2] = { -1, -1 }, nfds = 0;
-		ssize_t n = perl_wire_recv(control, buf, PERL_WIRE_MAX, fds, &nfds, 0);
-		if (n == 0)
-			break; /* plxd is stopping */
-		struct perl_wire_request req;
-		if (n < (ssize_t)sizeof req) {
-			fprintf(stderr, "perl worker %d: bad message from plxd (%s)\n", (int)getpid(),
-					n < 0 ? strerror(errno) : "short");
-			rc = 1;
-			for (int i = 0; i < nfds; i++)
-				close(fds[i]);
-			break;
-		}
-		memcpy(&req, buf, sizeof req);
-		int want_fds = (req.flags & PERL_WIRE_STDIN) ? 1 : 0;
-		if (req.type != PERL_WIRE_REQUEST || nfds != want_fds || req.script_len == 0 ||
-				sizeof req + (size_t)req.script_len + req.env_len != (size_t)n) {
-			fprintf(stderr, "perl worker %d: malformed request from plxd\n", (int)getpid());
-			for (int i = 0; i < nfds; i++)
-				close(fds[i]);
-			rc = 1;
-			break;
-		}
-		char *script = buf + sizeof req;
-		script[req.script_len - 1] = '\0';
-		char *p = script + req.script_len, *end = p + req.env_len;
-		size_t nenv = 0;
-		while (p < end) {
-			if (nenv + 1 >= env_cap) {
-				env_cap *= 2;
-				env = xrealloc(env, env_cap * sizeof *env);
-			}
-			env[nenv++] = p;
-			char *nul = memchr(p, '\0', (size_t)(end - p));
-			if (!nul) {
-				end[-1] = '\0';
-				break;
-			}
-			p = nul + 1;
-		}
-		env[nenv] = NULL;
-
-		struct perl_run run = {
-			.script = script,
-			.dev = req.dev, .ino = req.ino, .size = req.size,
-			.mtime_sec = req.mtime_sec, .mtime_nsec = req.mtime_nsec,
-			.env = env,
-			.stdin_fd = want_fds ? fds[0] : -1,
-		};
-		perl_interp_run(pi, &run);
-		requests++;
-
-		struct perl_wire_done done = {
-			.type = PERL_WIRE_DONE,
-			.outcome = wire_outcome(run.outcome),
-			.exit_status = run.exit_status,
-			.flags = run.compiled ? PERL_WIRE_COMPILED : 0,
-			.compile_us = run.compile_us,
-			.run_us = run.run_us,
-			.requests = requests,
-		};
-		if (s->max_rss_kb)
-			done.rss_kb = peak_rss_kb();
-		if (run.outcome == PERL_FATAL)
-			done.retire = PERL_RETIRE_FATAL;
-		else if (s->max_requests && requests >= s->max_requests)
-			done.retire = PERL_RETIRE_MAX_REQUESTS;
-		else if (s->max_rss_kb && done.rss_kb > s->max_rss_kb)
-			done.retire = PERL_RETIRE_MAX_RSS;
-		else if (perl_interp_modules_changed(pi))
-			done.retire = PERL_RETIRE_MODULES;
-		if (done.retire)
-			done.flags |= PERL_WIRE_RETIRING;
-		/* A process the script started may still hold fd 1: the next
-		 * request gets a pipe of its own. */
-		int fresh[2] = { -1, -1 };
-		if (run.forked && !done.retire) {
-			if (pipe2(fresh, O_CLOEXEC) == 0) {
-				perl_interp_set_stdout(pi, fresh[1]);
-				done.flags |= PERL_WIRE_NEW_STDOUT;
-			} else {
-				done.retire = PERL_RETIRE_FATAL;
-				done.flags |= PERL_WIRE_RETIRING;
-			}
-		}
-		struct iovec iov[2] = {
-			{ &done, sizeof done },
-			{ (void *)run.tail, run.tail_len },
-		};
-		int sent = perl_wire_send(control, iov, run.tail_len ? 2 : 1, &fresh[0],
-				fresh[0] >= 0 ? 1 : 0);
-		if (fresh[0] >= 0)
-			close(fresh[0]);
-		perl_interp_tail_sent(pi);
-		if (sent < 0 || done.retire)
-			break;
+	struct worker *w = ctx;
+	int fds[2] = { -1, -1 }, nfds = 0;
+	ssize_t n = perl_wire_recv(control, w->buf, PERL_WIRE_MAX, fds, &nfds, 0);
+	if (n == 0)
+		return NULL; /* plxd is stopping */
+	struct perl_wire_request req;
+	if (n < (ssize_t)sizeof req) {
+		fprintf(stderr, "perl worker %d: bad message from plxd (%s)\n", (int)getpid(),
+				n < 0 ? strerror(errno) : "short");
+		goto fail;
 	}
-	free(env);
-	return rc;
+	memcpy(&req, w->buf, sizeof req);
+	int want_fds = (req.flags & PERL_WIRE_STDIN) ? 1 : 0;
+	if (req.type != PERL_WIRE_REQUEST || nfds != want_fds || req.script_len == 0 ||
+			sizeof req + (size_t)req.script_len + req.env_len != (size_t)n) {
+		fprintf(stderr, "perl worker %d: malformed request from plxd\n", (int)getpid());
+		goto fail;
+	}
+	char *script = w->buf + sizeof req;
+	script[req.script_len - 1] = '\0';
+	char *p = script + req.script_len, *end = p + req.env_len;
+	size_t nenv = 0;
+	while (p < end) {
+		if (nenv + 1 >= w->env_cap) {
+			w->env_cap *= 2;
+			w->env = xrealloc(w->env, w->env_cap * sizeof *w->env);
+		}
+		w->env[nenv++] = p;
+		char *nul = memchr(p, '\0', (size_t)(end - p));
+		if (!nul) {
+			end[-1] = '\0';
+			break;
+		}
+		p = nul + 1;
+	}
+	w->env[nenv] = NULL;
+	w->run = (struct perl_run){
+		.script = script,
+		.dev = req.dev, .ino = req.ino, .size = req.size,
+		.mtime_sec = req.mtime_sec, .mtime_nsec = req.mtime_nsec,
+		.env = w->env,
+		.stdin_fd = want_fds ? fds[0] : -1,
+	};
+	return &w->run;
+
+fail:
+	for (int i = 0; i < nfds; i++)
+		close(fds[i]);
+	w->rc = 1;
+	return NULL;
+}
+
+/* Sends DONE for run, deciding whether the worker retires after it. */
+static int answer(void *ctx, struct perl_run *run)
+{
+	struct worker *w = ctx;
+	const struct worker_settings *s = w->s;
+	w->requests++;
+	struct perl_wire_done done = {
+		.type = PERL_WIRE_DONE,
+		.outcome = wire_outcome(run->outcome),
+		.exit_status = run->exit_status,
+		.flags = run->compiled ? PERL_WIRE_COMPILED : 0,
+		.compile_us = run->compile_us,
+		.run_us = run->run_us,
+		.requests = w->requests,
+	};
+	if (s->max_rss_kb)
+		done.rss_kb = peak_rss_kb();
+	if (run->outcome == PERL_FATAL)
+		done.retire = PERL_RETIRE_FATAL;
+	else if (s->max_requests && w->requests >= s->max_requests)
+		done.retire = PERL_RETIRE_MAX_REQUESTS;
+	else if (s->max_rss_kb && done.rss_kb > s->max_rss_kb)
+		done.retire = PERL_RETIRE_MAX_RSS;
+	else if (perl_interp_modules_changed(w->pi))
+		done.retire = PERL_RETIRE_MODULES;
+	if (done.retire)
+		done.flags |= PERL_WIRE_RETIRING;
+	/* A process the script started may still hold fd 1: the next
+	 * request gets a pipe of its own. */
+	int fresh[2] = { -1, -1 };
+	if (run->forked && !done.retire) {
+		if (pipe2(fresh, O_CLOEXEC) == 0) {
+			perl_interp_set_stdout(w->pi, fresh[1]);
+			done.flags |= PERL_WIRE_NEW_STDOUT;
+		} else {
+			done.retire = PERL_RETIRE_FATAL;
+			done.flags |= PERL_WIRE_RETIRING;
+		}
+	}
+	struct iovec iov[2] = {
+		{ &done, sizeof done },
+		{ (void *)run->tail, run->tail_len },
+	};
+	int sent = perl_wire_send(control, iov, run->tail_len ? 2 : 1, &fresh[0],
+			fresh[0] >= 0 ? 1 : 0);
+	if (fresh[0] >= 0)
+		close(fresh[0]);
+	return sent < 0 || done.retire ? -1 : 0;
 }
 
 int main(int argc, char **argv)
@@ -279,7 +292,12 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	say_ready(1, NULL);
-	rc = serve(pi, &settings, buf);
+	struct worker w = { .pi = pi, .s = &settings, .buf = buf, .env_cap = 64 };
+	w.env = xmalloc(w.env_cap * sizeof *w.env);
+	struct perl_transport t = { .next = next_request, .answer = answer, .ctx = &w };
+	perl_interp_serve(pi, &t);
+	rc = w.rc;
+	free(w.env);
 	perl_interp_destroy(pi);
 out:
 	free(buf);

@@ -71,6 +71,93 @@ sub cgi_pm_reset {
     return;
 }
 
+# FastCGI-style scripts: `while (my $q = CGI::Fast->new) { ... }`, or
+# `while ($request->Accept >= 0) { ... }` with FCGI. Outside a FastCGI
+# server FCGI accepts once per process, so such a script would answer one
+# request per worker and then nothing (and break every other such script
+# in the worker). Once FCGI is loaded the worker calls fcgi_install, which
+# gives FCGI's request objects methods of plxd's: each request the worker
+# runs is one turn of the loop. The first Accept of a run takes the request
+# that started it; each later one answers that request and waits for the
+# next: for the same script it returns 0 with that request in place (%ENV,
+# STDIN, working directory), for another script -1, so the loop ends, the
+# script returns, and the next request for it starts it from the top.
+# The rest of the interface, as a process started by a FastCGI server sees
+# it: Finish answers the request at once (what is printed after it goes
+# nowhere), Flush sends what STDOUT holds, LastCall makes the next Accept
+# end the loop; IsFastCGI is false, as for the same script run as .pl;
+# Detach and Attach do nothing. An environment hash of the script's own
+# (FCGI::Request's fourth argument) is filled with the request's %ENV at
+# each Accept. A request object on a socket of the script's own
+# (FCGI::OpenSocket) is a FastCGI server of its own: FCGI's methods serve it.
+my %FCGI;    # FCGI's own subs
+sub fcgi_install {
+    return if $FCGI{Request} || !defined &FCGI::RequestX;
+    no strict 'refs';
+    no warnings 'redefine';
+    for my $name (qw(Request Accept Finish Flush Detach Attach LastCall GetEnvironment
+                     GetHandles IsFastCGI StartFilterData DESTROY)) {
+        $FCGI{$name} = defined &{"FCGI::$name"} ? \&{"FCGI::$name"} : sub { return };
+    }
+    # An object of FCGI's own (made before this, or on a socket of its
+    # own) is an FCGI blessed scalar; plxd's are FCGI blessed hashes.
+    my $ours = sub { ref $_[0] && UNIVERSAL::isa($_[0], 'HASH') && !$_[0]{real} };
+    my $theirs = sub {
+        my ($self) = @_;
+        return $self->{real} if UNIVERSAL::isa($self, 'HASH');
+        return $FCGI{IsFastCGI}->($self) ? $self : undef;
+    };
+    *FCGI::Request = sub (;***$*$) {
+        my @args = (\*STDIN, \*STDOUT, \*STDERR, \%ENV, 0, 1);
+        splice @args, 0, scalar(@_), @_;
+        my $socket = $args[4];
+        $socket = fileno($socket) if defined $socket && ref $socket && defined fileno($socket);
+        return bless { real => $FCGI{Request}->(@_) }, 'FCGI' if $socket;
+        return bless { in => $args[0], out => $args[1], err => $args[2], env => $args[3] },
+            'FCGI';
+    };
+    *FCGI::Accept = sub {
+        my ($self) = @_;
+        if (!$ours->($self)) {
+            my $real = $theirs->($self);
+            return $FCGI{Accept}->($real) if $real;
+        }
+        my $rc = PLXD::Worker::fcgi_accept();
+        my $env = UNIVERSAL::isa($self, 'HASH') ? $self->{env} : undef;
+        %$env = %ENV if $rc >= 0 && ref $env eq 'HASH' && $env != \%ENV;
+        return $rc;
+    };
+    my %plain = (
+        Finish   => \&PLXD::Worker::fcgi_finish,
+        Flush    => \&PLXD::Worker::fcgi_flush,
+        LastCall => \&PLXD::Worker::fcgi_last_call,
+        Detach   => sub { return },
+        Attach   => sub { return },
+        IsFastCGI => sub { return 0 },
+        StartFilterData => sub { return -1 },
+        GetEnvironment => sub { return $_[0]{env} },
+        GetHandles => sub { return @{ $_[0] }{qw(in out err)} },
+    );
+    for my $name (keys %plain) {
+        my $mine = $plain{$name};
+        *{"FCGI::$name"} = sub {
+            my ($self) = @_;
+            return $mine->($self) if $ours->($self);
+            my $real = $theirs->($self);
+            return $FCGI{$name}->($real, @_[1 .. $#_]) if $real;
+            # An FCGI object made before plxd took FCGI over.
+            return $mine->($self) unless $name =~ /^Get/;
+            return $FCGI{$name}->($self);
+        };
+    }
+    *FCGI::DESTROY = sub {
+        my ($self) = @_;
+        $FCGI{DESTROY}->($self) unless UNIVERSAL::isa($self, 'HASH');
+        return;
+    };
+    return;
+}
+
 # A changed script compiles into a package of its own (the old one may
 # still be running elsewhere on the stack); the old one is emptied then, so
 # that editing a script does not grow the worker.
