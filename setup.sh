@@ -13,9 +13,12 @@ RUN_PACKAGES="build-essential cmake pkg-config git libmicrohttpd-dev libinih-dev
   perl libcgi-pm-perl media-types"
 # Tests: clang's libFuzzer runtime for the fuzz targets, the load tools;
 # gnuplot and fonts for bench/run's chart, headless Chromium for the front page,
-# valgrind for tests/leakcheck.
+# valgrind for tests/leakcheck; the Perl web libraries and frameworks that
+# tests/integration/compat.t runs as .pl and .plx.
 TEST_PACKAGES="clang libclang-rt-14-dev apache2-utils wrk hyperfine curl nginx-light
-  gnuplot-nox fonts-dejavu-core chromium chromium-driver valgrind"
+  gnuplot-nox fonts-dejavu-core chromium chromium-driver valgrind
+  libcgi-application-perl libhtml-template-perl libcgi-session-perl libcgi-formbuilder-perl
+  libtemplate-perl libcgi-fast-perl libfcgi-perl libmojolicious-perl libdancer2-perl libplack-perl"
 
 install_missing() {
 	missing=""
