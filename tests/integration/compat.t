@@ -27,8 +27,19 @@ use warnings;
 use Test::More;
 use File::Temp qw(tempdir);
 use POSIX qw(WNOHANG);
+use HTTP::Tiny;
 use Storable qw(nstore retrieve);
 use PlxdTest qw(wait_for source_dir read_file);
+
+# Without the libraries every row would fail for a reason the diffs do not say.
+my @missing = grep { my $f = s{::}{/}gr . '.pm'; !grep { -f "$_/$f" } @INC } qw(CGI CGI::Carp
+    CGI::Application HTML::Template CGI::Session CGI::FormBuilder Template CGI::Fast FCGI
+    Mojolicious::Lite Dancer2 Dancer2::Session::YAML Plack::Handler::CGI Plack::Builder);
+if (@missing) {
+    fail("installed (Debian packages; ./setup.sh test installs them): @missing");
+    done_testing;
+    exit;
+}
 
 my $FIXTURES = source_dir() . '/tests/integration/compat';
 my $PLX_ROUNDS = $ENV{PLXD_COMPAT_PLX_ROUNDS} // 7;    # 7 rounds: 50 requests or more per application
@@ -290,7 +301,6 @@ sub one_worker_throughout {
     my ($s, $pid, $what) = @_;
     is(worker_pid($s), $pid, "$what: one worker served every .plx request");
     unlike($s->error_log, qr/perl worker \d+ (?:died|exited|killed|did not)/, "$what: no worker died or was replaced");
-    unlike($s->error_log, qr/Deep recursion/, "$what: no deep recursion");
 }
 
 # ----- the applications that share a worker ------------------------------
