@@ -8,16 +8,19 @@ set -eu
 cd "$(dirname "$0")"
 
 # Build and run: compiler, CMake, libmicrohttpd, libinih, libperl, CGI.pm
-# (no longer in core Perl), the system's mime.types.
+# (no longer in core Perl), the system's mime.types; Mojolicious, Dancer2 and
+# Plack for cgi-bin's framework samples.
 RUN_PACKAGES="build-essential cmake pkg-config git libmicrohttpd-dev libinih-dev libperl-dev
-  perl libcgi-pm-perl media-types"
+  perl libcgi-pm-perl media-types libmojolicious-perl libdancer2-perl libplack-perl"
 # Tests: clang's libFuzzer runtime for the fuzz targets, the load tools;
 # gnuplot and fonts for bench/run's chart, headless Chromium for the front page,
-# valgrind for tests/leakcheck; CGI::Fast and FCGI for FastCGI-style scripts
-# (CGI::Carp comes with CGI.pm).
+# valgrind for tests/leakcheck; the Perl web libraries that
+# tests/integration/compat.t runs as .pl and .plx (with the frameworks above),
+# CGI::Fast and FCGI for FastCGI-style scripts (CGI::Carp comes with CGI.pm).
 TEST_PACKAGES="clang libclang-rt-14-dev apache2-utils wrk hyperfine curl nginx-light
-  gnuplot-nox fonts-dejavu-core chromium chromium-driver valgrind libcgi-fast-perl
-  libfcgi-perl"
+  gnuplot-nox fonts-dejavu-core chromium chromium-driver valgrind
+  libcgi-application-perl libhtml-template-perl libcgi-session-perl libcgi-formbuilder-perl
+  libtemplate-perl libcgi-fast-perl libfcgi-perl"
 
 install_missing() {
 	missing=""

@@ -1,0 +1,73 @@
+# The framework samples of cgi-bin/ (mojo, dancer, psgi: Mojolicious::Lite,
+# Dancer2 and a plain PSGI application through Plack::Handler::CGI) build
+# their application once per process ("our $app ||= do { ... }", README:
+# "Porting to .plx"). Under [perl] workers = 1, 100 requests of each .plx
+# must find the application built once, with as many routes as the .pl
+# twin, while the requests add up; the same code with "=" for "||=" (the
+# setup at the top level, as the frameworks' own examples write it) builds
+# the application again on every request, and its routes pile up.
+use strict;
+use warnings;
+use Test::More;
+use PlxdTest qw(source_dir read_file);
+
+my @SAMPLES = qw(mojo dancer psgi);
+my $N = 100;
+
+my %files;
+for my $name (@SAMPLES) {
+    my $text = read_file(source_dir() . "/cgi-bin/$name.plx");
+    is(read_file(source_dir() . "/cgi-bin/$name.pl"), $text, "cgi-bin/$name.pl is $name.plx's twin");
+    like($text, qr/^our \$\w+ \|\|= do \{$/m, "$name.plx builds its application once");
+    $files{"$name.pl"} = $files{"$name.plx"} = $text;
+    $files{"${name}_naive.plx"} = $text =~ s/ \|\|= / = /gr;
+}
+
+my $s = PlxdTest->start(
+    files    => \%files,
+    handlers => { '.pl' => 'cgi', '.plx' => 'perl' },
+    sections => { perl => { workers => 1 } },
+);
+
+# What a sample page says: (built, routes, served, pid); routes is undef
+# for the PSGI sample, which has none.
+sub figures {
+    my ($res) = @_;
+    my $t = $res->{content} // '';
+    $t =~ s/<[^>]*>//g;
+    my ($built) = $t =~ /built\s+the\s+application\s+(\d+)\s+time/;
+    my ($routes) = $t =~ /has\s+(\d+)\s+routes/;
+    my ($served) = $t =~ /served\s+(\d+)\s+request/;
+    my ($pid) = $t =~ /pid\s+(\d+)/;
+    return { status => $res->{status}, built => $built, routes => $routes, served => $served, pid => $pid };
+}
+
+for my $name (@SAMPLES) {
+    my $pl = figures($s->get("/$name.pl/"));
+    is($pl->{status}, 200, "$name.pl answers");
+    is($pl->{built}, 1, "$name.pl builds the application");
+    is($pl->{served}, 1, "$name.pl serves one request per process");
+    ok(defined $pl->{routes}, "$name.pl counts its routes") unless $name eq 'psgi';
+
+    my @plx = map { figures($s->get("/$name.plx/")) } 1 .. $N;
+    is(scalar(grep { $_->{status} == 200 } @plx), $N, "$name.plx: $N answers");
+    is_deeply([map { $_->{built} } @plx], [(1) x $N], "$name.plx: the application was built once in $N requests");
+    is_deeply([map { $_->{routes} } @plx], [($pl->{routes}) x $N],
+        "$name.plx: its routes stay " . ($pl->{routes} // 'none') . ', as in .pl');
+    is_deeply([map { $_->{served} } @plx], [1 .. $N], "$name.plx: one worker served them one after another");
+    is(scalar(keys %{ { map { $_->{pid} // '' => 1 } @plx } }), 1, "$name.plx: all in one process");
+
+    my $hello = $s->get("/$name.plx/hello/world?name=world");
+    like($hello->{content}, qr/^Hello, world!/, "$name.plx: its second route answers");
+    is($hello->{content}, $s->get("/$name.pl/hello/world")->{content}, "$name.plx: the same answer as .pl")
+        unless $name eq 'psgi';    # its answer has the counters
+
+    # The naive form re-runs the setup on each request.
+    my @naive = map { figures($s->get("/${name}_naive.plx/")) } 1 .. 10;
+    is_deeply([map { $_->{built} } @naive], [1 .. 10], "${name}_naive.plx: the application is built on every request");
+    is_deeply([map { $_->{routes} } @naive], [map { defined $pl->{routes} ? $pl->{routes} * $_ : undef } 1 .. 10],
+        "${name}_naive.plx: its routes pile up") if defined $pl->{routes};
+}
+
+unlike($s->error_log, qr/perl worker \d+ (?:died|exited|killed)/, 'no worker was replaced');
+done_testing;
