@@ -7,8 +7,11 @@
  *             epoll mode and accepting from the shared listening socket
  *             (EPOLLEXCLUSIVE), handing sockets over with MHD_add_connection
  * It prints "listening on http://127.0.0.1:PORT/" once it accepts.
- *   mhd_floor MODE [THREADS] */
+ *   mhd_floor MODE [THREADS]
+ * bench/run builds it (the CMake target mhd_floor) with plxd's Release flags. */
+#ifndef _GNU_SOURCE /* CMake defines it for the whole tree */
 #define _GNU_SOURCE
+#endif
 #include <microhttpd.h>
 
 #include <arpa/inet.h>

@@ -1,6 +1,7 @@
 # bench/run --quick, once: it builds, measures, stops what it started, and
-# writes a Markdown table, a CSV and a PNG chart that are well formed. It
-# checks the shape of the output, never a speed.
+# writes a Markdown table, a CSV and a PNG chart that are well formed, with
+# every section's rows (the new-connection one and bare libmicrohttpd's
+# floor among them). It checks the shape of the output, never a speed.
 use strict;
 use warnings;
 use Test::More;
@@ -35,16 +36,20 @@ is(read_file("$out/latest.$_"), read_file("$base.$_"), "latest.$_ is a copy") fo
 ok(-s "$pub/chart.png", 'chart.png published for the front page');
 is(read_file("$pub/results.txt"), read_file("$base.md"), 'results.txt published beside it');
 
-# ----- Markdown: the three experiments, tables whose rows all have the
+# ----- Markdown: the four experiments, tables whose rows all have the
 # header's number of cells.
 my $md = read_file("$base.md");
 like($md, qr/^## 1\. Sequential requests, a new connection each/m, 'section 1: seed 1');
-like($md, qr/^## 2\. CGI\.pm against PLXD::Request/m, 'section 2: seed 2');
-like($md, qr/^## 3\. Keep-alive throughput/m, 'section 3: keep-alive');
+like($md, qr/^## 2\. A new connection each, 10 at a time \(ab -n 200 -c 10\)$/m, 'section 2: a new connection each, ab -c 10');
+like($md, qr/^## 3\. CGI\.pm against PLXD::Request/m, 'section 3: seed 2');
+like($md, qr/^## 4\. Keep-alive throughput/m, 'section 4: keep-alive');
 like($md, qr/^## Ratios/m, 'the ratios');
 like($md, qr/^\| machine \| \d+ cores, .+ \|$/m, 'the machine: cores and CPU model');
 like($md, qr/^\| system \| .*kernel \S+/m, 'the kernel');
 like($md, qr/^\| plxd \| plxd \d+\.\d+\.\d+ .*git \S+/m, "plxd's version and git revision");
+like($md, qr/^\| floor \| libmicrohttpd \d+\.\d+\.\d+: bench\/mhd_floor/m, "the floor's libmicrohttpd version");
+like($md, qr/^\| sessions \| every server in a session of its own \(setsid\), every ab and wrk in another \|$/m,
+    'how the servers and the load tools were started');
 my (@tables, $in);
 for my $line (split /\n/, $md) {
     if ($line =~ /^\|/) { push @tables, [] unless $in; push @{ $tables[-1] }, $line; $in = 1 }
@@ -56,9 +61,13 @@ for my $t (@tables) {
     $bad_tables++ if grep { $_ != $cells[0] } @cells;
     $bad_tables++ unless @$t >= 2 && $t->[1] =~ /^\|(?:\s*:?-+:?\s*\|)+$/;
 }
-ok(@tables >= 5, 'five tables (facts, three experiments, ratios)');
+ok(@tables >= 6, 'six tables (facts, four experiments, ratios)');
 is($bad_tables, 0, 'every table has a separator row and rows of the same width');
 like($md, qr/^\| \d+\. \| 100 \| [\d.]+[^|]*\| [\d,.]+[^|]*\|.*\| hello\.html, plxd[^,|]*, static \|$/m, 'seed 1 row for the static file, measured');
+like($md, qr/^\| hello\.html \| plxd [^|]+ \| static \| [\d.]+[^|]*\| [\d,.]+[^|]*\|/m, 'section 2 row for the static file, measured');
+like($md, qr/^\| hello\.html, plxd \/ mhd_floor pool, a new connection each \(ab -c 10\) \| \d+\.\d\d \|/m,
+    "the ratio to the floor, a new connection each");
+like($md, qr/^\| hello\.html, plxd \/ mhd_floor pool, keep-alive \| \d+\.\d\d \|/m, 'and with keep-alive');
 
 # ----- CSV: the declared columns, a value for each, numbers that add up.
 my @lines = split /\n/, read_file("$base.csv");
@@ -87,12 +96,28 @@ for my $line (@lines) {
 ok(@rows >= 20, 'a CSV row per target and load (' . scalar(@rows) . ')');
 ok(!$bad_width, 'every CSV row has one field per column');
 my %sections = map { $_->{section} => 1 } @rows;
-is_deeply([sort keys %sections], [qw(conc ka seq)], 'rows of all three experiments');
+is_deeply([sort keys %sections], [qw(conc conn ka seq)], 'rows of all four experiments');
 my @ok = grep { $_->{status} eq 'ok' } @rows;
 my @na = grep { $_->{status} =~ /^not available: \S/ } @rows;
 is(@ok + @na + scalar(grep { $_->{status} =~ /^(?:failed|ok \()/ } @rows), scalar @rows,
     'each status is ok, not available (with why) or failed');
-ok(scalar(grep { $_->{target} eq 'hello.html' } @ok) >= 3, 'the static file was measured in each experiment that has it');
+is(scalar(grep { $_->{target} eq 'hello.html' && $_->{server} =~ /^plxd/ } @ok), 4,
+    'the static file was measured in each experiment that has it (seed 1 twice)');
+
+# The new-connection section (ab -c 10): hello.html, hello.pl and hello.plx
+# from plxd, measured or not available with why; hello.html beside the
+# floor's three modes, which are measured with keep-alive too.
+for my $t (qw(hello.html hello.pl hello.plx)) {
+    my @r = grep { $_->{section} eq 'conn' && $_->{target} eq $t && $_->{server} =~ /^plxd/ } @rows;
+    is(scalar @r, 1, "section 2: a row for $t") and is_deeply([@{ $r[0] }{qw(tool n c)}], ['ab', 200, 10], "... ab -n 200 -c 10");
+}
+for my $mode (qw(pool external perconn)) {
+    for my $section (qw(conn ka)) {
+        my @r = grep { $_->{section} eq $section && $_->{handler} =~ /^mhd_floor $mode,/ } @rows;
+        ok(@r == 1 && $r[0]{status} eq 'ok' && $r[0]{target} eq 'hello.html' && $r[0]{server} =~ /^libmicrohttpd /,
+            "the floor, mhd_floor $mode, measured in $section") or diag(explain(\@r));
+    }
+}
 my $num = qr/^\d+(?:\.\d+)?$/;
 my @bad = grep {
     my $r = $_;

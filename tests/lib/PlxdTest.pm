@@ -1,8 +1,8 @@
 package PlxdTest;
 # Integration test harness: starts a real plxd on a free loopback port with a
-# configuration written inline, in a temporary folder, and checks on the way
-# out that it stopped cleanly: not killed by a signal, no sanitizer report in
-# its logs.
+# configuration written inline, in a temporary folder (through PlxdServer, as
+# the test tools and bench/run do), and checks on the way out that it stopped
+# cleanly: not killed by a signal, no sanitizer report in its logs.
 #
 #   my $s = PlxdTest->start(
 #       files    => { 'hello.html' => "hi\n" },     # written under the root
@@ -26,7 +26,7 @@ use File::Temp qw(tempdir);
 use HTTP::Tiny;
 use IO::Select;
 use IO::Socket::IP;
-use POSIX qw(WNOHANG);
+use PlxdServer;
 use Test::More;
 use Scalar::Util qw(weaken);
 use Test2::API qw(test2_add_callback_testing_done);
@@ -135,40 +135,20 @@ sub start {
 
 sub _spawn {
     my ($self) = @_;
-    pipe(my $out_r, my $out_w) or die "pipe: $!";
-    my $pid = fork // die "fork: $!";
-    if (!$pid) {
-        close $out_r;
-        open STDOUT, '>&', $out_w or die;
-        open STDERR, '>>', "$self->{dir}/stderr.log" or die;
-        $ENV{$_} = $self->{env}{$_} for keys %{ $self->{env} };
-        exec plxd_bin(), '--config', $self->{conf}, '--listen', $self->{listen},
-            @{ $self->{args} } or die "exec: $!";
-    }
-    close $out_w;
-    $self->{pid} = $pid;
-    $self->{stdout} = $out_r;
-
     # plxd prints "listening on URL" once it accepts connections.
-    my $sel = IO::Select->new($out_r);
-    my $line = '';
-    my $until = time + 30;
-    while (time < $until && $line !~ /\n/) {
-        last unless $sel->can_read($until - time);
-        my $n = sysread $out_r, my $buf, 4096;
-        last unless $n;
-        $line .= $buf;
-    }
-    if ($line =~ m{^listening on (http://(\[[^\]]+\]|[^:/]+):(\d+)/)$}m) {
-        @$self{qw(url host port)} = ($1, $2, $3);
-        $self->{host} =~ s/^\[|\]$//g;
-        return;
-    }
-    my $logs = $self->logs;
-    kill 'KILL', $pid;
-    waitpid $pid, 0;
-    delete $self->{pid};
-    die "plxd did not start (stdout: '$line')\n$logs";
+    my $srv = eval {
+        PlxdServer->start(
+            name   => 'plxd',
+            cmd    => [plxd_bin(), '--config', $self->{conf}, '--listen', $self->{listen}, @{ $self->{args} }],
+            stderr => "$self->{dir}/stderr.log",
+            env    => $self->{env},
+            timeout => 30,
+        );
+    };
+    die $@ . $self->logs unless $srv;
+    $self->{server} = $srv;
+    $self->{pid} = $srv->pid;
+    @$self{qw(url host port)} = ($srv->url, $srv->host, $srv->port);
 }
 
 sub url  { my ($self, $path) = @_; my $u = $self->{url}; $u =~ s{/$}{}; return $u . ($path // '/') }
@@ -245,16 +225,9 @@ sub signal {
 # Stops plxd with SIGTERM and checks how it went. Returns the exit status.
 sub stop {
     my ($self, %o) = @_;
-    my $pid = delete $self->{pid} or return;
-    kill 'TERM', $pid;
-    my $status;
-    wait_for(sub { my $r = waitpid($pid, WNOHANG); $status = $? if $r == $pid; $r == $pid }, 60);
-    if (!defined $status) {
-        kill 'KILL', $pid;
-        waitpid $pid, 0;
-        fail('plxd stopped within 60 s of SIGTERM');
-        $status = $?;
-    }
+    delete $self->{pid} or return;
+    my $status = $self->{server}->stop(grace => 60);
+    fail('plxd stopped within 60 s of SIGTERM') if $self->{server}->killed;
     my $signal = $status & 127;
     ok(!$signal, 'plxd main process was not killed by a signal') or diag("signal $signal");
     unlike($self->error_log, qr/AddressSanitizer|LeakSanitizer|UndefinedBehaviorSanitizer|runtime error:/,
@@ -267,10 +240,8 @@ sub stop {
 # Waits for plxd to exit on its own (after a signal the test sent).
 sub wait_exit {
     my ($self, $timeout) = @_;
-    my $pid = $self->{pid} or return;
-    my $status;
-    wait_for(sub { my $r = waitpid($pid, WNOHANG); $status = $? if $r == $pid; $r == $pid },
-        $timeout // 30);
+    $self->{pid} or return;
+    my $status = $self->{server}->wait_exit($timeout // 30);
     delete $self->{pid} if defined $status;
     return $status;
 }

@@ -1,7 +1,7 @@
 package PlxdTool;
 # What the stand-alone test tools (tests/soak, tests/leakcheck) share:
 # building a tree, starting plxd on its `listening on` line and stopping it
-# by PID, their progress lines and small file helpers. A tool names itself
+# by PID (PlxdServer underneath), their progress lines and small file helpers. A tool names itself
 # (`soak`, `leakcheck`) so that its messages and logs say which one spoke.
 #
 #   my $dir = PlxdTool::cmake_build('soak', $src, "$src/build-release", '-DCMAKE_BUILD_TYPE=Release');
@@ -14,9 +14,8 @@ use strict;
 use warnings;
 use Exporter 'import';
 use File::Path qw(make_path);
-use IO::Select;
-use POSIX qw(WNOHANG _exit strftime);
-use Time::HiRes qw(time);
+use POSIX qw(strftime);
+use PlxdServer;
 
 our @EXPORT_OK = qw(say_step read_text write_text parse_duration);
 
@@ -60,51 +59,34 @@ sub cmake_build {
     return $dir;
 }
 
-# Starts plxd on dir/plxd.conf in a process group of its own (Ctrl-C reaches
-# the tool, which stops plxd itself), stderr to dir/stderr.log, with env
-# added to its environment. Waits up to timeout seconds for its `listening
-# on` line. Returns (pid, base URL); dies with plxd's logs if it did not
-# start (after stopping it).
+# Starts plxd on dir/plxd.conf (through PlxdServer, as the integration tests
+# and bench/run do) in a process group of its own (Ctrl-C reaches the tool,
+# which stops plxd itself), stderr to dir/stderr.log, with env added to its
+# environment. Waits up to timeout seconds for its `listening on` line.
+# Returns (pid, base URL); dies with plxd's logs if it did not start (after
+# stopping it).
+my %server;    # pid => PlxdServer, until stopped
+
 sub start_plxd {
     my ($tool, $plxd, $dir, %o) = @_;
-    pipe(my $r, my $w) or die "pipe: $!";
-    my $pid = fork // die "fork: $!";
-    if (!$pid) {
-        close $r;
-        open STDOUT, '>&', $w;
-        open STDERR, '>>', "$dir/stderr.log";
-        open STDIN, '<', '/dev/null';
-        setpgrp(0, 0);
-        @ENV{ keys %{ $o{env} || {} } } = values %{ $o{env} || {} };
-        exec $plxd, '--config', "$dir/plxd.conf" or _exit(127);
-    }
-    close $w;
-    my $sel = IO::Select->new($r);
-    my $out = '';
-    my $until = time + ($o{timeout} // 30);
-    while ($out !~ /\n/ && time < $until && $sel->can_read($until - time)) {
-        sysread($r, my $buf, 4096) or last;
-        $out .= $buf;
-    }
-    return ($pid, $1) if $out =~ m{^listening on (http://127\.0\.0\.1:\d+)/}m;
-    stop_plxd($tool, $pid, 10);
-    die "tests/$tool: plxd did not start:\n" . read_text("$dir/error.log") . read_text("$dir/stderr.log");
+    my $srv = eval {
+        PlxdServer->start(name => 'plxd', cmd => [$plxd, '--config', "$dir/plxd.conf"],
+            stderr => "$dir/stderr.log", env => $o{env}, session => 'pgrp', timeout => $o{timeout} // 30);
+    };
+    die "tests/$tool: " . ($@ =~ s/\n*$/:\n/r) . read_text("$dir/error.log") . read_text("$dir/stderr.log")
+        unless $srv;
+    $server{ $srv->pid } = $srv;
+    return ($srv->pid, $srv->base);
 }
 
 # SIGTERM, then up to grace seconds for a graceful exit (polled), then
 # SIGKILL. Returns plxd's wait status.
 sub stop_plxd {
     my ($tool, $pid, $grace) = @_;
-    kill 'TERM', $pid;
-    my $until = time + $grace;
-    while (time < $until) {
-        return $? if waitpid($pid, WNOHANG) == $pid;
-        select(undef, undef, undef, 0.05);
-    }
-    print STDERR "tests/$tool: plxd did not stop within $grace s of SIGTERM: killing it\n";
-    kill 'KILL', $pid;
-    waitpid $pid, 0;
-    return $?;
+    my $srv = delete $server{$pid} or die "tests/$tool: plxd $pid was not started by start_plxd\n";
+    return $srv->stop(grace => $grace, on_kill => sub {
+        print STDERR "tests/$tool: plxd did not stop within $grace s of SIGTERM: killing it\n";
+    });
 }
 
 1;
