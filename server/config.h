@@ -7,7 +7,7 @@
 
 #include <stddef.h>
 
-#include "conf.h"
+#include "conf_key.h"
 #include "req_limits.h"
 
 struct plxd_handler;
@@ -42,7 +42,7 @@ struct handler_section {
 	const struct plxd_handler *handler;
 	void *conf;        /* handler->conf_size bytes, filled by handler->keys */
 	char *load;        /* the section's load = PATH, or NULL */
-	void *state;       /* the running handler's state, set by handlers_apply */
+	void *state;       /* the running handler's state, set by modules_apply */
 };
 
 /* One [handlers] row: files ending in ext go to section's handler. */

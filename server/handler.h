@@ -36,7 +36,7 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
-#include "conf.h"
+#include "conf_key.h"
 
 #define PLXD_HANDLER_ABI 2
 

@@ -213,7 +213,7 @@ static enum MHD_Result accept_policy(void *cls, const struct sockaddr *addr, soc
 	if (count >= per_ip_limit) {
 		char text[INET6_ADDRSTRLEN];
 		log_format_addr(addr, text, sizeof text);
-		plxd_log(LOG_WARN, "refused a connection from %s: %u open, per_ip_connections is %lu",
+		plxd_log(PLXD_LOG_WARN, "refused a connection from %s: %u open, per_ip_connections is %lu",
 				text, count, per_ip_limit);
 		return MHD_NO;
 	}
@@ -387,7 +387,7 @@ static void *watchdog(void *arg)
 			if (why) {
 				char addr[INET6_ADDRSTRLEN];
 				log_format_addr((struct sockaddr *)&c->peer, addr, sizeof addr);
-				plxd_log(LOG_INFO, "closed the connection from %s: %s (%lu ms)", addr,
+				plxd_log(PLXD_LOG_INFO, "closed the connection from %s: %s (%lu ms)", addr,
 						why, limit);
 				c->timed_out = 1;
 				shutdown(c->fd, SHUT_RDWR);
@@ -405,7 +405,7 @@ static void log_from_mhd(void *cls, const char *fmt, va_list ap)
 	(void)cls;
 	char msg[1024];
 	vsnprintf(msg, sizeof msg, fmt, ap);
-	plxd_log(LOG_DEBUG, "libmicrohttpd: %s", msg);
+	plxd_log(PLXD_LOG_DEBUG, "libmicrohttpd: %s", msg);
 }
 
 int http_start(int listen_fd, const struct server_conf *server, char *err, size_t errlen)

@@ -19,13 +19,13 @@
 
 static atomic_int error_fd = 2;
 static atomic_int access_fd = -1;
-static atomic_int current_level = LOG_INFO;
+static atomic_int current_level = PLXD_LOG_INFO;
 
 static const char *const level_names[] = { "error", "warn", "info", "debug" };
 
 int log_level_parse(const char *name, enum log_level *out)
 {
-	for (int i = LOG_ERROR; i <= LOG_DEBUG; i++) {
+	for (int i = PLXD_LOG_ERROR; i <= PLXD_LOG_DEBUG; i++) {
 		if (strcasecmp(name, level_names[i]) == 0) {
 			*out = (enum log_level)i;
 			return 0;
@@ -89,7 +89,7 @@ void log_chown(unsigned uid, unsigned gid)
 	int fds[2] = { atomic_load(&error_fd), atomic_load(&access_fd) };
 	for (int i = 0; i < 2; i++) {
 		if (fds[i] > 2 && fchown(fds[i], uid, gid) < 0)
-			plxd_log(LOG_WARN, "cannot give a log file to uid %u: %s", uid, strerror(errno));
+			plxd_log(PLXD_LOG_WARN, "cannot give a log file to uid %u: %s", uid, strerror(errno));
 	}
 }
 

@@ -9,7 +9,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
-enum log_level { LOG_ERROR, LOG_WARN, LOG_INFO, LOG_DEBUG };
+enum log_level { PLXD_LOG_ERROR, PLXD_LOG_WARN, PLXD_LOG_INFO, PLXD_LOG_DEBUG };
 
 /* Opens (or reopens) both logs. An empty access_log path turns it off.
  * Returns 0, or -1 with a message in err; the old files stay open then. */

@@ -2,7 +2,7 @@
  * reloads, SIGTERM and SIGINT stop gracefully). */
 #include "alloc.h"
 #include "config.h"
-#include "handlers.h"
+#include "modules.h"
 #include "http.h"
 #include "log.h"
 #include "site.h"
@@ -73,7 +73,7 @@ static void help(void)
 	print_keys(stdout, "request", req_limits_keys);
 	printf("\n[handlers]\n  .EXT = HANDLER           files ending in .EXT (any case) go to HANDLER;\n"
 	       "                           others are served by the static handler\n");
-	handlers_each_known(print_handler_keys, stdout);
+	modules_each_known(print_handler_keys, stdout);
 }
 
 static int parse_args(int argc, char **argv, struct options *o)
@@ -132,12 +132,12 @@ static struct config *load(const struct options *o, char **errors)
 		overrides[n++] = (struct config_override){ "--listen", "server", "listen", o->listen };
 	if (o->root)
 		overrides[n++] = (struct config_override){ "--root", "server", "root", o->root };
-	return config_load(file, overrides, n, handlers_find, NULL, errors);
+	return config_load(file, overrides, n, modules_find, NULL, errors);
 }
 
 static int open_logs(const struct server_conf *s, char *err, size_t errlen)
 {
-	enum log_level level = LOG_INFO;
+	enum log_level level = PLXD_LOG_INFO;
 	log_level_parse(s->log_level, &level);
 	return log_open(s->error_log, s->access_log, level, err, errlen);
 }
@@ -151,24 +151,24 @@ static int drop_privileges(const struct config *c)
 	if (!user[0])
 		return 0;
 	if (geteuid() != 0) {
-		plxd_log(LOG_INFO, "not started as root: [server] user %s ignored", user);
+		plxd_log(PLXD_LOG_INFO, "not started as root: [server] user %s ignored", user);
 		return 0;
 	}
 	errno = 0;
 	struct passwd *pw = getpwnam(user);
 	if (!pw) {
-		plxd_log(LOG_ERROR, "%s: [server] user %s: no such user", c->file, user);
+		plxd_log(PLXD_LOG_ERROR, "%s: [server] user %s: no such user", c->file, user);
 		return -1;
 	}
 	log_chown(pw->pw_uid, pw->pw_gid);
 	if (initgroups(pw->pw_name, pw->pw_gid) < 0 || setgid(pw->pw_gid) < 0
 			|| setuid(pw->pw_uid) < 0) {
-		plxd_log(LOG_ERROR, "cannot become user %s: %s", user, strerror(errno));
+		plxd_log(PLXD_LOG_ERROR, "cannot become user %s: %s", user, strerror(errno));
 		return -1;
 	}
 	if (strcmp(c->file, "(no configuration file)") != 0 && access(c->file, R_OK) < 0)
-		plxd_log(LOG_WARN, "user %s cannot read %s: a reload (SIGHUP) will fail", user, c->file);
-	plxd_log(LOG_INFO, "running as user %s (uid %u)", user, (unsigned)pw->pw_uid);
+		plxd_log(PLXD_LOG_WARN, "user %s cannot read %s: a reload (SIGHUP) will fail", user, c->file);
+	plxd_log(PLXD_LOG_INFO, "running as user %s (uid %u)", user, (unsigned)pw->pw_uid);
 	return 0;
 }
 
@@ -177,19 +177,19 @@ static void log_errors(const char *errors)
 	const char *p = errors;
 	while (*p) {
 		size_t n = strcspn(p, "\n");
-		plxd_log(LOG_ERROR, "%.*s", (int)n, p);
+		plxd_log(PLXD_LOG_ERROR, "%.*s", (int)n, p);
 		p += n + (p[n] == '\n');
 	}
 }
 
 static void reload(const struct options *o)
 {
-	plxd_log(LOG_INFO, "SIGHUP: reloading the configuration");
+	plxd_log(PLXD_LOG_INFO, "SIGHUP: reloading the configuration");
 	char *errors = NULL;
 	struct config *c = load(o, &errors);
 	if (!c) {
 		log_errors(errors);
-		plxd_log(LOG_ERROR, "the new configuration is invalid: kept the running one");
+		plxd_log(PLXD_LOG_ERROR, "the new configuration is invalid: kept the running one");
 		free(errors);
 		return;
 	}
@@ -197,29 +197,29 @@ static void reload(const struct options *o)
 	for (const struct conf_key *k = server_keys; k->name; k++) {
 		if (!(k->flags & CONF_RESTART) || conf_value_equal(k, &c->server, &old->config->server))
 			continue;
-		plxd_log(LOG_WARN, "[server] %s changed: it takes effect only after a restart", k->name);
+		plxd_log(PLXD_LOG_WARN, "[server] %s changed: it takes effect only after a restart", k->name);
 		conf_value_copy(k, &c->server, &old->config->server);
 	}
 	site_release(old);
 
 	char err[512];
 	if (open_logs(&c->server, err, sizeof err) < 0) {
-		plxd_log(LOG_ERROR, "%s: kept the running configuration", err);
+		plxd_log(PLXD_LOG_ERROR, "%s: kept the running configuration", err);
 		config_free(c);
 		return;
 	}
 	struct site *site = site_create(c, err, sizeof err);
 	if (!site) {
-		plxd_log(LOG_ERROR, "%s: kept the running configuration", err);
+		plxd_log(PLXD_LOG_ERROR, "%s: kept the running configuration", err);
 		return;
 	}
-	if (handlers_apply(site->config) < 0) {
-		plxd_log(LOG_ERROR, "a handler failed to start: kept the running configuration");
+	if (modules_apply(site->config) < 0) {
+		plxd_log(PLXD_LOG_ERROR, "a handler failed to start: kept the running configuration");
 		site_release(site);
 		return;
 	}
 	site_install(site);
-	plxd_log(LOG_INFO, "configuration reloaded");
+	plxd_log(PLXD_LOG_INFO, "configuration reloaded");
 }
 
 static int serve(const struct options *o, struct config *config)
@@ -232,7 +232,7 @@ static int serve(const struct options *o, struct config *config)
 	}
 	int listen_fd = http_listen(config->server.listen, err, sizeof err);
 	if (listen_fd < 0) {
-		plxd_log(LOG_ERROR, "%s", err);
+		plxd_log(PLXD_LOG_ERROR, "%s", err);
 		config_free(config);
 		return 1;
 	}
@@ -243,15 +243,15 @@ static int serve(const struct options *o, struct config *config)
 	}
 	struct site *site = site_create(config, err, sizeof err);
 	if (!site) {
-		plxd_log(LOG_ERROR, "%s", err);
+		plxd_log(PLXD_LOG_ERROR, "%s", err);
 		close(listen_fd);
 		return 1;
 	}
-	if (handlers_apply(site->config) < 0) {
+	if (modules_apply(site->config) < 0) {
 		close(listen_fd);
-		handlers_stop_all();
+		modules_stop_all();
 		site_release(site);
-		handlers_unload();
+		modules_unload();
 		return 1;
 	}
 	site_install(site);
@@ -259,14 +259,14 @@ static int serve(const struct options *o, struct config *config)
 	char url[128];
 	http_url(listen_fd, url, sizeof url);
 	if (http_start(listen_fd, &site->config->server, err, sizeof err) < 0) {
-		plxd_log(LOG_ERROR, "%s", err);
+		plxd_log(PLXD_LOG_ERROR, "%s", err);
 		close(listen_fd);
-		handlers_stop_all();
+		modules_stop_all();
 		site_install(NULL);
-		handlers_unload();
+		modules_unload();
 		return 1;
 	}
-	plxd_log(LOG_INFO, "plxd %s listening on %s", PLXD_VERSION, url);
+	plxd_log(PLXD_LOG_INFO, "plxd %s listening on %s", PLXD_VERSION, url);
 	printf("listening on %s\n", url);
 	fflush(stdout);
 
@@ -286,18 +286,18 @@ static int serve(const struct options *o, struct config *config)
 			break;
 		}
 	}
-	plxd_log(LOG_INFO, "stopping: no new connections; waiting up to %lu ms for requests in flight",
+	plxd_log(PLXD_LOG_INFO, "stopping: no new connections; waiting up to %lu ms for requests in flight",
 			shutdown_ms);
 	http_quiesce();
 	unsigned left = http_wait_idle(shutdown_ms);
 	if (left)
-		plxd_log(LOG_WARN, "stopping with %u requests still running: closing their connections",
+		plxd_log(PLXD_LOG_WARN, "stopping with %u requests still running: closing their connections",
 				left);
 	http_stop();
-	handlers_stop_all();
+	modules_stop_all();
 	site_install(NULL);
-	handlers_unload();
-	plxd_log(LOG_INFO, "stopped");
+	modules_unload();
+	plxd_log(PLXD_LOG_INFO, "stopped");
 	log_close();
 	return 0;
 }
@@ -324,7 +324,7 @@ int main(int argc, char **argv)
 	if (!config) {
 		fprintf(stderr, "%s\nplxd: the configuration is invalid: not starting\n", errors);
 		free(errors);
-		handlers_unload();
+		modules_unload();
 		return 1;
 	}
 	if (o.check) {
@@ -332,12 +332,12 @@ int main(int argc, char **argv)
 		struct site *site = site_create(config, err, sizeof err);
 		if (!site) {
 			fprintf(stderr, "%s\n", err);
-			handlers_unload();
+			modules_unload();
 			return 1;
 		}
 		printf("plxd: %s: configuration OK\n", site->config->file);
 		site_release(site);
-		handlers_unload();
+		modules_unload();
 		return 0;
 	}
 	int rc = serve(&o, config);

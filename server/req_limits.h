@@ -10,7 +10,7 @@
 #ifndef PLXD_REQ_LIMITS_H
 #define PLXD_REQ_LIMITS_H
 
-#include "conf.h"
+#include "conf_key.h"
 
 struct req_limits {
 	unsigned long max_fields;            /* parameters and uploads in one request */

@@ -7,7 +7,7 @@
 #include "deny.h"
 #include "framing.h"
 #include "handler.h"
-#include "handlers.h"
+#include "modules.h"
 #include "http.h"
 #include "log.h"
 #include "path.h"
@@ -207,7 +207,7 @@ static void refuse(struct request *r, unsigned status, int close_connection)
 	r->close |= close_connection;
 	r->phase = PHASE_DONE;
 	if (plxd_respond_error(&r->pub, status) < 0)
-		plxd_log(LOG_WARN, "could not queue a %u response", status);
+		plxd_log(PLXD_LOG_WARN, "could not queue a %u response", status);
 }
 
 static int open_spool(struct request *r)
@@ -216,13 +216,13 @@ static int open_spool(struct request *r)
 	const char *dir = r->site->config->server.tmp_dir;
 	int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
 	if (fd < 0) {
-		plxd_log(LOG_ERROR, "cannot create a temp file in %s for a request body: %s", dir,
+		plxd_log(PLXD_LOG_ERROR, "cannot create a temp file in %s for a request body: %s", dir,
 				strerror(errno));
 		return -1;
 	}
 	ssize_t n = b->len ? write(fd, b->mem, (size_t)b->len) : 0;
 	if (n != (ssize_t)b->len) {
-		plxd_log(LOG_ERROR, "cannot write a request body to %s: %s", dir, strerror(errno));
+		plxd_log(PLXD_LOG_ERROR, "cannot write a request body to %s: %s", dir, strerror(errno));
 		close(fd);
 		return -1;
 	}
@@ -245,7 +245,7 @@ static unsigned body_append(struct request *r, const char *data, size_t len)
 			if (n < 0 && errno == EINTR)
 				continue;
 			if (n < 0) {
-				plxd_log(LOG_ERROR, "cannot spool a request body: %s", strerror(errno));
+				plxd_log(PLXD_LOG_ERROR, "cannot spool a request body: %s", strerror(errno));
 				return 500;
 			}
 			data += n;
@@ -288,7 +288,7 @@ static void dispatch(struct request *r)
 	int rc = h->handle(&r->pub);
 	if (!r->responded) {
 		if (rc == 0)
-			plxd_log(LOG_ERROR, "handler %s queued no response for %s", h->name, r->path);
+			plxd_log(PLXD_LOG_ERROR, "handler %s queued no response for %s", h->name, r->path);
 		refuse(r, 500, 0);
 	}
 }
@@ -320,7 +320,7 @@ static unsigned route(struct request *r, const char *target)
 	const char *query;
 	unsigned status = (unsigned)path_from_target(target, r->path, cap, &query, &why);
 	if (status) {
-		plxd_log(LOG_INFO, "refused %s: %s", target, why);
+		plxd_log(PLXD_LOG_INFO, "refused %s: %s", target, why);
 		return status;
 	}
 	r->pub.path = r->path;
@@ -334,7 +334,7 @@ static unsigned route(struct request *r, const char *target)
 		/* A denied name is 404 however it fails to open, so that a 403
 		 * cannot tell a hidden file is there. */
 		if (deny_path(config->deny, r->path, strlen(r->path))) {
-			plxd_log(LOG_INFO, "refused %s: a name [static] deny refuses", target);
+			plxd_log(PLXD_LOG_INFO, "refused %s: a name [static] deny refuses", target);
 			return 404;
 		}
 		return status;
@@ -347,7 +347,7 @@ static unsigned route(struct request *r, const char *target)
 	char *own_name = xstrndup(name, name_len);
 	why = refused_name(config, full, res.name_len, own_name, res.real_name);
 	if (why) {
-		plxd_log(LOG_INFO, "refused %s: %s", target, why);
+		plxd_log(PLXD_LOG_INFO, "refused %s: %s", target, why);
 		close(res.fd);
 		free(path);
 		free(own_name);
@@ -403,7 +403,7 @@ int plxd_serve_local(struct plxd_request *pub, const char *target)
 	if (r->responded)
 		return -1;
 	if (++r->redirects > 10) {
-		plxd_log(LOG_ERROR, "%s: more than 10 local redirects, last to %s", r->target,
+		plxd_log(PLXD_LOG_ERROR, "%s: more than 10 local redirects, last to %s", r->target,
 				target);
 		refuse(r, 500, 0);
 		return r->responded ? 0 : -1;
@@ -493,7 +493,7 @@ static void request_headers(struct request *r)
 	MHD_get_connection_values_n(connection, MHD_HEADER_KIND, header_framing, &framing);
 	unsigned bad = framing_end(&framing, &why);
 	if (bad) {
-		plxd_log(LOG_INFO, "refused %s %s: %s", r->pub.method, r->target, why);
+		plxd_log(PLXD_LOG_INFO, "refused %s %s: %s", r->pub.method, r->target, why);
 		refuse(r, bad, 1);
 		return;
 	}
@@ -502,7 +502,7 @@ static void request_headers(struct request *r)
 	 * new (idle) connections must not cut off the clients already in. */
 	if (http_open_connections() > server->max_connections
 			&& (!r->conn || r->conn->opened_as > server->max_connections)) {
-		plxd_log(LOG_WARN, "answered 503: %u connections open, max_connections is %lu",
+		plxd_log(PLXD_LOG_WARN, "answered 503: %u connections open, max_connections is %lu",
 				http_open_connections(), server->max_connections);
 		refuse(r, 503, 1);
 		return;
@@ -531,7 +531,7 @@ static void request_headers(struct request *r)
 		return;
 	}
 	if (too_large) {
-		plxd_log(LOG_INFO, "refused %s %s: Content-Length %s is over max_body (%llu bytes)",
+		plxd_log(PLXD_LOG_INFO, "refused %s %s: Content-Length %s is over max_body (%llu bytes)",
 				r->pub.method, r->target, length, server->max_body);
 		refuse(r, 413, 1);
 		return;
@@ -584,7 +584,7 @@ enum MHD_Result request_access(void *cls, struct MHD_Connection *connection, con
 			/* libmicrohttpd accepts no response until the body has
 			 * been read; rather than read an endless chunked body to
 			 * say 413, plxd closes the connection. */
-			plxd_log(LOG_WARN, "closed the connection: the body of %s %s grew past "
+			plxd_log(PLXD_LOG_WARN, "closed the connection: the body of %s %s grew past "
 					"max_body (%llu bytes)", r->pub.method, r->target,
 					r->site->config->server.max_body);
 			r->pub.status = 413; /* for the access log */

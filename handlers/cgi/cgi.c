@@ -168,7 +168,7 @@ static int check_helper(const struct cgi_state *st, const struct cgi_conf *c)
 {
 	if (!limits_wanted(c) || access(st->helper, X_OK) == 0)
 		return 0;
-	plxd_log(LOG_ERROR, "cgi: limits are set but %s cannot be executed: %s", st->helper,
+	plxd_log(PLXD_LOG_ERROR, "cgi: limits are set but %s cannot be executed: %s", st->helper,
 			strerror(errno));
 	return -1;
 }
@@ -225,14 +225,14 @@ static struct cgi_req *cgi_req_create(struct plxd_request *r)
 		return plxd_respond_error(r, 403), NULL;
 	char *program = interpreter_for(conf, r->route_name);
 	if (!program && !(r->st.st_mode & (S_IXUSR | S_IXGRP | S_IXOTH))) {
-		plxd_log(LOG_ERROR, "%s: not executable and no interpreter is configured for it",
+		plxd_log(PLXD_LOG_ERROR, "%s: not executable and no interpreter is configured for it",
 				r->file);
 		return plxd_respond_error(r, 403), NULL;
 	}
 	if (atomic_fetch_add(&st->children, 1) >= conf->max_children) {
 		atomic_fetch_sub(&st->children, 1);
 		free(program);
-		plxd_log(LOG_WARN, "%s: answered 503: max_children (%lu) scripts are running",
+		plxd_log(PLXD_LOG_WARN, "%s: answered 503: max_children (%lu) scripts are running",
 				r->file, conf->max_children);
 		return plxd_respond_error(r, 503), NULL;
 	}
@@ -316,7 +316,7 @@ static int cgi_req_spawn(struct cgi_req *q)
 	free(dir);
 	cgi_env_free(env);
 	if (rc < 0) {
-		plxd_log(LOG_ERROR, "%s: cannot execute %s: %s", q->script, argv[0], strerror(err));
+		plxd_log(PLXD_LOG_ERROR, "%s: cannot execute %s: %s", q->script, argv[0], strerror(err));
 		plxd_respond_error(r, err == EAGAIN ? 503 : 500);
 		return -1;
 	}
@@ -399,7 +399,7 @@ static unsigned read_headers(struct cgi_req *q)
 		}
 		unsigned ev = cgi_run_wait(run, 0, 1);
 		if (ev & CGI_RUN_CLIENT_GONE) {
-			plxd_log(LOG_INFO, "%s: the client left before the script's headers; ended it",
+			plxd_log(PLXD_LOG_INFO, "%s: the client left before the script's headers; ended it",
 					q->script);
 			q->client_gone = 1;
 			return 500;
@@ -444,7 +444,7 @@ static int redirect_local(struct cgi_req *q)
 {
 	struct plxd_request *r = q->r;
 	char *target = xstrdup(q->reply.location);
-	plxd_log(LOG_DEBUG, "%s: local redirect to %s", q->script, target);
+	plxd_log(PLXD_LOG_DEBUG, "%s: local redirect to %s", q->script, target);
 	/* This script is over: end it before the new target runs (it may be
 	 * a script again and need a slot). */
 	q->failed |= !q->run.out_eof;
@@ -467,7 +467,7 @@ static ssize_t stream_end(struct cgi_req *q)
 {
 	int64_t length = q->reply.content_length;
 	if (length >= 0 && q->served < (uint64_t)length) {
-		plxd_log(LOG_ERROR, "%s: output ended after %llu of the %lld bytes its "
+		plxd_log(PLXD_LOG_ERROR, "%s: output ended after %llu of the %lld bytes its "
 				"Content-Length announced; connection closed", q->script,
 				(unsigned long long)q->served, (long long)length);
 		q->failed = 1;
@@ -478,7 +478,7 @@ static ssize_t stream_end(struct cgi_req *q)
 	if (cgi_run_reap_within(&q->run, CGI_EXIT_SETTLE_MS) && WIFSIGNALED(q->run.child.status)) {
 		char how[64];
 		cgi_run_describe_exit(&q->run, how, sizeof how);
-		plxd_log(LOG_ERROR, "%s: %s; response cut short, connection closed", q->script, how);
+		plxd_log(PLXD_LOG_ERROR, "%s: %s; response cut short, connection closed", q->script, how);
 		return MHD_CONTENT_READER_END_WITH_ERROR;
 	}
 	return MHD_CONTENT_READER_END_OF_STREAM;
@@ -516,19 +516,19 @@ static ssize_t stream(void *cls, uint64_t pos, char *buf, size_t max)
 			return stream_end(q);
 		unsigned ev = cgi_run_wait(&q->run, 0, 1);
 		if (ev & CGI_RUN_CLIENT_GONE) {
-			plxd_log(LOG_INFO, "%s: the client left during the response; ended the script",
+			plxd_log(PLXD_LOG_INFO, "%s: the client left during the response; ended the script",
 					q->script);
 			q->failed = q->client_gone = 1;
 			return MHD_CONTENT_READER_END_WITH_ERROR;
 		}
 		if (ev & CGI_RUN_TIMEOUT) {
-			plxd_log(LOG_ERROR, "%s: timed out after %lu ms; connection closed", q->script,
+			plxd_log(PLXD_LOG_ERROR, "%s: timed out after %lu ms; connection closed", q->script,
 					q->conf->timeout_ms);
 			q->failed = 1;
 			return MHD_CONTENT_READER_END_WITH_ERROR;
 		}
 		if (ev & CGI_RUN_LINGER) {
-			plxd_log(LOG_WARN, "%s: exited, but a background process held its output "
+			plxd_log(PLXD_LOG_WARN, "%s: exited, but a background process held its output "
 					"%lu ms later; response ended, process group ended", q->script,
 					q->conf->linger_ms);
 			q->failed = 1;
@@ -609,7 +609,7 @@ static void check_tail(struct cgi_req *q)
 	while (more || !run->out_eof) {
 		ssize_t n = more ? 1 : cgi_run_read(run, scratch, sizeof scratch);
 		if (n > 0) {
-			plxd_log(LOG_ERROR, "%s: printed more than the %lld bytes its Content-Length "
+			plxd_log(PLXD_LOG_ERROR, "%s: printed more than the %lld bytes its Content-Length "
 					"announced; connection closed", q->script,
 					(long long)q->reply.content_length);
 			int fd = client_fd(q->r);
@@ -638,7 +638,7 @@ static void await_exit(struct cgi_req *q)
 		run->deadline_ms = until;
 	while (!run->child.exited) {
 		if (cgi_run_wait(run, 0, 0) & (CGI_RUN_TIMEOUT | CGI_RUN_LINGER)) {
-			plxd_log(LOG_INFO, "%s: still running %lu ms after its output ended; ended it",
+			plxd_log(PLXD_LOG_INFO, "%s: still running %lu ms after its output ended; ended it",
 					q->script, q->conf->linger_ms);
 			q->failed = 1;
 			return;
@@ -673,7 +673,7 @@ static void cgi_finished(struct plxd_request *r, enum plxd_end how)
 		char exit_how[64];
 		cgi_run_describe_exit(&q->run, exit_how, sizeof exit_how);
 		if (exit_how[0] && !killed_by_us)
-			plxd_log(LOG_INFO, "%s: %s", q->script, exit_how);
+			plxd_log(PLXD_LOG_INFO, "%s: %s", q->script, exit_how);
 	}
 	cgi_release(q);
 }

@@ -129,7 +129,7 @@ char **cgi_request_env(struct plxd_request *r, const char *path, int pass_author
 void cgi_request_log_failure(const char *script, unsigned status, const char *why,
 		const char *how)
 {
-	plxd_log(LOG_ERROR, "%s: answered %u: %s%s%s", script, status, why, how[0] ? "; " : "",
+	plxd_log(PLXD_LOG_ERROR, "%s: answered %u: %s%s%s", script, status, why, how[0] ? "; " : "",
 			how);
 }
 
@@ -145,7 +145,7 @@ void cgi_request_add_headers(struct MHD_Response *resp, const struct cgi_reply *
 		if (strcasecmp(h->name, "Server") == 0)
 			continue; /* plxd names itself once */
 		if (MHD_add_response_header(resp, h->name, h->value) != MHD_YES)
-			plxd_log(LOG_WARN, "%s: header %s dropped (libmicrohttpd refused it)", script,
+			plxd_log(PLXD_LOG_WARN, "%s: header %s dropped (libmicrohttpd refused it)", script,
 					h->name);
 	}
 }

@@ -66,7 +66,7 @@ static void stderr_emit(struct cgi_run *run)
 	for (size_t i = 0; i < len; i++)
 		if ((unsigned char)run->line[i] < 0x20 && run->line[i] != '\t')
 			run->line[i] = '?';
-	plxd_log(LOG_WARN, "%s: %.*s", run->script, (int)len, run->line);
+	plxd_log(PLXD_LOG_WARN, "%s: %.*s", run->script, (int)len, run->line);
 	run->line_len = 0;
 }
 
@@ -140,7 +140,7 @@ unsigned cgi_run_wait(struct cgi_run *run, int want_in, int want_out)
 		if (k < 0 && errno == EINTR)
 			continue;
 		if (k < 0) {
-			plxd_log(LOG_ERROR, "%s: poll: %s", run->script, strerror(errno));
+			plxd_log(PLXD_LOG_ERROR, "%s: poll: %s", run->script, strerror(errno));
 			return CGI_RUN_TIMEOUT;
 		}
 		unsigned ev = 0;
@@ -172,20 +172,20 @@ unsigned cgi_run_wait(struct cgi_run *run, int want_in, int want_out)
 static unsigned spool_append(struct cgi_run *run, const char *data, size_t len)
 {
 	if (run->spool_size + len > run->spool_limit) {
-		plxd_log(LOG_ERROR, "%s: printed more than %llu bytes before its response could "
+		plxd_log(PLXD_LOG_ERROR, "%s: printed more than %llu bytes before its response could "
 				"start", run->script, (unsigned long long)run->spool_limit);
 		return 500;
 	}
 	if (run->spool_fd < 0 && run->mem_len + len > RUN_MEM_MAX) {
 		run->spool_fd = open(run->tmp_dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
 		if (run->spool_fd < 0) {
-			plxd_log(LOG_ERROR, "%s: cannot create a temp file in %s: %s", run->script,
+			plxd_log(PLXD_LOG_ERROR, "%s: cannot create a temp file in %s: %s", run->script,
 					run->tmp_dir, strerror(errno));
 			return 502;
 		}
 		if (run->mem_len > 0 && write(run->spool_fd, run->mem, run->mem_len) !=
 				(ssize_t)run->mem_len) {
-			plxd_log(LOG_ERROR, "%s: cannot write to a temp file in %s: %s",
+			plxd_log(PLXD_LOG_ERROR, "%s: cannot write to a temp file in %s: %s",
 					run->script, run->tmp_dir, strerror(errno));
 			return 502;
 		}
@@ -195,7 +195,7 @@ static unsigned spool_append(struct cgi_run *run, const char *data, size_t len)
 	}
 	if (run->spool_fd >= 0) {
 		if (pwrite(run->spool_fd, data, len, (off_t)run->spool_size) != (ssize_t)len) {
-			plxd_log(LOG_ERROR, "%s: cannot write to a temp file in %s: %s", run->script,
+			plxd_log(PLXD_LOG_ERROR, "%s: cannot write to a temp file in %s: %s", run->script,
 					run->tmp_dir, strerror(errno));
 			return 502;
 		}
@@ -230,7 +230,7 @@ ssize_t cgi_run_read(struct cgi_run *run, char *buf, size_t len)
 		if (n < 0 && errno == EAGAIN)
 			return -1;
 		if (n < 0)
-			plxd_log(LOG_ERROR, "%s: reading its output: %s", run->script, strerror(errno));
+			plxd_log(PLXD_LOG_ERROR, "%s: reading its output: %s", run->script, strerror(errno));
 		close_fd(&run->child.out);
 		run->out_eof = 1;
 		run->linger_until = 0; /* nothing holds the output any more */
@@ -270,7 +270,7 @@ ssize_t cgi_run_spool_read(struct cgi_run *run, uint64_t offset, char *buf, size
 	}
 	ssize_t n = pread(run->spool_fd, buf, len, (off_t)offset);
 	if (n <= 0) {
-		plxd_log(LOG_ERROR, "%s: reading its spooled output: %s", run->script,
+		plxd_log(PLXD_LOG_ERROR, "%s: reading its spooled output: %s", run->script,
 				n < 0 ? strerror(errno) : "short file");
 		return -1;
 	}

@@ -39,7 +39,7 @@ static int echo_start(const void *conf, void **state)
 	*state = calloc(1, sizeof(struct echo_state));
 	if (!*state)
 		return -1;
-	plxd_log(LOG_INFO, "echo: started, greeting '%s'", c->greeting);
+	plxd_log(PLXD_LOG_INFO, "echo: started, greeting '%s'", c->greeting);
 	return 0;
 }
 
@@ -47,13 +47,13 @@ static int echo_reconfigure(void *state, const void *conf)
 {
 	(void)state;
 	const struct echo_conf *c = conf;
-	plxd_log(LOG_INFO, "echo: reconfigured, greeting '%s'", c->greeting);
+	plxd_log(PLXD_LOG_INFO, "echo: reconfigured, greeting '%s'", c->greeting);
 	return 0;
 }
 
 static void echo_stop(void *state)
 {
-	plxd_log(LOG_INFO, "echo: stopped");
+	plxd_log(PLXD_LOG_INFO, "echo: stopped");
 	free(state);
 }
 

@@ -3,7 +3,7 @@
 #ifndef PLXD_PERL_CONF_H
 #define PLXD_PERL_CONF_H
 
-#include "conf.h"
+#include "conf_key.h"
 
 struct perl_conf {
 	unsigned long workers;          /* 0: one per CPU core */

@@ -176,7 +176,7 @@ static int perl_start(const void *conf, void **state)
 	const struct perl_conf *c = conf;
 	struct perl_state *st = xcalloc(1, sizeof *st);
 	if (find_files(st) < 0) {
-		plxd_log(LOG_ERROR, "perl: %s not found beside the perl module (%s)", WORKER_NAME,
+		plxd_log(PLXD_LOG_ERROR, "perl: %s not found beside the perl module (%s)", WORKER_NAME,
 				st->worker[0] ? st->worker : "?");
 		state_free(st);
 		return -1;
@@ -188,12 +188,12 @@ static int perl_start(const void *conf, void **state)
 	char err[1024];
 	st->pool = perl_pool_create(&s, err, sizeof err);
 	if (!st->pool) {
-		plxd_log(LOG_ERROR, "perl: %s", err);
+		plxd_log(PLXD_LOG_ERROR, "perl: %s", err);
 		state_free(st);
 		return -1;
 	}
 	st->workers = c->workers;
-	plxd_log(LOG_INFO, "perl: %u workers started (%s)", s.workers, st->worker);
+	plxd_log(PLXD_LOG_INFO, "perl: %u workers started (%s)", s.workers, st->worker);
 	*state = st;
 	return 0;
 }
@@ -203,13 +203,13 @@ static int perl_reconfigure(void *state, const void *conf)
 	struct perl_state *st = state;
 	const struct perl_conf *c = conf;
 	if (c->workers != st->workers)
-		plxd_log(LOG_WARN, "[perl] workers changed: it takes effect only after a restart");
+		plxd_log(PLXD_LOG_WARN, "[perl] workers changed: it takes effect only after a restart");
 	struct perl_pool_settings s;
 	set_inc(st, conf);
 	pool_settings(conf, st->worker, &s);
 	s.inc = st->inc;
 	perl_pool_reconfigure(st->pool, &s);
-	plxd_log(LOG_INFO, "perl: workers are replaced with the new settings as they become idle");
+	plxd_log(PLXD_LOG_INFO, "perl: workers are replaced with the new settings as they become idle");
 	return 0;
 }
 
@@ -220,7 +220,7 @@ static void perl_stop(void *state)
 		return;
 	perl_pool_destroy(st->pool);
 	state_free(st);
-	plxd_log(LOG_INFO, "perl: workers stopped");
+	plxd_log(PLXD_LOG_INFO, "perl: workers stopped");
 }
 
 /* ---- the request's environment ---- */
@@ -420,7 +420,7 @@ static void read_done(struct perl_req *q, short out_ev, short err_ev)
 	struct perl_wire_done done;
 	if (n < (ssize_t)sizeof done) {
 		if (n != 0)
-			plxd_log(LOG_ERROR, "%s: bad message from perl worker %d: %s", q->script,
+			plxd_log(PLXD_LOG_ERROR, "%s: bad message from perl worker %d: %s", q->script,
 					(int)w->pid, n < 0 ? strerror(errno) : "short");
 		perl_pool_relay_stderr(w, q->script, 1); /* its last words */
 		q->lost = 1;
@@ -428,7 +428,7 @@ static void read_done(struct perl_req *q, short out_ev, short err_ev)
 	}
 	memcpy(&done, w->rx, sizeof done);
 	if (done.type != PERL_WIRE_DONE || (fresh >= 0) != !!(done.flags & PERL_WIRE_NEW_STDOUT)) {
-		plxd_log(LOG_ERROR, "%s: unexpected message from perl worker %d", q->script,
+		plxd_log(PLXD_LOG_ERROR, "%s: unexpected message from perl worker %d", q->script,
 				(int)w->pid);
 		if (fresh >= 0)
 			close(fresh);
@@ -501,7 +501,7 @@ static void pump(struct perl_req *q, int wait)
 	int rc = poll(p, (nfds_t)n, timeout);
 	if (rc < 0) {
 		if (errno != EINTR) {
-			plxd_log(LOG_ERROR, "%s: poll: %s", q->script, strerror(errno));
+			plxd_log(PLXD_LOG_ERROR, "%s: poll: %s", q->script, strerror(errno));
 			q->lost = 1;
 		}
 		return;
@@ -544,7 +544,7 @@ static void give_back(struct perl_req *q, const char *why)
 		why = "a program its script started kept writing to its output";
 	}
 	if (how == PERL_RELEASE_RETIRING)
-		plxd_log(LOG_INFO, "perl worker %d retires after %llu requests: %s", (int)q->w->pid,
+		plxd_log(PLXD_LOG_INFO, "perl worker %d retires after %llu requests: %s", (int)q->w->pid,
 				(unsigned long long)q->result.requests,
 				perl_wire_retire_text(q->result.retire));
 	perl_pool_release(q->st->pool, q->w, how, why);
@@ -600,7 +600,7 @@ static ssize_t stream(void *cls, uint64_t pos, char *buf, size_t max)
 			if (q->declared >= 0) {
 				uint64_t room = (uint64_t)q->declared - q->body_sent;
 				if (room == 0) {
-					plxd_log(LOG_ERROR, "%s: printed more than the %lld bytes its "
+					plxd_log(PLXD_LOG_ERROR, "%s: printed more than the %lld bytes its "
 							"Content-Length announced; connection closed",
 							q->script, (long long)q->declared);
 					return MHD_CONTENT_READER_END_WITH_ERROR;
@@ -623,9 +623,9 @@ static ssize_t stream(void *cls, uint64_t pos, char *buf, size_t max)
 			char how[64];
 			outcome_describe(q, how, sizeof how);
 			if (how[0])
-				plxd_log(LOG_INFO, "%s: %s", q->script, how);
+				plxd_log(PLXD_LOG_INFO, "%s: %s", q->script, how);
 			if (q->declared >= 0 && q->body_sent < (uint64_t)q->declared) {
-				plxd_log(LOG_ERROR, "%s: printed %llu of the %lld bytes its "
+				plxd_log(PLXD_LOG_ERROR, "%s: printed %llu of the %lld bytes its "
 						"Content-Length announced; connection closed",
 						q->script, (unsigned long long)q->body_sent,
 						(long long)q->declared);
@@ -634,13 +634,13 @@ static ssize_t stream(void *cls, uint64_t pos, char *buf, size_t max)
 			return MHD_CONTENT_READER_END_OF_STREAM;
 		}
 		if (q->lost) {
-			plxd_log(LOG_ERROR, "%s: its perl worker died after the headers were sent: "
+			plxd_log(PLXD_LOG_ERROR, "%s: its perl worker died after the headers were sent: "
 					"connection closed", q->script);
 			give_back(q, NULL);
 			return MHD_CONTENT_READER_END_WITH_ERROR;
 		}
 		if (q->timed_out) {
-			plxd_log(LOG_ERROR, "%s: ran longer than timeout (%lu ms): connection closed",
+			plxd_log(PLXD_LOG_ERROR, "%s: ran longer than timeout (%lu ms): connection closed",
 					q->script, q->conf->timeout_ms);
 			give_back(q, "its script ran past timeout");
 			return MHD_CONTENT_READER_END_WITH_ERROR;
@@ -682,7 +682,7 @@ static int respond(struct perl_req *q)
 		return plxd_respond_error(r, 500);
 	}
 	if (q->done && how[0])
-		plxd_log(LOG_INFO, "%s: %s", q->script, how);
+		plxd_log(PLXD_LOG_INFO, "%s: %s", q->script, how);
 	const struct cgi_reply *rep = &q->reply;
 	if (rep->location_local && q->done && q->len == q->off) {
 		/* RFC 3875 local redirect: plxd serves the path itself. */
@@ -709,7 +709,7 @@ static int respond(struct perl_req *q)
 		r->bytes_sent = have;
 	} else {
 		if (q->done && q->declared >= 0 && (uint64_t)q->declared < have)
-			plxd_log(LOG_ERROR, "%s: printed %zu bytes, more than the %lld its "
+			plxd_log(PLXD_LOG_ERROR, "%s: printed %zu bytes, more than the %lld its "
 					"Content-Length announced: truncated, connection closed",
 					q->script, have, (long long)q->declared);
 		uint64_t size = q->declared >= 0 ? (uint64_t)q->declared : MHD_SIZE_UNKNOWN;
@@ -730,7 +730,7 @@ static int perl_begin(struct plxd_request *r)
 	const struct perl_conf *conf = r->conf;
 	struct perl_state *st = r->state;
 	if (st && perl_pool_saturated(st->pool, conf->queue)) {
-		plxd_log(LOG_WARN, "%s: every perl worker is busy and %lu requests wait: answered 503",
+		plxd_log(PLXD_LOG_WARN, "%s: every perl worker is busy and %lu requests wait: answered 503",
 				r->file, conf->queue);
 		plxd_respond_error(r, 503);
 		return PLXD_RESPONDED;
@@ -782,7 +782,7 @@ static int perl_handle(struct plxd_request *r)
 		enum perl_acquire a = perl_pool_acquire(st->pool, conf->queue,
 				conf->queue_timeout_ms, send_request, q, &q->w, &e);
 		if (a != PERL_ACQUIRED) {
-			plxd_log(LOG_WARN, "%s: no perl worker became free (%s): answered 503",
+			plxd_log(PLXD_LOG_WARN, "%s: no perl worker became free (%s): answered 503",
 					q->script, a == PERL_QUEUE_FULL ? "queue full"
 					: a == PERL_QUEUE_TIMEOUT ? "queue_timeout passed" : "stopping");
 			return plxd_respond_error(r, 503);
@@ -792,7 +792,7 @@ static int perl_handle(struct plxd_request *r)
 			if (e == EMSGSIZE) {
 				perl_pool_release(st->pool, q->w, PERL_RELEASE_IDLE, NULL);
 				q->w = NULL;
-				plxd_log(LOG_ERROR, "%s: request too large for a perl worker: answered 431",
+				plxd_log(PLXD_LOG_ERROR, "%s: request too large for a perl worker: answered 431",
 						q->script);
 				return plxd_respond_error(r, 431);
 			}
@@ -833,7 +833,7 @@ static void perl_finished(struct plxd_request *r, enum plxd_end how)
 		while (!q->done && !q->lost && !q->timed_out)
 			pump(q, 1);
 		if (q->timed_out)
-			plxd_log(LOG_WARN, "%s: still running after its response ended%s", q->script,
+			plxd_log(PLXD_LOG_WARN, "%s: still running after its response ended%s", q->script,
 					how == PLXD_END_CLIENT_GONE || q->client_gone
 					? " (the client left)" : "");
 	}

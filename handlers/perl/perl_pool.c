@@ -347,10 +347,10 @@ static int pidfd_wait(int pidfd, unsigned long timeout_ms)
 static void log_exit(struct slot *s, int status, enum slot_end how)
 {
 	if (WIFSIGNALED(status) && !(how == END_KILL && WTERMSIG(status) == SIGKILL))
-		plxd_log(LOG_ERROR, "perl worker %d died of signal %d (%s)", (int)s->w.pid,
+		plxd_log(PLXD_LOG_ERROR, "perl worker %d died of signal %d (%s)", (int)s->w.pid,
 				WTERMSIG(status), strsignal(WTERMSIG(status)));
 	else if (WIFEXITED(status) && WEXITSTATUS(status) != 0)
-		plxd_log(LOG_WARN, "perl worker %d exited with status %d", (int)s->w.pid,
+		plxd_log(PLXD_LOG_WARN, "perl worker %d exited with status %d", (int)s->w.pid,
 				WEXITSTATUS(status));
 }
 
@@ -366,7 +366,7 @@ static void end_process(struct slot *s, enum slot_end how, unsigned long grace_m
 	s->w.ctl = -1;
 	if (how == END_KILL || !pidfd_wait(s->pidfd, grace_ms)) {
 		if (how != END_KILL)
-			plxd_log(LOG_WARN, "perl worker %d did not exit within %lu ms: killed",
+			plxd_log(PLXD_LOG_WARN, "perl worker %d did not exit within %lu ms: killed",
 					(int)s->w.pid, grace_ms);
 		kill(-s->w.pid, SIGKILL);
 		kill(s->w.pid, SIGKILL); /* in case it left its group */
@@ -412,7 +412,7 @@ static void relay(struct slot *s, const char *label, int flush, size_t limit)
 		for (ssize_t i = 0; i < n; i++) {
 			char c = buf[i];
 			if (c == '\n' || s->line_len == sizeof s->line) {
-				plxd_log(LOG_WARN, "%s: %.*s", label, (int)s->line_len, s->line);
+				plxd_log(PLXD_LOG_WARN, "%s: %.*s", label, (int)s->line_len, s->line);
 				s->line_len = 0;
 				if (c == '\n')
 					continue;
@@ -421,7 +421,7 @@ static void relay(struct slot *s, const char *label, int flush, size_t limit)
 		}
 	}
 	if (flush && s->line_len) {
-		plxd_log(LOG_WARN, "%s: %.*s", label, (int)s->line_len, s->line);
+		plxd_log(PLXD_LOG_WARN, "%s: %.*s", label, (int)s->line_len, s->line);
 		s->line_len = 0;
 	}
 }
@@ -450,7 +450,7 @@ void perl_pool_flush_stderr(struct perl_worker *w, const char *label)
 {
 	struct slot *s = (struct slot *)w;
 	if (s->line_len) {
-		plxd_log(LOG_WARN, "%s: %.*s", label, (int)s->line_len, s->line);
+		plxd_log(PLXD_LOG_WARN, "%s: %.*s", label, (int)s->line_len, s->line);
 		s->line_len = 0;
 	}
 }
@@ -544,7 +544,7 @@ static void *keeper_main(void *arg)
 		int ok = spawn_worker(s, st, err, sizeof err) == 0 &&
 			await_ready(s, st->start_timeout_ms, err, sizeof err) == 0;
 		if (!ok) {
-			plxd_log(LOG_ERROR, "perl: %s", err);
+			plxd_log(PLXD_LOG_ERROR, "perl: %s", err);
 			end_process(s, END_KILL, 0);
 		}
 		settings_free(st);
@@ -799,7 +799,7 @@ void perl_pool_release(struct perl_pool *p, struct perl_worker *w, enum perl_rel
 		/* Now, not when the keeper gets to it: a runaway script should
 		 * stop burning CPU at once. */
 		if (why)
-			plxd_log(LOG_WARN, "perl worker %d killed: %s", (int)w->pid, why);
+			plxd_log(PLXD_LOG_WARN, "perl worker %d killed: %s", (int)w->pid, why);
 		kill(-w->pid, SIGKILL);
 		kill(w->pid, SIGKILL);
 	}

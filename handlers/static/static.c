@@ -81,9 +81,9 @@ static int static_start(const void *conf, void **state)
 	s->mime = mime_load(c->mime_types, err, sizeof err);
 	s->mime_file = xstrdup(c->mime_types ? c->mime_types : "");
 	if (err[0])
-		plxd_log(LOG_WARN, "static: %s", err);
+		plxd_log(PLXD_LOG_WARN, "static: %s", err);
 	else
-		plxd_log(LOG_DEBUG, "static: %zu extensions from %s", mime_count(s->mime),
+		plxd_log(PLXD_LOG_DEBUG, "static: %zu extensions from %s", mime_count(s->mime),
 				c->mime_types);
 	*state = s;
 	return 0;
@@ -95,7 +95,7 @@ static int static_reconfigure(void *state, const void *conf)
 	const struct static_conf *c = conf;
 	/* Request threads read the table without a lock: it stays as loaded. */
 	if (strcmp(s->mime_file, c->mime_types ? c->mime_types : "") != 0)
-		plxd_log(LOG_WARN, "static: mime_types changed to %s: a restart loads it",
+		plxd_log(PLXD_LOG_WARN, "static: mime_types changed to %s: a restart loads it",
 				c->mime_types);
 	return 0;
 }
@@ -118,7 +118,7 @@ static int static_begin(struct plxd_request *r)
 			|| r->content_length == 0) /* handle() answers, keeping the connection */
 		return PLXD_SPOOL_BODY;
 	if (respond_page(r, 405, "Method Not Allowed", MHD_HTTP_HEADER_ALLOW, "GET, HEAD") < 0)
-		plxd_log(LOG_WARN, "static: could not queue a 405");
+		plxd_log(PLXD_LOG_WARN, "static: could not queue a 405");
 	return PLXD_RESPONDED;
 }
 
@@ -194,12 +194,12 @@ static struct MHD_Response *fd_response(struct plxd_request *r, uint64_t offset,
 	/* libmicrohttpd closes the descriptor it is given; plxd owns r->fd. */
 	int fd = fcntl(r->fd, F_DUPFD_CLOEXEC, 0);
 	if (fd < 0) {
-		plxd_log(LOG_ERROR, "static: %s: %s", r->file, strerror(errno));
+		plxd_log(PLXD_LOG_ERROR, "static: %s: %s", r->file, strerror(errno));
 		return NULL;
 	}
 	struct MHD_Response *resp = MHD_create_response_from_fd_at_offset64(length, fd, offset);
 	if (!resp) {
-		plxd_log(LOG_ERROR, "static: %s: libmicrohttpd refused the file", r->file);
+		plxd_log(PLXD_LOG_ERROR, "static: %s: libmicrohttpd refused the file", r->file);
 		close(fd);
 	}
 	return resp;
@@ -218,7 +218,7 @@ static struct MHD_Response *file_response(struct plxd_request *r, uint64_t offse
 	/* Short only if the file shrank after it was opened: the bytes that
 	 * are there, with a Content-Length that says so. */
 	if (n <= 0) {
-		plxd_log(LOG_ERROR, "static: %s: %s", r->file, n < 0 ? strerror(errno) : "became empty");
+		plxd_log(PLXD_LOG_ERROR, "static: %s: %s", r->file, n < 0 ? strerror(errno) : "became empty");
 		free(copy);
 		return NULL;
 	}

@@ -1,5 +1,5 @@
 /* Typed values of key tables: every type parses strictly. */
-#include "conf.h"
+#include "conf_key.h"
 #include "tap.h"
 
 #include <stdlib.h>

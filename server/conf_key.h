@@ -2,8 +2,8 @@
  * default, where the parsed value is stored and a help text, so that parsing,
  * --help, --check and the documentation all come from the same rows.
  * Pure C: no libmicrohttpd, no Perl. */
-#ifndef PLXD_CONF_H
-#define PLXD_CONF_H
+#ifndef PLXD_CONF_KEY_H
+#define PLXD_CONF_KEY_H
 
 #include <stddef.h>
 

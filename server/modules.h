@@ -1,7 +1,7 @@
 /* The handler registry: built-in handlers and handlers loaded from shared
  * objects, found by name. */
-#ifndef PLXD_HANDLERS_H
-#define PLXD_HANDLERS_H
+#ifndef PLXD_MODULES_H
+#define PLXD_MODULES_H
 
 #include <stddef.h>
 
@@ -11,24 +11,24 @@
 /* config_find_fn for config_load: a built-in handler, or a module loaded
  * from load (when given), else from the folder beside the plxd binary
  * (build tree) or the install folder. */
-const struct plxd_handler *handlers_find(const char *name, const char *load, char *err,
+const struct plxd_handler *modules_find(const char *name, const char *load, char *err,
 		size_t errlen, void *ctx);
 
 /* Starts every handler config names that is not running yet, or
  * reconfigures it if it is, and records each one's state in its section.
  * Returns 0, or -1 (logged) if one failed to start. */
-int handlers_apply(struct config *config);
+int modules_apply(struct config *config);
 
 /* Stops every started handler, in reverse order. */
-void handlers_stop_all(void);
+void modules_stop_all(void);
 
 /* Stops what still runs and unloads the modules: call it after the last
  * config that names their handlers (and their key tables) is freed. */
-void handlers_unload(void);
+void modules_unload(void);
 
 /* Calls fn for every handler that can be found: built-ins and the modules
  * in the module folders (for --help). */
-void handlers_each_known(void (*fn)(const struct plxd_handler *h, int builtin, void *ctx),
+void modules_each_known(void (*fn)(const struct plxd_handler *h, int builtin, void *ctx),
 		void *ctx);
 
 #endif

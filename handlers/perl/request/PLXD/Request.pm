@@ -1,6 +1,6 @@
 package PLXD::Request;
 # The request object of plxd's Perl scripts: parameters, cookies and uploads
-# parsed in C (the XS part wraps handlers/request), request facts from the
+# parsed in C (the XS part wraps handlers/perl/request), request facts from the
 # CGI environment, and the CGI response header helpers. One script uses it
 # unchanged as .pl (CGI: %ENV and STDIN) and as .plx.
 use strict;
@@ -406,7 +406,7 @@ PLXD::Request - plxd's request object: parameters, cookies and uploads parsed in
 
 PLXD::Request gives a script run by plxd what CGI.pm's C<param> and
 C<upload> give, with the parsing done in C (the parsers in plxd's
-F<handlers/request/>, reached through XS), much as Apache::Request did for
+F<handlers/perl/request/>, reached through XS), much as Apache::Request did for
 mod_perl. The same script runs unchanged as a C<.pl> (a process per
 request: the object reads C<%ENV> and C<STDIN>) and as a C<.plx> (persistent:
 see L</FOR HANDLERS>).

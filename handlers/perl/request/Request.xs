@@ -1,4 +1,4 @@
-/* The XS half of PLXD::Request: the request parsers of handlers/request
+/* The XS half of PLXD::Request: the request parsers of handlers/perl/request
  * wrapped for Perl. Parsed fields go straight into the object's stores
  * ({ names => [...], values => { name => [...] } }); file parts stream to
  * temporary files. Perl-side names start with '_': the module's own API is

@@ -9,7 +9,7 @@
  * executable, so its symbols are global there; a module embedding Perl in
  * plxd itself must make them global the same way before its first
  * interpreter loads an XS module. */
-#include "handlers.h"
+#include "modules.h"
 #include "alloc.h"
 #include "log.h"
 
@@ -103,7 +103,7 @@ static const struct plxd_handler *load_module(const char *path, const char *name
 	return remember(h, dl)->handler;
 }
 
-const struct plxd_handler *handlers_find(const char *name, const char *load, char *err,
+const struct plxd_handler *modules_find(const char *name, const char *load, char *err,
 		size_t errlen, void *ctx)
 {
 	(void)ctx;
@@ -145,7 +145,7 @@ const struct plxd_handler *handlers_find(const char *name, const char *load, cha
 	return NULL;
 }
 
-int handlers_apply(struct config *config)
+int modules_apply(struct config *config)
 {
 	for (size_t i = 0; i < config->nhandlers; i++) {
 		struct handler_section *s = &config->handlers[i];
@@ -154,10 +154,10 @@ int handlers_apply(struct config *config)
 			l = remember(s->handler, NULL);
 		if (l->started) {
 			if (l->handler->reconfigure && l->handler->reconfigure(l->state, s->conf) < 0)
-				plxd_log(LOG_ERROR, "handler %s kept its old settings", l->handler->name);
+				plxd_log(PLXD_LOG_ERROR, "handler %s kept its old settings", l->handler->name);
 		} else {
 			if (l->handler->start && l->handler->start(s->conf, &l->state) < 0) {
-				plxd_log(LOG_ERROR, "handler %s failed to start", l->handler->name);
+				plxd_log(PLXD_LOG_ERROR, "handler %s failed to start", l->handler->name);
 				return -1;
 			}
 			l->started = 1;
@@ -169,7 +169,7 @@ int handlers_apply(struct config *config)
 	return 0;
 }
 
-void handlers_stop_all(void)
+void modules_stop_all(void)
 {
 	for (size_t i = nloaded; i-- > 0;) {
 		if (loaded[i].started && loaded[i].handler->stop)
@@ -178,9 +178,9 @@ void handlers_stop_all(void)
 	}
 }
 
-void handlers_unload(void)
+void modules_unload(void)
 {
-	handlers_stop_all();
+	modules_stop_all();
 	for (size_t i = nloaded; i-- > 0;)
 		if (loaded[i].dl)
 			dlclose(loaded[i].dl);
@@ -189,7 +189,7 @@ void handlers_unload(void)
 	nloaded = 0;
 }
 
-void handlers_each_known(void (*fn)(const struct plxd_handler *h, int builtin, void *ctx),
+void modules_each_known(void (*fn)(const struct plxd_handler *h, int builtin, void *ctx),
 		void *ctx)
 {
 	for (size_t i = 0; i < sizeof builtins / sizeof builtins[0]; i++)
@@ -210,7 +210,7 @@ void handlers_each_known(void (*fn)(const struct plxd_handler *h, int builtin, v
 			if (find_loaded(name))
 				continue;
 			char err[512];
-			const struct plxd_handler *h = handlers_find(name, NULL, err, sizeof err, NULL);
+			const struct plxd_handler *h = modules_find(name, NULL, err, sizeof err, NULL);
 			if (h)
 				fn(h, 0, ctx);
 		}

@@ -1,7 +1,7 @@
 /* Typed configuration values: parsing text into the fields that key tables
  * name. Strict on purpose: a value that does not parse whole is an error,
  * never a silent zero. */
-#include "conf.h"
+#include "conf_key.h"
 #include "alloc.h"
 
 #include <ctype.h>
