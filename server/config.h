@@ -15,6 +15,7 @@ struct deny_list;
 
 struct server_conf {
 	char *listen;
+	unsigned long threads;
 	char *root;
 	char *user;
 	int follow_symlinks_outside;

@@ -11,21 +11,48 @@
  *   hook         called when...                              thread
  *   start        plxd starts, before it accepts a connection  main
  *   begin        (optional) a request's headers are in, its   the request's
- *                body not yet read: may refuse (503) early,   connection
+ *                body not yet read: may refuse (503) early,   event thread
  *                or ask for the body as it arrives
  *   body         (optional) a chunk of body arrives, for a    the request's
- *                request whose begin asked for streaming      connection
+ *                request whose begin asked for streaming      event thread
  *   handle       the request is complete: headers read and    the request's
- *                body spooled (plxd_body_read) or streamed    connection
+ *                body spooled (plxd_body_read) or streamed    event thread
  *   finished     the request has ended, however it ended;     the request's
- *                called once for every request routed to the  connection
+ *                called once for every request routed to the  event thread
  *                handler, even one that never reached handle
  *                (body cut short, or refused with 413)
  *   reconfigure  plxd re-read its configuration (SIGHUP)      main
  *   stop         plxd shuts down, after the last request      main
  *
- * handle may block: every connection has its own thread, so a handler that
- * waits (for a child process, a worker) holds up only its own client.
+ * No hook may block. An event thread carries many connections: a handler
+ * that waits (for a child process, a worker) returns and carries on from
+ * callbacks of the request's loop (plxd_loop(r), loop.h), where it may
+ * watch descriptors and arm timers. handle() then answers PLXD_PENDING and
+ * queues the response later with plxd_respond*(); a streamed response's
+ * reader answers 0 when it has nothing yet, and plxd_stream_resume() says
+ * it has; body() takes what it can and plxd_body_resume() asks for the rest.
+ * Meanwhile the connection waits, costing no thread. Everything a handler
+ * does for one request happens on that request's event thread, so its
+ * per-request state needs no lock.
+ *
+ * Threads and locks of plxd (each lock guards only what it names):
+ *
+ *   thread          runs                              locks it takes
+ *   main            start-up, signals, reload, stop   site (swap), quiesce
+ *   event (N)       a loop and a libmicrohttpd        site (acquire), ip
+ *                   daemon: connections, requests,    (per-IP counts), idle
+ *                   handler callbacks                 (requests in flight),
+ *                                                     a handler's own
+ *   cgi spawner     posix_spawn of CGI scripts        spawn queue
+ *   perl keeper     starting and ending Perl workers  perl pool
+ *
+ *   site      server/site.c       the current configuration's pointer
+ *   ip        server/http.c       per_ip_connections counts
+ *   idle      server/http.c       requests in flight, for a graceful stop
+ *   quiesce   server/http.c       event threads yet to let go of the socket
+ *   posts     server/loop.c       functions posted to a loop from elsewhere
+ *   spawn     handlers/cgi        CGI spawns waiting for the spawner
+ *   pool      handlers/perl       idle workers and the requests queued
  */
 #ifndef PLXD_HANDLER_H
 #define PLXD_HANDLER_H
@@ -38,7 +65,7 @@
 
 #include "conf_key.h"
 
-#define PLXD_HANDLER_ABI 2
+#define PLXD_HANDLER_ABI 3
 
 struct MHD_Connection;
 struct MHD_Response;
@@ -103,39 +130,71 @@ struct plxd_handler {
 	 * connection if a body was coming). Only a response queued here or in
 	 * handle reaches the client: libmicrohttpd accepts none in between. */
 	int (*begin)(struct plxd_request *r);
-	/* Optional, with PLXD_STREAM_BODY: one chunk of body. Returns 0, or an
-	 * HTTP status: plxd drops the rest of the body and answers with it
-	 * (handle is not called). */
-	unsigned (*body)(struct plxd_request *r, const char *data, size_t len);
+	/* Optional, with PLXD_STREAM_BODY: one chunk of body, of which it
+	 * takes *taken bytes (len unless it sets it lower; then the rest waits
+	 * for plxd_body_resume, and is offered again with what came since).
+	 * Returns 0, or an HTTP status: plxd drops the rest of the body and
+	 * answers with it (handle is not called). */
+	unsigned (*body)(struct plxd_request *r, const char *data, size_t len, size_t *taken);
 
-	/* Queues a response with plxd_respond*(). Returns 0, or -1 when it
-	 * could not; plxd then answers 500 if nothing was queued. */
+	/* Queues a response with plxd_respond*() and returns 0; or returns
+	 * PLXD_PENDING and queues it later, from a callback on plxd_loop(r);
+	 * or returns -1 when it could not: plxd then answers 500 if nothing
+	 * was queued. */
 	int (*handle)(struct plxd_request *r);
 	void (*finished)(struct plxd_request *r, enum plxd_end how);
 };
 
 enum { PLXD_SPOOL_BODY, PLXD_STREAM_BODY, PLXD_RESPONDED };
 
+/* handle(): the response comes later. */
+#define PLXD_PENDING 1
+
+/* The loop of the request's event thread: its handler's watches and
+ * timers go there. */
+struct loop;
+struct loop *plxd_loop(struct plxd_request *r);
+
 /* A module's one exported symbol. */
 extern const struct plxd_handler plxd_handler_module;
 
-/* Queues response with status and releases it. Returns 0, or -1. */
+/* Queues response with status and releases it: in handle(), or later for a
+ * request whose handle() answered PLXD_PENDING. Returns 0, or -1. */
 int plxd_respond(struct plxd_request *r, unsigned status, struct MHD_Response *response);
 
 /* A response whose body read(cls, ...) produces as libmicrohttpd sends it
- * (a libmicrohttpd content reader; size MHD_SIZE_UNKNOWN: chunked). Where
- * HTTP allows no body (HEAD, 304) read is not used for the body, so the
- * response ends at its headers: for HEAD of unknown size it is called here
- * until the end of the output, which is counted and dropped, so that
- * Content-Length says what GET would send. Add headers, then plxd_respond.
- * read has libmicrohttpd's content reader type and return values.
- * Returns NULL when libmicrohttpd has no memory. */
+ * (size MHD_SIZE_UNKNOWN: chunked). read returns bytes written to buf, 0
+ * when it has nothing yet (the connection then waits for
+ * plxd_stream_resume), MHD_CONTENT_READER_END_OF_STREAM, or
+ * MHD_CONTENT_READER_END_WITH_ERROR (the connection is closed: the
+ * response was cut short). Where HTTP allows no body (HEAD, 1xx, 204, 304;
+ * plxd_response_bodiless) read is never called and the response ends at
+ * its headers; for HEAD, size should be what GET would send. Add headers,
+ * then plxd_respond. Returns NULL when libmicrohttpd has no memory. */
 typedef ssize_t plxd_reader_fn(void *cls, uint64_t pos, char *buf, size_t max);
 struct MHD_Response *plxd_response_stream(struct plxd_request *r, unsigned status,
 		uint64_t size, plxd_reader_fn *read, void *cls);
 
+/* Whether a response with status to r has no body (RFC 9112 6.3). */
+int plxd_response_bodiless(struct plxd_request *r, unsigned status);
+
+/* The connection closes after r's response, whatever keep-alive said: what
+ * followed the response on it cannot be trusted. */
+void plxd_connection_close(struct plxd_request *r);
+
+/* The reader of r's streamed response has something again. */
+void plxd_stream_resume(struct plxd_request *r);
+
+/* body() can take more of r's body. */
+void plxd_body_resume(struct plxd_request *r);
+
 /* Queues plxd's small HTML page for an error status (503 gets Retry-After). */
 int plxd_respond_error(struct plxd_request *r, unsigned status);
+
+/* The folder of the handler module that holds symbol (pass
+ * &plxd_handler_module), where its helper programs and files sit. Returns
+ * 0, or -1. */
+int plxd_module_dir(const void *symbol, char *out, size_t outlen);
 
 /* A request header's value, or NULL. Names are case-insensitive. */
 const char *plxd_request_header(struct plxd_request *r, const char *name);
@@ -156,10 +215,11 @@ const struct req_limits *plxd_request_limits(struct plxd_request *r);
 /* Answers r as if the client had asked "GET target": target (a path with
  * an optional query) is resolved under the document root and routed to its
  * handler, whose handle() runs now, with no request body. For a CGI local
- * redirect (RFC 3875 6.2.2). Call it from handle with nothing queued, after
- * releasing r->data: the caller's finished() is not called for r unless
- * target routes to the same handler again. Gives up with 500 after 10
- * redirects in a row. Returns 0, or -1 when no response could be queued. */
+ * redirect (RFC 3875 6.2.2). Call it with nothing queued (from handle, or
+ * for a pending request), after releasing r->data: the caller's finished()
+ * is not called for r unless target routes to the same handler again.
+ * Gives up with 500 after 10 redirects in a row. Returns 0 (answered, or
+ * pending with the new handler), or -1 when no response could be queued. */
 int plxd_serve_local(struct plxd_request *r, const char *target);
 
 #endif

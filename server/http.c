@@ -1,35 +1,70 @@
-/* The daemon and its connections. libmicrohttpd runs one thread per
- * connection (MHD_USE_THREAD_PER_CONNECTION with poll), so a handler may
- * block in its own request without holding up anyone else; the price is a
- * thread, and its stack, per open connection. */
+/* The engine: a fixed set of event threads (one per core by default)
+ * carries every connection. Each thread runs one event loop (loop.h) and
+ * one libmicrohttpd daemon in external epoll mode inside it: the daemon's
+ * epoll descriptor is a watch of the loop, beside the shared listening
+ * socket (EPOLLEXCLUSIVE: one thread wakes per connection) and whatever the
+ * handlers of its requests watch. A connection stays on the thread that
+ * accepted it; an idle one costs its libmicrohttpd memory, not a thread.
+ *
+ * plxd accepts the connections itself and hands them to its thread's
+ * daemon (MHD_add_connection), so the connection limits are enforced before
+ * a socket costs anything, and the header and body deadlines by a timer of
+ * each loop that looks over its own connections. */
 #include "http.h"
 #include "alloc.h"
+#include "clock.h"
 #include "log.h"
+#include "loop.h"
 #include "site.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
-static struct MHD_Daemon *daemon_handle;
+/* How often each loop looks for connections past a deadline. */
+#define TICK_MS 250
+/* Connections accepted per wake-up at most, so that a connection storm
+ * cannot starve the requests already on the thread. */
+#define ACCEPT_BURST 64
+/* After accept failed for want of descriptors, how long to leave the
+ * listening socket alone (it stays readable: it would wake us for ever). */
+#define ACCEPT_PAUSE_MS 100
+
+struct evthread {
+	pthread_t thread;
+	int started;
+	struct loop *loop;
+	struct MHD_Daemon *daemon;
+	struct loop_watch mhd;       /* the daemon's epoll descriptor */
+	struct loop_watch listen;    /* the shared listening socket */
+	struct loop_timer tick;      /* deadlines */
+	struct loop_timer resume_accept;
+	struct conn *conns;          /* this thread's connections */
+	struct conn *conns_pending;  /* accepted, for on_connection to take */
+	int stop;
+};
+
+static struct evthread *threads;
+static unsigned nthreads;
+static int listen_fd = -1;
 static atomic_uint open_connections;
+static unsigned connection_cap;     /* max_connections and the 503 margin */
+static unsigned long per_ip_limit;
 
-/* Connections waiting for request headers, for the header deadline. */
-static pthread_mutex_t conns_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct conn *conns;
-
-static pthread_t watchdog_thread;
-static int watchdog_running;
-static pthread_mutex_t watchdog_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t watchdog_wake = PTHREAD_COND_INITIALIZER;
-static int watchdog_stop;
+/* Quiescing: the main thread waits until every loop has let go of the
+ * listening socket before it closes it. */
+static pthread_mutex_t quiesce_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t quiesce_cond = PTHREAD_COND_INITIALIZER;
+static unsigned quiesce_left;
 
 /* Requests in flight, for a graceful stop. */
 static pthread_mutex_t idle_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -45,20 +80,17 @@ struct ip_count {
 #define IP_BUCKETS 1024
 static struct ip_count *ip_table[IP_BUCKETS];
 static pthread_mutex_t ip_lock = PTHREAD_MUTEX_INITIALIZER;
-static unsigned long per_ip_limit;
+
+static void *thread_main(void *arg);
 
 uint64_t http_now_ms(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	return clock_ms();
 }
 
 uint64_t http_now_us(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+	return clock_us();
 }
 
 unsigned http_open_connections(void)
@@ -128,15 +160,13 @@ void http_url(int fd, char *out, size_t outlen)
 
 /* ---- per-IP limit ---------------------------------------------------------- */
 
-static size_t addr_key(const struct sockaddr *sa, unsigned char key[16])
+static void addr_key(const struct sockaddr *sa, unsigned char key[16])
 {
 	memset(key, 0, 16);
-	if (sa->sa_family == AF_INET) {
+	if (sa->sa_family == AF_INET)
 		memcpy(key, &((const struct sockaddr_in *)sa)->sin_addr, 4);
-		return 4;
-	}
-	memcpy(key, &((const struct sockaddr_in6 *)sa)->sin6_addr, 16);
-	return 16;
+	else
+		memcpy(key, &((const struct sockaddr_in6 *)sa)->sin6_addr, 16);
 }
 
 static unsigned bucket_of(const unsigned char key[16])
@@ -167,8 +197,9 @@ static int is_trusted_proxy(const struct sockaddr *sa)
 	return trusted;
 }
 
-/* Adds delta to addr's count; returns the count before. */
-static unsigned ip_count_add(const struct sockaddr *sa, int delta)
+/* Adds delta to addr's count, unless limit is reached (limit 0: always).
+ * Returns the count before. */
+static unsigned ip_count_add(const struct sockaddr *sa, int delta, unsigned long limit)
 {
 	unsigned char key[16];
 	addr_key(sa, key);
@@ -178,6 +209,10 @@ static unsigned ip_count_add(const struct sockaddr *sa, int delta)
 	while ((e = *pp) && memcmp(e->addr, key, 16) != 0)
 		pp = &e->next;
 	unsigned before = e ? e->count : 0;
+	if (limit && before >= limit) {
+		pthread_mutex_unlock(&ip_lock);
+		return before;
+	}
 	if (delta > 0 && !e) {
 		e = xcalloc(1, sizeof *e);
 		memcpy(e->addr, key, 16);
@@ -194,30 +229,88 @@ static unsigned ip_count_add(const struct sockaddr *sa, int delta)
 	return before;
 }
 
-/* Accept policy: refuses a client over its per-IP limit by closing the
- * socket at once, before a thread is spent on it. */
-static enum MHD_Result accept_policy(void *cls, const struct sockaddr *addr, socklen_t addrlen)
+/* ---- accepting ------------------------------------------------------------- */
+
+/* Whether a new connection from peer may be served; counts it when so.
+ * Past max_connections plxd still answers, with 503, up to a margin (see
+ * request.c); past the margin, and past a client's per_ip_connections, the
+ * socket is closed at once, before it costs anything. */
+static int admit(struct conn *c)
 {
-	(void)cls;
-	(void)addrlen;
-	if (per_ip_limit == 0 || is_trusted_proxy(addr))
-		return MHD_YES;
-	unsigned char key[16];
-	addr_key(addr, key);
-	pthread_mutex_lock(&ip_lock);
-	struct ip_count *e = ip_table[bucket_of(key)];
-	while (e && memcmp(e->addr, key, 16) != 0)
-		e = e->next;
-	unsigned count = e ? e->count : 0;
-	pthread_mutex_unlock(&ip_lock);
-	if (count >= per_ip_limit) {
-		char text[INET6_ADDRSTRLEN];
-		log_format_addr(addr, text, sizeof text);
-		plxd_log(PLXD_LOG_WARN, "refused a connection from %s: %u open, per_ip_connections is %lu",
-				text, count, per_ip_limit);
-		return MHD_NO;
+	if (atomic_fetch_add(&open_connections, 1) >= connection_cap) {
+		atomic_fetch_sub(&open_connections, 1);
+		return 0;
 	}
-	return MHD_YES;
+	if (per_ip_limit && !is_trusted_proxy((struct sockaddr *)&c->peer)) {
+		unsigned before = ip_count_add((struct sockaddr *)&c->peer, 1, per_ip_limit);
+		if (before >= per_ip_limit) {
+			char text[INET6_ADDRSTRLEN];
+			log_format_addr((struct sockaddr *)&c->peer, text, sizeof text);
+			plxd_log(PLXD_LOG_WARN, "refused a connection from %s: %u open, "
+					"per_ip_connections is %lu", text, before, per_ip_limit);
+			atomic_fetch_sub(&open_connections, 1);
+			return 0;
+		}
+		c->ip_counted = 1;
+	}
+	return 1;
+}
+
+static void accept_resume(struct loop_timer *t)
+{
+	struct evthread *th = (struct evthread *)(void *)((char *)t - offsetof(struct evthread,
+				resume_accept));
+	if (!th->stop && th->listen.fd >= 0)
+		loop_watch_set(th->loop, &th->listen, LOOP_IN | LOOP_EXCLUSIVE);
+}
+
+static void on_listen(struct loop_watch *w, unsigned events)
+{
+	(void)events;
+	struct evthread *th = (struct evthread *)(void *)((char *)w - offsetof(struct evthread,
+				listen));
+	for (int i = 0; i < ACCEPT_BURST; i++) {
+		struct conn *c = xcalloc(1, sizeof *c);
+		socklen_t len = sizeof c->peer;
+		int fd = accept4(w->fd, (struct sockaddr *)&c->peer, &len,
+				SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0) {
+			int err = errno;
+			free(c);
+			if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM) {
+				plxd_log(PLXD_LOG_ERROR, "cannot accept connections: %s; pausing "
+						"for %d ms", strerror(err), ACCEPT_PAUSE_MS);
+				loop_watch_set(th->loop, w, 0);
+				loop_timer_set(th->loop, &th->resume_accept,
+						clock_ms() + ACCEPT_PAUSE_MS, accept_resume);
+			}
+			if (err == EINTR || err == ECONNABORTED)
+				continue;
+			return;
+		}
+		if (!admit(c)) {
+			close(fd);
+			free(c);
+			continue;
+		}
+		c->fd = fd;
+		c->thread = th;
+		socklen_t llen = sizeof c->local;
+		getsockname(fd, (struct sockaddr *)&c->local, &llen);
+		/* on_connection takes c from here (libmicrohttpd calls it
+		 * inside MHD_add_connection). */
+		th->conns_pending = c;
+		if (MHD_add_connection(th->daemon, fd, (struct sockaddr *)&c->peer, len) != MHD_YES) {
+			/* libmicrohttpd closed the socket. */
+			if (th->conns_pending == c) {
+				th->conns_pending = NULL;
+				if (c->ip_counted)
+					ip_count_add((struct sockaddr *)&c->peer, -1, 0);
+				atomic_fetch_sub(&open_connections, 1);
+				free(c);
+			}
+		}
+	}
 }
 
 /* ---- connections ----------------------------------------------------------- */
@@ -225,44 +318,33 @@ static enum MHD_Result accept_policy(void *cls, const struct sockaddr *addr, soc
 static void on_connection(void *cls, struct MHD_Connection *connection, void **socket_context,
 		enum MHD_ConnectionNotificationCode code)
 {
-	(void)cls;
+	struct evthread *th = cls;
 	if (code == MHD_CONNECTION_NOTIFY_STARTED) {
-		struct conn *c = xcalloc(1, sizeof *c);
-		const union MHD_ConnectionInfo *info =
-			MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
-		c->fd = info ? info->connect_fd : -1;
-		socklen_t len = sizeof c->local;
-		getsockname(c->fd, (struct sockaddr *)&c->local, &len);
-		info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-		if (info && info->client_addr)
-			memcpy(&c->peer, info->client_addr, info->client_addr->sa_family == AF_INET6
-					? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in));
-		atomic_store(&c->waiting_since, http_now_ms());
-		pthread_mutex_lock(&conns_lock);
-		c->next = conns;
-		if (conns)
-			conns->prev = c;
-		conns = c;
-		pthread_mutex_unlock(&conns_lock);
-		if (per_ip_limit)
-			ip_count_add((struct sockaddr *)&c->peer, 1);
-		c->opened_as = atomic_fetch_add(&open_connections, 1) + 1;
+		struct conn *c = th->conns_pending;
+		th->conns_pending = NULL;
+		if (!c)
+			return;
+		c->connection = connection;
+		c->opened_as = http_open_connections();
+		c->waiting_since = clock_ms();
+		c->next = th->conns;
+		if (th->conns)
+			th->conns->prev = c;
+		th->conns = c;
 		*socket_context = c;
 		return;
 	}
 	struct conn *c = *socket_context;
 	if (!c)
 		return;
-	pthread_mutex_lock(&conns_lock);
 	if (c->prev)
 		c->prev->next = c->next;
 	else
-		conns = c->next;
+		th->conns = c->next;
 	if (c->next)
 		c->next->prev = c->prev;
-	pthread_mutex_unlock(&conns_lock);
-	if (per_ip_limit)
-		ip_count_add((struct sockaddr *)&c->peer, -1);
+	if (c->ip_counted)
+		ip_count_add((struct sockaddr *)&c->peer, -1, 0);
 	atomic_fetch_sub(&open_connections, 1);
 	free(c->target);
 	free(c);
@@ -291,14 +373,14 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *connectio
 			c->target = xmalloc(c->target_cap);
 		}
 		memcpy(c->target, uri, len + 1);
-		c->request_start_us = http_now_us();
+		c->request_start_us = clock_us();
 	}
 	return NULL;
 }
 
 void http_request_started(struct conn *c)
 {
-	atomic_store(&c->waiting_since, 0);
+	c->waiting_since = 0;
 	pthread_mutex_lock(&idle_lock);
 	in_flight++;
 	pthread_mutex_unlock(&idle_lock);
@@ -308,7 +390,7 @@ void http_request_ended(struct conn *c)
 {
 	if (c) {
 		http_body_ended(c);
-		atomic_store(&c->waiting_since, http_now_ms());
+		c->waiting_since = clock_ms();
 	}
 	pthread_mutex_lock(&idle_lock);
 	if (--in_flight == 0)
@@ -318,18 +400,18 @@ void http_request_ended(struct conn *c)
 
 void http_body_started(struct conn *c)
 {
-	atomic_store(&c->body_bytes, 0);
-	atomic_store(&c->body_since, http_now_ms());
+	c->body_bytes = 0;
+	c->body_since = clock_ms();
 }
 
 void http_body_progress(struct conn *c, size_t len)
 {
-	atomic_fetch_add(&c->body_bytes, (uint64_t)len);
+	c->body_bytes += len;
 }
 
 void http_body_ended(struct conn *c)
 {
-	atomic_store(&c->body_since, 0);
+	c->body_since = 0;
 }
 
 /* The reason to close c now, or NULL. A body must be complete within
@@ -339,17 +421,17 @@ void http_body_ended(struct conn *c)
 static const char *deadline_passed(struct conn *c, uint64_t now, const struct server_conf *s,
 		unsigned long *limit)
 {
-	uint64_t since = atomic_load(&c->waiting_since);
+	uint64_t since = c->waiting_since;
 	if (since && s->header_timeout_ms && now - since > s->header_timeout_ms) {
 		*limit = s->header_timeout_ms;
 		return "no complete request headers within header_timeout";
 	}
-	since = atomic_load(&c->body_since);
+	since = c->body_since;
 	if (!since || !s->body_timeout_ms)
 		return NULL;
 	uint64_t allowed = s->body_timeout_ms;
 	if (s->body_min_rate)
-		allowed += atomic_load(&c->body_bytes) * 1000 / s->body_min_rate;
+		allowed += c->body_bytes * 1000 / s->body_min_rate;
 	if (now - since <= allowed)
 		return NULL;
 	*limit = s->body_timeout_ms;
@@ -358,46 +440,37 @@ static const char *deadline_passed(struct conn *c, uint64_t now, const struct se
 
 /* The header and body deadlines: libmicrohttpd restarts its idle timer on
  * every byte, so a client trickling one byte a second would hold its
- * connection (and thread) forever. Shutting the socket down from here makes
- * the connection's own thread see the end and clean up as usual. */
-static void *watchdog(void *arg)
+ * connection forever. Shutting the socket down makes libmicrohttpd see the
+ * end and clean up as usual. */
+static void on_tick(struct loop_timer *t)
 {
-	(void)arg;
-	pthread_mutex_lock(&watchdog_lock);
-	while (!watchdog_stop) {
-		struct timespec until;
-		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_nsec += 250 * 1000000L;
-		if (until.tv_nsec >= 1000000000L) {
-			until.tv_sec++;
-			until.tv_nsec -= 1000000000L;
+	struct evthread *th = (struct evthread *)(void *)((char *)t - offsetof(struct evthread,
+				tick));
+	loop_timer_set(th->loop, t, clock_ms() + TICK_MS, on_tick);
+	struct site *site = site_acquire();
+	if (!site)
+		return;
+	const struct server_conf *server = &site->config->server;
+	uint64_t now = clock_ms();
+	for (struct conn *c = th->conns; c; c = c->next) {
+		unsigned long limit;
+		const char *why = c->timed_out ? NULL : deadline_passed(c, now, server, &limit);
+		if (why) {
+			char addr[INET6_ADDRSTRLEN];
+			log_format_addr((struct sockaddr *)&c->peer, addr, sizeof addr);
+			plxd_log(PLXD_LOG_INFO, "closed the connection from %s: %s (%lu ms)", addr,
+					why, limit);
+			c->timed_out = 1;
+			shutdown(c->fd, SHUT_RDWR);
 		}
-		pthread_cond_timedwait(&watchdog_wake, &watchdog_lock, &until);
-		if (watchdog_stop)
-			break;
-		struct site *site = site_acquire();
-		if (!site)
-			continue;
-		const struct server_conf *server = &site->config->server;
-		uint64_t now = http_now_ms();
-		pthread_mutex_lock(&conns_lock);
-		for (struct conn *c = conns; c; c = c->next) {
-			unsigned long limit;
-			const char *why = c->timed_out ? NULL : deadline_passed(c, now, server, &limit);
-			if (why) {
-				char addr[INET6_ADDRSTRLEN];
-				log_format_addr((struct sockaddr *)&c->peer, addr, sizeof addr);
-				plxd_log(PLXD_LOG_INFO, "closed the connection from %s: %s (%lu ms)", addr,
-						why, limit);
-				c->timed_out = 1;
-				shutdown(c->fd, SHUT_RDWR);
-			}
-		}
-		pthread_mutex_unlock(&conns_lock);
-		site_release(site);
 	}
-	pthread_mutex_unlock(&watchdog_lock);
-	return NULL;
+	site_release(site);
+}
+
+static void on_mhd(struct loop_watch *w, unsigned events)
+{
+	(void)w;
+	(void)events; /* MHD_run follows every turn of the loop */
 }
 
 static void log_from_mhd(void *cls, const char *fmt, va_list ap)
@@ -408,43 +481,164 @@ static void log_from_mhd(void *cls, const char *fmt, va_list ap)
 	plxd_log(PLXD_LOG_DEBUG, "libmicrohttpd: %s", msg);
 }
 
-int http_start(int listen_fd, const struct server_conf *server, char *err, size_t errlen)
+/* ---- the threads ----------------------------------------------------------- */
+
+static void *thread_main(void *arg)
+{
+	struct evthread *th = arg;
+	while (!th->stop) {
+		MHD_UNSIGNED_LONG_LONG mt;
+		int timeout = -1;
+		if (MHD_get_timeout(th->daemon, &mt) == MHD_YES)
+			timeout = mt > INT_MAX ? INT_MAX : (int)mt;
+		loop_run_once(th->loop, timeout);
+		MHD_run(th->daemon);
+	}
+	/* Stopping: what requests were waiting on is ended (request.c), and
+	 * stopping the daemon closes every connection, calling their
+	 * handlers' finished() on this thread. */
+	request_abort_all(th->loop);
+	MHD_run(th->daemon);
+	loop_timer_stop(th->loop, &th->tick);
+	loop_timer_stop(th->loop, &th->resume_accept);
+	loop_watch_del(th->loop, &th->mhd);
+	MHD_stop_daemon(th->daemon);
+	th->daemon = NULL;
+	/* Scripts still ending (lingering, being killed) finish on their
+	 * own deadlines; they are bounded, but a stop must not hang. */
+	uint64_t give_up = clock_ms() + 30000;
+	while (!loop_idle(th->loop) && clock_ms() < give_up)
+		loop_run_once(th->loop, 100);
+	if (!loop_idle(th->loop))
+		plxd_log(PLXD_LOG_WARN, "stopping: scripts of an event thread did not end in 30 s");
+	return NULL;
+}
+
+static void quiesce_one(void *arg)
+{
+	struct evthread *th = arg;
+	loop_timer_stop(th->loop, &th->resume_accept);
+	loop_watch_del(th->loop, &th->listen);
+	pthread_mutex_lock(&quiesce_lock);
+	if (--quiesce_left == 0)
+		pthread_cond_broadcast(&quiesce_cond);
+	pthread_mutex_unlock(&quiesce_lock);
+}
+
+static void stop_one(void *arg)
+{
+	struct evthread *th = arg;
+	th->stop = 1;
+}
+
+/* Descriptors: one per connection, up to the 503 margin, and room for
+ * what their requests open (pipes to scripts, files). A soft limit below
+ * that is raised as far as the hard limit allows. */
+static void raise_fd_limit(unsigned connections)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return;
+	rlim_t want = (rlim_t)connections * 2 + 256;
+	if (rl.rlim_cur >= want)
+		return;
+	rlim_t got = rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= want ? want : rl.rlim_max;
+	rl.rlim_cur = got;
+	if (setrlimit(RLIMIT_NOFILE, &rl) < 0 || got < want)
+		plxd_log(PLXD_LOG_WARN, "open files limited to %llu (RLIMIT_NOFILE), %llu wanted for "
+				"%u connections: raise the hard limit (ulimit -Hn)",
+				(unsigned long long)(got < want ? got : rl.rlim_cur),
+				(unsigned long long)want, connections);
+}
+
+int http_start(int fd, const struct server_conf *server, char *err, size_t errlen)
 {
 	per_ip_limit = server->per_ip_connections;
 	/* Past max_connections plxd still answers, with 503, up to this many
-	 * more; libmicrohttpd's own limit would just close the socket. */
+	 * more; beyond, a connection is closed at once. */
 	unsigned spare = (unsigned)(server->max_connections / 8 > 16 ? server->max_connections / 8 : 16);
+	connection_cap = (unsigned)server->max_connections + spare;
+	raise_fd_limit(connection_cap);
 	unsigned timeout_s = (unsigned)((server->connection_timeout_ms + 999) / 1000);
-	daemon_handle = MHD_start_daemon(
-		MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL
-			| MHD_USE_ITC | MHD_USE_ERROR_LOG,
-		0, accept_policy, NULL, request_access, NULL,
-		MHD_OPTION_EXTERNAL_LOGGER, log_from_mhd, NULL,
-		MHD_OPTION_LISTEN_SOCKET, listen_fd,
-		MHD_OPTION_CONNECTION_LIMIT, (unsigned)server->max_connections + spare,
-		MHD_OPTION_CONNECTION_TIMEOUT, timeout_s,
-		MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)server->max_header_size,
-		MHD_OPTION_NOTIFY_COMPLETED, request_completed, NULL,
-		MHD_OPTION_NOTIFY_CONNECTION, on_connection, NULL,
-		MHD_OPTION_URI_LOG_CALLBACK, on_uri, NULL,
-		MHD_OPTION_END);
-	if (!daemon_handle) {
-		snprintf(err, errlen, "libmicrohttpd failed to start");
-		return -1;
+	long cores = sysconf(_SC_NPROCESSORS_ONLN);
+	nthreads = server->threads ? (unsigned)server->threads : (unsigned)(cores > 0 ? cores : 1);
+	threads = xcalloc(nthreads, sizeof *threads);
+	listen_fd = fd;
+	for (unsigned i = 0; i < nthreads; i++) {
+		struct evthread *th = &threads[i];
+		loop_watch_init(&th->mhd);
+		loop_watch_init(&th->listen);
+		loop_timer_init(&th->tick);
+		loop_timer_init(&th->resume_accept);
+		th->loop = loop_create();
+		if (!th->loop) {
+			snprintf(err, errlen, "cannot create an event loop: %s", strerror(errno));
+			goto fail;
+		}
+		th->daemon = MHD_start_daemon(
+			MHD_USE_EPOLL | MHD_USE_NO_LISTEN_SOCKET | MHD_ALLOW_SUSPEND_RESUME
+				| MHD_USE_ERROR_LOG,
+			0, NULL, NULL, request_access, NULL,
+			MHD_OPTION_EXTERNAL_LOGGER, log_from_mhd, NULL,
+			MHD_OPTION_CONNECTION_LIMIT, connection_cap,
+			MHD_OPTION_CONNECTION_TIMEOUT, timeout_s,
+			MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)server->max_header_size,
+			MHD_OPTION_NOTIFY_COMPLETED, request_completed, NULL,
+			MHD_OPTION_NOTIFY_CONNECTION, on_connection, th,
+			MHD_OPTION_URI_LOG_CALLBACK, on_uri, NULL,
+			MHD_OPTION_END);
+		const union MHD_DaemonInfo *info = th->daemon
+			? MHD_get_daemon_info(th->daemon, MHD_DAEMON_INFO_EPOLL_FD) : NULL;
+		if (!info) {
+			snprintf(err, errlen, "libmicrohttpd failed to start");
+			goto fail;
+		}
+		if (loop_watch_add(th->loop, &th->mhd, info->epoll_fd, LOOP_IN, on_mhd) < 0 ||
+				loop_watch_add(th->loop, &th->listen, fd, LOOP_IN | LOOP_EXCLUSIVE,
+					on_listen) < 0) {
+			snprintf(err, errlen, "epoll: %s", strerror(errno));
+			goto fail;
+		}
+		loop_timer_set(th->loop, &th->tick, clock_ms() + TICK_MS, on_tick);
 	}
-	watchdog_stop = 0;
-	if (pthread_create(&watchdog_thread, NULL, watchdog, NULL) == 0)
-		watchdog_running = 1;
+	for (unsigned i = 0; i < nthreads; i++) {
+		int rc = pthread_create(&threads[i].thread, NULL, thread_main, &threads[i]);
+		if (rc != 0) {
+			snprintf(err, errlen, "cannot start an event thread: %s", strerror(rc));
+			http_stop();
+			return -1;
+		}
+		threads[i].started = 1;
+	}
 	return 0;
+fail:
+	http_stop();
+	return -1;
+}
+
+unsigned http_threads(void)
+{
+	return nthreads;
 }
 
 void http_quiesce(void)
 {
-	if (!daemon_handle)
+	if (listen_fd < 0)
 		return;
-	MHD_socket fd = MHD_quiesce_daemon(daemon_handle);
-	if (fd != MHD_INVALID_SOCKET)
-		close(fd);
+	pthread_mutex_lock(&quiesce_lock);
+	quiesce_left = 0;
+	for (unsigned i = 0; i < nthreads; i++)
+		quiesce_left += threads[i].started;
+	pthread_mutex_unlock(&quiesce_lock);
+	for (unsigned i = 0; i < nthreads; i++)
+		if (threads[i].started)
+			loop_post(threads[i].loop, quiesce_one, &threads[i]);
+	pthread_mutex_lock(&quiesce_lock);
+	while (quiesce_left > 0)
+		pthread_cond_wait(&quiesce_cond, &quiesce_lock);
+	pthread_mutex_unlock(&quiesce_lock);
+	close(listen_fd);
+	listen_fd = -1;
 }
 
 unsigned http_wait_idle(unsigned long timeout_ms)
@@ -468,15 +662,22 @@ unsigned http_wait_idle(unsigned long timeout_ms)
 
 void http_stop(void)
 {
-	if (watchdog_running) {
-		pthread_mutex_lock(&watchdog_lock);
-		watchdog_stop = 1;
-		pthread_cond_signal(&watchdog_wake);
-		pthread_mutex_unlock(&watchdog_lock);
-		pthread_join(watchdog_thread, NULL);
-		watchdog_running = 0;
+	for (unsigned i = 0; i < nthreads; i++)
+		if (threads[i].started)
+			loop_post(threads[i].loop, stop_one, &threads[i]);
+	for (unsigned i = 0; i < nthreads; i++) {
+		struct evthread *th = &threads[i];
+		if (th->started)
+			pthread_join(th->thread, NULL);
+		if (th->daemon)
+			MHD_stop_daemon(th->daemon);
+		loop_watch_del(th->loop, &th->listen);
+		loop_destroy(th->loop);
 	}
-	if (daemon_handle)
-		MHD_stop_daemon(daemon_handle);
-	daemon_handle = NULL;
+	free(threads);
+	threads = NULL;
+	nthreads = 0;
+	if (listen_fd >= 0)
+		close(listen_fd);
+	listen_fd = -1;
 }

@@ -1,31 +1,36 @@
-/* The HTTP daemon: libmicrohttpd in thread-per-connection mode, with plxd's
- * connection accounting (max and per-IP connections, header and body
- * deadlines).
- * request.c handles what arrives on each connection. */
+/* The engine: event threads, each running a loop and a libmicrohttpd
+ * daemon, with plxd's connection accounting (max and per-IP connections,
+ * header and body deadlines). request.c handles what arrives on each
+ * connection. */
 #ifndef PLXD_HTTP_H
 #define PLXD_HTTP_H
 
 #include <microhttpd.h>
-#include <stdatomic.h>
 #include <stdint.h>
 #include <sys/socket.h>
 
 #include "config.h"
 
-/* Per connection, kept as libmicrohttpd's socket context. */
+struct evthread;
+
+/* Per connection, kept as libmicrohttpd's socket context. It belongs to
+ * the event thread that accepted it: only that thread touches it. */
 struct conn {
-	struct conn *prev, *next;        /* the watchdog's list */
+	struct conn *prev, *next;        /* its thread's list */
+	struct evthread *thread;
+	struct MHD_Connection *connection;
 	int fd;
+	int ip_counted;                  /* counted against per_ip_connections */
 	struct sockaddr_storage local;
 	struct sockaddr_storage peer;
 	/* Start of the wait for the next request's headers (accept, or the end
 	 * of the previous request), in ms; 0 once they are complete. */
-	_Atomic uint64_t waiting_since;
+	uint64_t waiting_since;
 	/* While a request body is being read: when its headers were complete
 	 * (ms), and the body bytes read so far; 0 and 0 otherwise. */
-	_Atomic uint64_t body_since;
-	_Atomic uint64_t body_bytes;
-	int timed_out;                   /* the watchdog closed it */
+	uint64_t body_since;
+	uint64_t body_bytes;
+	int timed_out;                   /* closed for a deadline */
 	unsigned opened_as;              /* open connections, itself included,
 					    when it was accepted */
 	char *target;                    /* raw request target of the current request */
@@ -39,17 +44,22 @@ int http_listen(const char *listen, char *err, size_t errlen);
 /* The address a socket is bound to, as an http:// URL. */
 void http_url(int fd, char *out, size_t outlen);
 
-/* Starts serving on listen_fd (libmicrohttpd owns it from here). */
+/* Starts the event threads serving listen_fd (the engine owns it from
+ * here). */
 int http_start(int listen_fd, const struct server_conf *server, char *err, size_t errlen);
 
-/* Stops accepting new connections. */
+/* The number of event threads. */
+unsigned http_threads(void);
+
+/* Stops accepting new connections, and closes the listening socket. */
 void http_quiesce(void);
 
 /* Waits until no request is in flight or timeout_ms has passed. Returns the
  * number still in flight. */
 unsigned http_wait_idle(unsigned long timeout_ms);
 
-/* Closes every connection and stops the daemon. */
+/* Closes every connection and stops the event threads, once what their
+ * requests started has ended. */
 void http_stop(void);
 
 /* For request.c. */
@@ -70,5 +80,9 @@ enum MHD_Result request_access(void *cls, struct MHD_Connection *connection, con
 		size_t *upload_data_size, void **con_cls);
 void request_completed(void *cls, struct MHD_Connection *connection, void **con_cls,
 		enum MHD_RequestTerminationCode toe);
+/* Ends every request of loop's thread that waits for its handler (or its
+ * stream): at a stop, before the daemon is stopped. */
+struct loop;
+void request_abort_all(struct loop *loop);
 
 #endif

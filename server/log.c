@@ -230,3 +230,34 @@ void log_access(const struct access_entry *e)
 	put(&l, "\" %llu\n", (unsigned long long)e->duration_us);
 	write_line(fd, l.buf, l.len);
 }
+
+static void lines_emit(struct log_lines *l, const char *label)
+{
+	size_t len = l->len;
+	if (len > 0 && l->line[len - 1] == '\r')
+		len--;
+	for (size_t i = 0; i < len; i++)
+		if ((unsigned char)l->line[i] < 0x20 && l->line[i] != '\t')
+			l->line[i] = '?';
+	plxd_log(PLXD_LOG_WARN, "%s: %.*s", label, (int)len, l->line);
+	l->len = 0;
+}
+
+void log_lines_feed(struct log_lines *l, const char *label, const char *data, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (data[i] == '\n') {
+			lines_emit(l, label);
+			continue;
+		}
+		if (l->len == sizeof l->line)
+			lines_emit(l, label);
+		l->line[l->len++] = data[i];
+	}
+}
+
+void log_lines_flush(struct log_lines *l, const char *label)
+{
+	if (l->len > 0)
+		lines_emit(l, label);
+}

@@ -42,6 +42,18 @@ struct access_entry {
 void log_access(const struct access_entry *e);
 
 /* Formats an address as text without port ("127.0.0.1", "::1"). */
+/* What a program writes to its stderr (a script, a Perl worker), logged a
+ * line at a time as "LABEL: line" warnings; control characters become '?'
+ * so that it cannot forge log lines, and a line longer than the buffer
+ * goes out in pieces. */
+struct log_lines {
+	char line[2048];
+	size_t len;
+};
+void log_lines_feed(struct log_lines *l, const char *label, const char *data, size_t n);
+/* Logs a last line that had no end yet. */
+void log_lines_flush(struct log_lines *l, const char *label);
+
 void log_format_addr(const struct sockaddr *sa, char *out, size_t outlen);
 
 #endif

@@ -217,3 +217,17 @@ void modules_each_known(void (*fn)(const struct plxd_handler *h, int builtin, vo
 		closedir(d);
 	}
 }
+
+int plxd_module_dir(const void *symbol, char *out, size_t outlen)
+{
+	Dl_info info;
+	char self[PATH_MAX];
+	if (!dladdr(symbol, &info) || !info.dli_fname || !realpath(info.dli_fname, self))
+		return -1;
+	char *slash = strrchr(self, '/');
+	if (!slash)
+		return -1;
+	*slash = '\0';
+	int n = snprintf(out, outlen, "%s", self);
+	return n < 0 || (size_t)n >= outlen ? -1 : 0;
+}

@@ -2,17 +2,27 @@
  * per request (headers in; once per body chunk; once more at the end of
  * the body) and then the completion callback. This file hides that state
  * machine: a handler sees one handle() call with the body spooled, and one
- * finished() call. */
+ * finished() call.
+ *
+ * A request whose handler answers later (PLXD_PENDING), whose body the
+ * handler cannot take yet, or whose streamed response has nothing to send
+ * yet waits suspended (MHD_suspend_connection): its event thread serves
+ * the others meanwhile, and resumes it when the handler says so. While it
+ * waits, libmicrohttpd does not look at its socket, so this file watches it
+ * for the client leaving. */
 #include "alloc.h"
+#include "clock.h"
 #include "deny.h"
 #include "framing.h"
 #include "handler.h"
 #include "modules.h"
 #include "http.h"
 #include "log.h"
+#include "loop.h"
 #include "path.h"
 #include "resolve.h"
 #include "site.h"
+#include "spool.h"
 #include "version.h"
 
 #include <errno.h>
@@ -23,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 /* Bodies up to this size stay in memory; larger ones go to a temp file. */
@@ -31,14 +42,11 @@
 #define STREAM_BLOCK (32 * 1024)
 
 /* A spooled request body and the read position in it. Only body_append,
- * plxd_body_read and body_discard touch it, and each keeps pos <= len: a
- * reader can never be sent past the end, whatever a handler does with
- * the public body_length. */
+ * plxd_body_read and body_discard touch it, and each keeps pos <= the
+ * spool's length: a reader can never be sent past the end, whatever a
+ * handler does with the public body_length. */
 struct body {
-	char *mem;            /* the body while it fits in memory */
-	size_t cap;
-	int fd;               /* temp file once it outgrew memory; -1: none */
-	uint64_t len;         /* bytes kept */
+	struct spool spool;
 	uint64_t pos;         /* bytes handed to plxd_body_read's callers */
 };
 
@@ -50,6 +58,7 @@ enum phase {
 struct request {
 	struct plxd_request pub;
 	struct conn *conn;
+	struct loop *loop;    /* its event thread's */
 	struct site *site;
 	const struct handler_section *section; /* NULL: plxd answered itself */
 	enum phase phase;
@@ -57,7 +66,8 @@ struct request {
 	int close;            /* answer with Connection: close */
 	unsigned refuse;      /* status decided while the body arrives (413) */
 	int streaming;        /* the handler's body() takes the body */
-	uint64_t body_seen;   /* bytes of body received, kept or dropped */
+	uint64_t body_seen;   /* bytes of body taken, kept or dropped */
+	uint64_t body_arrived; /* bytes of body offered, taken or not */
 	char *target;
 	char *path;
 	char *file;
@@ -67,7 +77,24 @@ struct request {
 	unsigned redirects;   /* plxd_serve_local calls so far */
 	uint64_t start_us;
 	struct body body;     /* the spooled request body */
+
+	/* Waiting (see the top of this file). */
+	int pending;          /* handle() answered PLXD_PENDING, nothing queued yet */
+	int body_wait;        /* body() left part of a chunk: plxd_body_resume */
+	int stream_wait;      /* the reader had nothing: plxd_stream_resume */
+	int suspended;
+	int aborted;          /* given up: the client left, or plxd stops */
+	int close_after;      /* plxd_connection_close */
+	enum plxd_end end;    /* how it ended when plxd decided (aborted) */
+	struct loop_watch client; /* the socket, for a hang-up while suspended */
+	struct request *wprev, *wnext; /* its thread's suspended requests */
+	plxd_reader_fn *read; /* a streamed response's reader, and its cls */
+	void *read_cls;
 };
+
+/* The requests of this event thread that wait suspended: a stop resumes
+ * them all (libmicrohttpd may not stop with suspended connections). */
+static _Thread_local struct request *waiting;
 
 #define REQUEST_OF(pub) ((struct request *)(void *)((char *)(pub) - offsetof(struct request, pub)))
 
@@ -92,23 +119,114 @@ static const char *reason(unsigned status)
 	}
 }
 
+static void on_client_hup(struct loop_watch *w, unsigned events);
+
+static void suspend(struct request *r)
+{
+	if (r->suspended)
+		return;
+	MHD_suspend_connection(r->pub.connection);
+	r->suspended = 1;
+	r->wprev = NULL;
+	r->wnext = waiting;
+	if (waiting)
+		waiting->wprev = r;
+	waiting = r;
+	if (r->conn)
+		loop_watch_add(r->loop, &r->client, r->conn->fd, LOOP_HUP, on_client_hup);
+}
+
+static void resume(struct request *r)
+{
+	if (!r->suspended)
+		return;
+	r->suspended = 0;
+	if (r->wprev)
+		r->wprev->wnext = r->wnext;
+	else
+		waiting = r->wnext;
+	if (r->wnext)
+		r->wnext->wprev = r->wprev;
+	r->wprev = r->wnext = NULL;
+	loop_watch_del(r->loop, &r->client);
+	MHD_resume_connection(r->pub.connection);
+}
+
+/* Gives up on a waiting request: libmicrohttpd, resumed, closes its
+ * connection (request_access and the stream reader refuse to go on), and
+ * its handler hears how in finished(). */
+static void abort_waiting(struct request *r, enum plxd_end how)
+{
+	r->aborted = 1;
+	r->end = how;
+	resume(r);
+}
+
+static void on_client_hup(struct loop_watch *w, unsigned events)
+{
+	(void)events;
+	struct request *r = (struct request *)(void *)((char *)w - offsetof(struct request, client));
+	abort_waiting(r, PLXD_END_CLIENT_GONE);
+}
+
+void request_abort_all(struct loop *loop)
+{
+	(void)loop; /* waiting is this thread's, and loop runs on it */
+	while (waiting)
+		abort_waiting(waiting, PLXD_END_ERROR);
+}
+
+struct loop *plxd_loop(struct plxd_request *pub)
+{
+	return REQUEST_OF(pub)->loop;
+}
+
 int plxd_respond(struct plxd_request *pub, unsigned status, struct MHD_Response *response)
 {
 	struct request *r = REQUEST_OF(pub);
-	if (r->responded) {
+	if (r->responded || r->aborted) {
 		MHD_destroy_response(response);
 		return -1;
 	}
 	MHD_add_response_header(response, MHD_HTTP_HEADER_SERVER, "plxd/" PLXD_VERSION);
 	if (r->close)
 		MHD_add_response_header(response, MHD_HTTP_HEADER_CONNECTION, "close");
+	/* libmicrohttpd takes a response in the access handler, or at any
+	 * time while the connection is suspended (a pending request). */
 	enum MHD_Result ok = MHD_queue_response(pub->connection, status, response);
 	MHD_destroy_response(response);
 	if (ok != MHD_YES)
 		return -1;
 	r->responded = 1;
 	pub->status = status;
+	if (r->pending) {
+		r->pending = 0;
+		resume(r);
+	}
 	return 0;
+}
+
+void plxd_connection_close(struct plxd_request *pub)
+{
+	REQUEST_OF(pub)->close_after = 1;
+}
+
+void plxd_body_resume(struct plxd_request *pub)
+{
+	struct request *r = REQUEST_OF(pub);
+	if (r->body_wait) {
+		r->body_wait = 0;
+		resume(r);
+	}
+}
+
+void plxd_stream_resume(struct plxd_request *pub)
+{
+	struct request *r = REQUEST_OF(pub);
+	if (r->stream_wait) {
+		r->stream_wait = 0;
+		resume(r);
+	}
 }
 
 int plxd_respond_error(struct plxd_request *pub, unsigned status)
@@ -137,32 +255,17 @@ const char *plxd_request_header(struct plxd_request *pub, const char *name)
 ssize_t plxd_body_read(struct plxd_request *pub, void *buf, size_t len)
 {
 	struct body *b = &REQUEST_OF(pub)->body;
-	uint64_t left = b->len - b->pos;
-	if (len > left)
-		len = (size_t)left;
-	if (len == 0)
-		return 0;
-	ssize_t n;
-	if (b->fd >= 0) {
-		n = pread(b->fd, buf, len, (off_t)b->pos);
-		if (n < 0)
-			return -1;
-	} else {
-		memcpy(buf, b->mem + b->pos, len);
-		n = (ssize_t)len;
-	}
-	b->pos += (uint64_t)n;
+	ssize_t n = spool_read(&b->spool, b->pos, buf, len);
+	if (n > 0)
+		b->pos += (uint64_t)n;
 	return n;
 }
 
 /* Forgets the body: a local redirect is a GET without one. */
 static void body_discard(struct request *r)
 {
-	struct body *b = &r->body;
-	if (b->fd >= 0)
-		close(b->fd);
-	free(b->mem);
-	*b = (struct body){ .fd = -1 };
+	spool_fini(&r->body.spool);
+	r->body.pos = 0;
 	r->pub.body_length = 0;
 	r->pub.content_length = 0;
 }
@@ -177,27 +280,46 @@ static ssize_t no_body(void *cls, uint64_t pos, char *buf, size_t max)
 	return MHD_CONTENT_READER_END_WITH_ERROR;
 }
 
+/* The reader libmicrohttpd calls: the handler's, and when that has
+ * nothing yet, the connection waits for plxd_stream_resume. */
+static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	struct request *r = cls;
+	if (r->aborted)
+		return MHD_CONTENT_READER_END_WITH_ERROR;
+	ssize_t n = r->read(r->read_cls, pos, buf, max);
+	if (n == 0) {
+		r->stream_wait = 1;
+		suspend(r);
+	}
+	return n;
+}
+
+int plxd_response_bodiless(struct plxd_request *pub, unsigned status)
+{
+	return strcmp(pub->method, "HEAD") == 0 || status == 304 || status == 204
+		|| (status >= 100 && status < 200);
+}
+
 struct MHD_Response *plxd_response_stream(struct plxd_request *pub, unsigned status,
 		uint64_t size, plxd_reader_fn *read, void *cls)
 {
-	if (size != MHD_SIZE_UNKNOWN || (status != 304 && strcmp(pub->method, "HEAD") != 0))
-		return MHD_create_response_from_callback(size, STREAM_BLOCK, read, cls, NULL);
+	struct request *r = REQUEST_OF(pub);
+	if (!plxd_response_bodiless(pub, status)) {
+		r->read = read;
+		r->read_cls = cls;
+		return MHD_create_response_from_callback(size, STREAM_BLOCK, stream_read, r, NULL);
+	}
 	/* libmicrohttpd frames a response of unknown length as chunked, and
 	 * for HEAD and 304 it still sends the last chunk after the headers:
-	 * bytes the client takes for the next response. Those responses get
-	 * a length instead. A 304's ends at its headers whatever it says
-	 * (RFC 9112 6.3); for HEAD it is what GET would send, so the output
-	 * is read to its end and counted, keeping nothing. */
-	uint64_t total = 0;
-	if (status != 304) {
-		char scratch[16384];
-		ssize_t n;
-		while ((n = read(cls, total, scratch, sizeof scratch)) >= 0)
-			total += (uint64_t)n;
-		if (n != MHD_CONTENT_READER_END_OF_STREAM)
-			REQUEST_OF(pub)->close = 1; /* cut short: the length is only a floor */
-	}
-	return MHD_create_response_from_callback(total, STREAM_BLOCK, no_body, NULL, NULL);
+	 * bytes the client takes for the next response. So the response has
+	 * a length and a reader never called. A 304's and a 204's end at
+	 * their headers whatever they say (RFC 9112 6.3); for HEAD the size
+	 * is what GET would send: a caller that does not know it counts it
+	 * first (the gateway does), else the response says 0. */
+	if (size == MHD_SIZE_UNKNOWN || status == 304 || status == 204 || status < 200)
+		size = 0;
+	return MHD_create_response_from_callback(size, STREAM_BLOCK, no_body, NULL, NULL);
 }
 
 /* Answers with plxd's own error page; the connection closes when the
@@ -210,60 +332,15 @@ static void refuse(struct request *r, unsigned status, int close_connection)
 		plxd_log(PLXD_LOG_WARN, "could not queue a %u response", status);
 }
 
-static int open_spool(struct request *r)
-{
-	struct body *b = &r->body;
-	const char *dir = r->site->config->server.tmp_dir;
-	int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-	if (fd < 0) {
-		plxd_log(PLXD_LOG_ERROR, "cannot create a temp file in %s for a request body: %s", dir,
-				strerror(errno));
-		return -1;
-	}
-	ssize_t n = b->len ? write(fd, b->mem, (size_t)b->len) : 0;
-	if (n != (ssize_t)b->len) {
-		plxd_log(PLXD_LOG_ERROR, "cannot write a request body to %s: %s", dir, strerror(errno));
-		close(fd);
-		return -1;
-	}
-	free(b->mem);
-	b->mem = NULL;
-	b->cap = 0;
-	b->fd = fd;
-	return 0;
-}
-
 /* Appends a chunk of body. Returns 0, or an HTTP status to answer with. */
 static unsigned body_append(struct request *r, const char *data, size_t len)
 {
-	struct body *b = &r->body;
-	if (b->fd < 0 && b->len + len > BODY_IN_MEMORY && open_spool(r) < 0)
+	if (spool_append(&r->body.spool, data, len) < 0) {
+		plxd_log(PLXD_LOG_ERROR, "cannot spool a request body in %s: %s",
+				r->site->config->server.tmp_dir, strerror(errno));
 		return 500;
-	if (b->fd >= 0) {
-		while (len > 0) {
-			ssize_t n = write(b->fd, data, len);
-			if (n < 0 && errno == EINTR)
-				continue;
-			if (n < 0) {
-				plxd_log(PLXD_LOG_ERROR, "cannot spool a request body: %s", strerror(errno));
-				return 500;
-			}
-			data += n;
-			len -= (size_t)n;
-			b->len += (uint64_t)n;
-		}
-	} else {
-		if (b->len + len > b->cap) {
-			size_t cap = b->cap ? b->cap * 2 : 4096;
-			while (cap < b->len + len)
-				cap *= 2;
-			b->mem = xrealloc(b->mem, cap);
-			b->cap = cap;
-		}
-		memcpy(b->mem + b->len, data, len);
-		b->len += len;
 	}
-	r->pub.body_length = b->len;
+	r->pub.body_length = r->body.spool.len;
 	return 0;
 }
 
@@ -286,11 +363,16 @@ static void dispatch(struct request *r)
 	r->phase = PHASE_DONE;
 	const struct plxd_handler *h = r->section->handler;
 	int rc = h->handle(&r->pub);
-	if (!r->responded) {
-		if (rc == 0)
-			plxd_log(PLXD_LOG_ERROR, "handler %s queued no response for %s", h->name, r->path);
-		refuse(r, 500, 0);
+	if (r->responded)
+		return;
+	if (rc == PLXD_PENDING) {
+		r->pending = 1;
+		suspend(r);
+		return;
 	}
+	if (rc == 0)
+		plxd_log(PLXD_LOG_ERROR, "handler %s queued no response for %s", h->name, r->path);
+	refuse(r, 500, 0); /* resumes r if it was waiting (a local redirect) */
 }
 
 /* Why routing refuses a file for its name, or NULL. path's first len
@@ -400,6 +482,8 @@ const struct req_limits *plxd_request_limits(struct plxd_request *pub)
 int plxd_serve_local(struct plxd_request *pub, const char *target)
 {
 	struct request *r = REQUEST_OF(pub);
+	if (r->aborted)
+		return -1;
 	if (r->responded)
 		return -1;
 	if (++r->redirects > 10) {
@@ -432,7 +516,7 @@ int plxd_serve_local(struct plxd_request *pub, const char *target)
 		refuse(r, status, 0);
 	else
 		dispatch(r);
-	return r->responded ? 0 : -1;
+	return r->responded || r->pending ? 0 : -1;
 }
 
 static struct request *request_begin(struct MHD_Connection *connection, const char *method,
@@ -440,8 +524,11 @@ static struct request *request_begin(struct MHD_Connection *connection, const ch
 {
 	struct request *r = xcalloc(1, sizeof *r);
 	r->conn = http_conn(connection);
+	r->loop = loop_current();
+	loop_watch_init(&r->client);
 	r->site = site_acquire();
-	r->body.fd = -1;
+	spool_init(&r->body.spool, r->site ? r->site->config->server.tmp_dir : "/tmp",
+			BODY_IN_MEMORY);
 	r->pub.fd = -1;
 	r->pub.connection = connection;
 	r->pub.method = method;
@@ -561,6 +648,12 @@ enum MHD_Result request_access(void *cls, struct MHD_Connection *connection, con
 	(void)cls;
 	(void)url; /* decoded by libmicrohttpd: plxd uses the raw target instead */
 	struct request *r = *con_cls;
+	if (r && r->aborted)
+		return MHD_NO; /* libmicrohttpd closes the connection */
+	if (r && r->pending) {
+		suspend(r); /* woken with nothing to send yet */
+		return MHD_YES;
+	}
 	if (!r) {
 		r = request_begin(connection, method, version);
 		*con_cls = r;
@@ -577,10 +670,13 @@ enum MHD_Result request_access(void *cls, struct MHD_Connection *connection, con
 	if (*upload_data_size > 0) {
 		size_t len = *upload_data_size;
 		*upload_data_size = 0;
-		r->body_seen += len;
-		if (r->conn)
-			http_body_progress(r->conn, len);
-		if (r->body_seen > r->site->config->server.max_body) {
+		/* Bytes a handler left are offered again: count arrivals once. */
+		uint64_t arrived = r->body_seen + len;
+		if (r->conn && arrived > r->body_arrived)
+			http_body_progress(r->conn, (size_t)(arrived - r->body_arrived));
+		if (arrived > r->body_arrived)
+			r->body_arrived = arrived;
+		if (arrived > r->site->config->server.max_body) {
 			/* libmicrohttpd accepts no response until the body has
 			 * been read; rather than read an endless chunked body to
 			 * say 413, plxd closes the connection. */
@@ -591,13 +687,25 @@ enum MHD_Result request_access(void *cls, struct MHD_Connection *connection, con
 			return MHD_NO;
 		}
 		/* After a refusal the rest of the body is read and dropped. */
-		if (r->phase != PHASE_READING || r->refuse)
+		if (r->phase != PHASE_READING || r->refuse) {
+			r->body_seen += len;
 			return MHD_YES;
+		}
 		if (r->streaming) {
+			size_t taken = len;
+			r->refuse = r->section->handler->body(&r->pub, upload_data, len, &taken);
+			if (!r->refuse && taken < len) {
+				/* The handler takes the rest when it can. */
+				*upload_data_size = len - taken;
+				len = taken;
+				r->body_wait = 1;
+				suspend(r);
+			}
 			r->pub.body_length += len;
-			r->refuse = r->section->handler->body(&r->pub, upload_data, len);
-		} else
+		} else {
 			r->refuse = body_append(r, upload_data, len);
+		}
+		r->body_seen += len;
 		return MHD_YES;
 	}
 	if (r->conn)
@@ -631,7 +739,19 @@ void request_completed(void *cls, struct MHD_Connection *connection, void **con_
 	if (!r)
 		return;
 	*con_cls = NULL;
-	enum plxd_end how = end_of(toe);
+	enum plxd_end how = r->aborted ? r->end : end_of(toe);
+	/* A connection closed while it waited (a deadline, the daemon
+	 * stopping) is no longer suspended. */
+	if (r->suspended) {
+		r->suspended = 0;
+		if (r->wprev)
+			r->wprev->wnext = r->wnext;
+		else
+			waiting = r->wnext;
+		if (r->wnext)
+			r->wnext->wprev = r->wprev;
+		loop_watch_del(r->loop, &r->client);
+	}
 	if (r->section && r->section->handler->finished)
 		r->section->handler->finished(&r->pub, how);
 
@@ -649,6 +769,8 @@ void request_completed(void *cls, struct MHD_Connection *connection, void **con_
 	};
 	log_access(&entry);
 
+	if (r->conn && r->close_after)
+		shutdown(r->conn->fd, SHUT_RDWR); /* before a pipelined request is read */
 	if (r->conn)
 		http_request_ended(r->conn);
 	if (r->pub.fd >= 0)

@@ -1,37 +1,30 @@
 /* The cgi handler: runs .pl (through a configured interpreter) and .cgi
  * (executed itself) as RFC 3875 CGI scripts, one process per request. This
- * file is the glue: configuration, the handler hooks, and turning the
- * script's output into a libmicrohttpd response streamed as it comes. */
+ * file is the glue: configuration, the handler hooks, starting a script
+ * (through the spawner thread) and ending it. Everything between the
+ * script and the client is the gateway's (server/gateway/gateway.h). */
 #include "alloc.h"
 #include "cgi_env.h"
-#include "cgi_reply.h"
-#include "cgi_request.h"
-#include "cgi_run.h"
-#include "cgi_spawn.h"
+#include "cgi_spawner.h"
+#include "clock.h"
 #include "config.h"
+#include "gateway.h"
+#include "gw_request.h"
 #include "handler.h"
 #include "log.h"
-#include "req_limits.h"
-#include "version.h"
+#include "loop.h"
+#include "spawn_child.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
-#include <microhttpd.h>
-#include <netinet/in.h>
-#include <poll.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-/* How long an exited script's stdout may take to report its end before
- * the exit status is judged (its end and the exit race by microseconds). */
-#define CGI_EXIT_SETTLE_MS 100
 
 struct cgi_conf {
 	char *interpreters;
@@ -49,39 +42,63 @@ struct cgi_conf {
 
 struct cgi_state {
 	atomic_ulong children;   /* scripts running (slots taken) */
+	struct cgi_spawner *spawner;
 	char helper[PATH_MAX];   /* plxd-cgi-exec, beside this module */
 	char perl5lib[PATH_MAX]; /* "PERL5LIB=" the perl5 folder beside this
 				    module, where PLXD::Request lives */
 };
 
-/* One request's script. */
+/* One request's script, from its spawn to its reaping; it may outlive its
+ * request (lingering, being ended). */
 struct cgi_req {
-	struct plxd_request *r;
+	struct gw gw;            /* first member: the gateway's ops get it */
 	struct cgi_state *state;
 	const struct cgi_conf *conf;
+	struct loop *loop;
 	char *script;            /* absolute file name, for log lines */
-	const char *program;     /* interpreter, or NULL: the script itself */
-	int started;             /* the child was spawned */
-	struct cgi_run run;
-	struct cgi_reply reply;
-	int reply_done;          /* the header block was parsed */
-	uint64_t parsed;         /* spooled bytes given to the parser */
-	uint64_t body_start;     /* spool offset of the response body */
-	uint64_t served;         /* body bytes handed to libmicrohttpd */
-	int failed;              /* ended early: its whole group is ended */
-	int client_gone;
+	char *program;           /* interpreter, or NULL: the script itself */
+	struct cgi_spawn_job job;
+	char **env;              /* the job's, until it is done */
+	char *argv[4];
+	char *dir;
+	struct spawn_limits limits;
+	int spawning;            /* the spawner has the job */
+	int started;             /* the child runs (or ran) */
+	struct spawn_child child;
+	struct loop_watch exit_w;   /* the child's pidfd */
+	struct loop_timer timer;    /* linger, kill grace; while spawning it
+				       keeps the loop from looking idle */
+	int stopped;             /* the gateway is done with it */
+	int kill;                /* ... and it is to be ended */
+	int killed_by_us;        /* signals sent: its end is ours to explain */
+	int unread;              /* its output was not read to its end */
+	int out_eof;             /* its output ended, or was ended for it */
+	int over;                /* reaped and let go: only freeing is left */
+	int free_posted;
 };
 
-static const char *check_interpreters(const char *value);
 static int cgi_start(const void *conf, void **state);
 static int cgi_reconfigure(void *state, const void *conf);
 static void cgi_stop(void *state);
 static int cgi_begin(struct plxd_request *r);
-static unsigned cgi_body(struct plxd_request *r, const char *data, size_t len);
+static unsigned cgi_body(struct plxd_request *r, const char *data, size_t len, size_t *taken);
 static int cgi_handle(struct plxd_request *r);
 static void cgi_finished(struct plxd_request *r, enum plxd_end how);
-static unsigned bad_output(struct cgi_req *q, const char *why);
-static unsigned timed_out(struct cgi_req *q);
+
+static ssize_t script_read(struct gw *g, char *buf, size_t len);
+static void script_stop(struct gw *g, enum gw_stop how);
+static void spawned(struct cgi_spawn_job *job);
+static void on_exit_fd(struct loop_watch *w, unsigned events);
+static void on_timer(struct loop_timer *t);
+static void end_script(struct cgi_req *q);
+static void maybe_free(struct cgi_req *q);
+
+static const struct gw_ops cgi_gw_ops = {
+	.read = script_read,
+	.stop = script_stop,
+};
+
+static const char *check_interpreters(const char *value);
 
 #define CGI_KEY(n, t, field, def, ...) \
 	{ .name = n, .type = t, .offset = offsetof(struct cgi_conf, field), \
@@ -178,7 +195,7 @@ static int cgi_start(const void *conf, void **state)
 	struct cgi_state *st = xcalloc(1, sizeof *st);
 	/* The helper is installed beside this module (build: modules/). */
 	char self[PATH_MAX];
-	if (cgi_request_module_dir(self, sizeof self) == 0) {
+	if (plxd_module_dir(&plxd_handler_module, self, sizeof self) == 0) {
 		if ((size_t)snprintf(st->helper, sizeof st->helper, "%s/plxd-cgi-exec", self) >=
 				sizeof st->helper)
 			st->helper[0] = '\0';
@@ -186,7 +203,10 @@ static int cgi_start(const void *conf, void **state)
 				sizeof st->perl5lib)
 			st->perl5lib[0] = '\0';
 	}
-	if (check_helper(st, conf) < 0) {
+	char err[256];
+	if (check_helper(st, conf) < 0 || !(st->spawner = cgi_spawner_create(err, sizeof err))) {
+		if (!st->spawner && st->helper[0])
+			plxd_log(PLXD_LOG_ERROR, "cgi: %s", err);
 		free(st);
 		return -1;
 	}
@@ -201,18 +221,11 @@ static int cgi_reconfigure(void *state, const void *conf)
 
 static void cgi_stop(void *state)
 {
-	free(state);
-}
-
-static void cgi_release(struct cgi_req *q)
-{
-	if (q->started)
-		cgi_run_fini(&q->run, (unsigned)q->conf->kill_grace_ms, q->failed);
-	cgi_reply_fini(&q->reply);
-	atomic_fetch_sub(&q->state->children, 1);
-	free(q->script);
-	free((char *)q->program);
-	free(q);
+	struct cgi_state *st = state;
+	if (!st)
+		return;
+	cgi_spawner_destroy(st->spawner);
+	free(st);
 }
 
 /* Checks the script and takes a child slot. Returns the request's state,
@@ -237,12 +250,22 @@ static struct cgi_req *cgi_req_create(struct plxd_request *r)
 		return plxd_respond_error(r, 503), NULL;
 	}
 	struct cgi_req *q = xcalloc(1, sizeof *q);
-	q->r = r;
 	q->state = st;
 	q->conf = conf;
+	q->loop = plxd_loop(r);
 	q->script = xstrdup(r->file);
 	q->program = program;
-	cgi_reply_init(&q->reply, (size_t)conf->max_header_size);
+	spawn_child_init(&q->child);
+	loop_watch_init(&q->exit_w);
+	loop_timer_init(&q->timer);
+	const struct server_conf *server = plxd_server_conf(r);
+	struct gw_settings set = {
+		.timeout_ms = conf->timeout_ms,
+		.max_reply_header = (size_t)conf->max_header_size,
+		.spool_limit = server->max_body,
+		.tmp_dir = server->tmp_dir,
+	};
+	gw_init(&q->gw, &cgi_gw_ops, r, q->script, &set);
 	r->data = q;
 	return q;
 }
@@ -275,54 +298,75 @@ static const char *taint_switch(const struct plxd_request *r, const char *progra
 	return NULL;
 }
 
-/* Starts the script. Returns 0, or -1 after queuing an error response. */
-static int cgi_req_spawn(struct cgi_req *q)
+/* Hands the script to the spawner; it comes back in spawned(). */
+static void cgi_req_spawn(struct cgi_req *q)
 {
-	struct plxd_request *r = q->r;
+	struct plxd_request *r = q->gw.r;
 	const struct cgi_conf *conf = q->conf;
-	const struct server_conf *server = plxd_server_conf(r);
-	cgi_run_init(&q->run, q->script, conf->timeout_ms, conf->linger_ms, server->max_body,
-			server->tmp_dir);
-
-	char **env = cgi_request_env(r, conf->path, conf->pass_authorization,
+	q->env = gw_request_env(r, conf->path, conf->pass_authorization,
 			q->state->perl5lib[0] ? q->state->perl5lib : NULL);
 	/* argv is the program and the script, never words of the query string:
 	 * RFC 3875 4.4 makes them optional, and feeding client text to a
 	 * command line is how PHP-CGI's CVE-2012-1823 happened. */
-	char *argv[4] = { (char *)(q->program ? q->program : q->script), NULL, NULL, NULL };
+	q->argv[0] = q->program ? q->program : q->script;
 	if (q->program) {
 		const char *taint = taint_switch(r, q->program);
-		argv[taint ? 2 : 1] = q->script;
+		q->argv[taint ? 2 : 1] = q->script;
 		if (taint)
-			argv[1] = (char *)taint;
+			q->argv[1] = (char *)taint;
 	}
 	const char *slash = strrchr(q->script, '/');
-	char *dir = xstrndup(q->script, slash && slash != q->script ? (size_t)(slash - q->script) : 1);
-	struct cgi_limits limits = {
+	q->dir = xstrndup(q->script, slash && slash != q->script ? (size_t)(slash - q->script) : 1);
+	q->limits = (struct spawn_limits){
 		.cpu_seconds = conf->limit_cpu,
 		.address_space = conf->limit_memory,
 		.processes = conf->limit_processes,
 	};
-	struct cgi_spawn_spec spec = {
-		.path = argv[0],
-		.argv = argv,
-		.envp = env,
-		.dir = dir,
-		.limits = &limits,
+	q->job.spec = (struct spawn_spec){
+		.path = q->argv[0],
+		.argv = q->argv,
+		.envp = q->env,
+		.dir = q->dir,
+		.limits = &q->limits,
 		.helper = q->state->helper,
 	};
-	int rc = cgi_spawn_start(&spec, &q->run.child);
-	int err = errno;
-	free(dir);
-	cgi_env_free(env);
-	if (rc < 0) {
-		plxd_log(PLXD_LOG_ERROR, "%s: cannot execute %s: %s", q->script, argv[0], strerror(err));
-		plxd_respond_error(r, err == EAGAIN ? 503 : 500);
-		return -1;
-	}
-	q->started = 1;
-	return 0;
+	q->job.loop = q->loop;
+	q->job.done = spawned;
+	q->spawning = 1;
+	/* Until the job is back, the loop must not look idle (a stop waits
+	 * for it): the timer is the script's timeout, which it cannot pass. */
+	loop_timer_set(q->loop, &q->timer, clock_ms() + conf->timeout_ms + 60000, on_timer);
+	cgi_spawner_submit(q->state->spawner, &q->job);
 }
+
+static void spawned(struct cgi_spawn_job *job)
+{
+	struct cgi_req *q = (struct cgi_req *)(void *)((char *)job - offsetof(struct cgi_req, job));
+	q->spawning = 0;
+	loop_timer_stop(q->loop, &q->timer);
+	cgi_env_free(q->env);
+	q->env = NULL;
+	if (job->error) {
+		plxd_log(PLXD_LOG_ERROR, "%s: cannot execute %s: %s", q->script, q->argv[0],
+				strerror(job->error));
+		gw_refuse(&q->gw, job->error == EAGAIN ? 503 : 500);
+		q->stopped = 1;
+		q->over = 1;
+		gw_fini(&q->gw);
+		maybe_free(q);
+		return;
+	}
+	q->child = job->child;
+	q->started = 1;
+	loop_watch_add(q->loop, &q->exit_w, q->child.pidfd, LOOP_IN, on_exit_fd);
+	int in = q->child.in;
+	q->child.in = -1; /* the gateway feeds and closes it */
+	gw_started(&q->gw, in, q->child.out, q->child.err);
+	if (q->stopped) /* the request ended while it was being spawned */
+		end_script(q);
+}
+
+/* ---- hooks ---- */
 
 static int cgi_begin(struct plxd_request *r)
 {
@@ -333,247 +377,18 @@ static int cgi_begin(struct plxd_request *r)
 	 * before the script starts (RFC 3875 4.1.2). */
 	if (r->content_length < 0)
 		return PLXD_SPOOL_BODY;
-	if (cgi_req_spawn(q) < 0)
-		return PLXD_RESPONDED;
+	cgi_req_spawn(q);
 	return PLXD_STREAM_BODY;
 }
 
-static unsigned cgi_body(struct plxd_request *r, const char *data, size_t len)
+static unsigned cgi_body(struct plxd_request *r, const char *data, size_t len, size_t *taken)
 {
 	struct cgi_req *q = r->data;
-	if (!q || !q->started)
+	if (!q) {
+		*taken = len;
 		return 500;
-	unsigned status = cgi_run_feed(&q->run, data, len);
-	if (status) {
-		q->failed = 1;
-		if (status == 504)
-			timed_out(q);
 	}
-	return status;
-}
-
-/* Why a script ended without a usable header block, with its exit: the
- * script failed, 500. */
-static unsigned bad_output(struct cgi_req *q, const char *why)
-{
-	char how[64];
-	cgi_run_reap_within(&q->run, CGI_EXIT_SETTLE_MS);
-	cgi_run_describe_exit(&q->run, how, sizeof how);
-	cgi_request_log_failure(q->script, 500, why, how);
-	return 500;
-}
-
-static unsigned timed_out(struct cgi_req *q)
-{
-	char why[64];
-	snprintf(why, sizeof why, "ran longer than timeout (%lu ms)", q->conf->timeout_ms);
-	cgi_request_log_failure(q->script, 504, why, "");
-	return 504;
-}
-
-/* Reads until the header block is complete. Returns 0, or an HTTP status
- * (q->client_gone: the client left, nothing can be sent). */
-static unsigned read_headers(struct cgi_req *q)
-{
-	struct cgi_run *run = &q->run;
-	for (;;) {
-		while (q->parsed < run->spool_size) {
-			char buf[16384];
-			ssize_t n = cgi_run_spool_read(run, q->parsed, buf, sizeof buf);
-			if (n < 0)
-				return 500;
-			size_t used;
-			enum cgi_reply_result res = cgi_reply_feed(&q->reply, buf, (size_t)n, &used);
-			if (res == CGI_REPLY_DONE) {
-				q->body_start = q->parsed + used;
-				q->reply_done = 1;
-				return 0;
-			}
-			if (res == CGI_REPLY_ERROR)
-				return bad_output(q, q->reply.error);
-			q->parsed += (uint64_t)n;
-		}
-		if (run->out_eof) {
-			cgi_reply_eof(&q->reply);
-			return bad_output(q, q->reply.error);
-		}
-		unsigned ev = cgi_run_wait(run, 0, 1);
-		if (ev & CGI_RUN_CLIENT_GONE) {
-			plxd_log(PLXD_LOG_INFO, "%s: the client left before the script's headers; ended it",
-					q->script);
-			q->client_gone = 1;
-			return 500;
-		}
-		if (ev & CGI_RUN_TIMEOUT)
-			return timed_out(q);
-		if (ev & CGI_RUN_LINGER)
-			return bad_output(q, "exited, but a background process holds its output");
-		unsigned status = (ev & CGI_RUN_OUT) ? cgi_run_spool_out(run, 16384) : 0;
-		if (status)
-			return status;
-	}
-}
-
-/* Whether a local redirect comes without a body: waits for the end of the
- * output. Returns 1 (empty), 0 (a body follows), or an HTTP status. */
-static unsigned local_body_empty(struct cgi_req *q)
-{
-	struct cgi_run *run = &q->run;
-	for (;;) {
-		if (run->spool_size > q->body_start)
-			return 0;
-		if (run->out_eof)
-			return 1;
-		unsigned ev = cgi_run_wait(run, 0, 1);
-		if (ev & CGI_RUN_CLIENT_GONE) {
-			q->client_gone = 1;
-			return 500;
-		}
-		if (ev & CGI_RUN_TIMEOUT)
-			return timed_out(q);
-		if (ev & CGI_RUN_LINGER)
-			return 1; /* its background process is ended with it */
-		unsigned status = (ev & CGI_RUN_OUT) ? cgi_run_spool_out(run, 16384) : 0;
-		if (status)
-			return status;
-	}
-}
-
-/* RFC 3875 6.2.2: plxd serves the local path itself, as a GET. */
-static int redirect_local(struct cgi_req *q)
-{
-	struct plxd_request *r = q->r;
-	char *target = xstrdup(q->reply.location);
-	plxd_log(PLXD_LOG_DEBUG, "%s: local redirect to %s", q->script, target);
-	/* This script is over: end it before the new target runs (it may be
-	 * a script again and need a slot). */
-	q->failed |= !q->run.out_eof;
-	r->data = NULL;
-	cgi_release(q);
-	int rc = plxd_serve_local(r, target);
-	free(target);
-	return rc;
-}
-
-static ssize_t served(struct cgi_req *q, ssize_t n)
-{
-	q->served += (uint64_t)n;
-	q->r->bytes_sent += (uint64_t)n;
-	return n;
-}
-
-/* The end of the script's output while streaming. */
-static ssize_t stream_end(struct cgi_req *q)
-{
-	int64_t length = q->reply.content_length;
-	if (length >= 0 && q->served < (uint64_t)length) {
-		plxd_log(PLXD_LOG_ERROR, "%s: output ended after %llu of the %lld bytes its "
-				"Content-Length announced; connection closed", q->script,
-				(unsigned long long)q->served, (long long)length);
-		q->failed = 1;
-		return MHD_CONTENT_READER_END_WITH_ERROR;
-	}
-	/* A script killed mid-output must not look complete: close the
-	 * connection instead of ending the chunked body. */
-	if (cgi_run_reap_within(&q->run, CGI_EXIT_SETTLE_MS) && WIFSIGNALED(q->run.child.status)) {
-		char how[64];
-		cgi_run_describe_exit(&q->run, how, sizeof how);
-		plxd_log(PLXD_LOG_ERROR, "%s: %s; response cut short, connection closed", q->script, how);
-		return MHD_CONTENT_READER_END_WITH_ERROR;
-	}
-	return MHD_CONTENT_READER_END_OF_STREAM;
-}
-
-/* libmicrohttpd's content reader: the response body, read from the
- * script as libmicrohttpd can send it. Blocks in the connection's own
- * thread, watching the client too, so a client that leaves ends the
- * script at once. */
-static ssize_t stream(void *cls, uint64_t pos, char *buf, size_t max)
-{
-	(void)pos;
-	struct cgi_req *q = cls;
-	int64_t length = q->reply.content_length;
-	if (length >= 0) {
-		if (q->served >= (uint64_t)length)
-			return MHD_CONTENT_READER_END_OF_STREAM;
-		if (max > (uint64_t)length - q->served)
-			max = (size_t)((uint64_t)length - q->served);
-	}
-	uint64_t at = q->body_start + q->served;
-	if (at < q->run.spool_size) {
-		ssize_t n = cgi_run_spool_read(&q->run, at, buf, max);
-		if (n < 0) {
-			q->failed = 1;
-			return MHD_CONTENT_READER_END_WITH_ERROR;
-		}
-		return served(q, n);
-	}
-	for (;;) {
-		ssize_t n = cgi_run_read(&q->run, buf, max);
-		if (n > 0)
-			return served(q, n);
-		if (n == 0)
-			return stream_end(q);
-		unsigned ev = cgi_run_wait(&q->run, 0, 1);
-		if (ev & CGI_RUN_CLIENT_GONE) {
-			plxd_log(PLXD_LOG_INFO, "%s: the client left during the response; ended the script",
-					q->script);
-			q->failed = q->client_gone = 1;
-			return MHD_CONTENT_READER_END_WITH_ERROR;
-		}
-		if (ev & CGI_RUN_TIMEOUT) {
-			plxd_log(PLXD_LOG_ERROR, "%s: timed out after %lu ms; connection closed", q->script,
-					q->conf->timeout_ms);
-			q->failed = 1;
-			return MHD_CONTENT_READER_END_WITH_ERROR;
-		}
-		if (ev & CGI_RUN_LINGER) {
-			plxd_log(PLXD_LOG_WARN, "%s: exited, but a background process held its output "
-					"%lu ms later; response ended, process group ended", q->script,
-					q->conf->linger_ms);
-			q->failed = 1;
-			return length >= 0 ? MHD_CONTENT_READER_END_WITH_ERROR
-					   : MHD_CONTENT_READER_END_OF_STREAM;
-		}
-	}
-}
-
-static int client_fd(struct plxd_request *r)
-{
-	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(r->connection,
-			MHD_CONNECTION_INFO_CONNECTION_FD);
-	return ci ? ci->connect_fd : -1;
-}
-
-static int respond(struct cgi_req *q)
-{
-	struct plxd_request *r = q->r;
-	unsigned status = read_headers(q);
-	if (status) {
-		q->failed = 1;
-		if (q->client_gone)
-			return -1;
-		return plxd_respond_error(r, status);
-	}
-	const struct cgi_reply *rep = &q->reply;
-	if (rep->location_local) {
-		status = local_body_empty(q);
-		if (status == 1)
-			return redirect_local(q);
-		if (status > 1) {
-			q->failed = 1;
-			return q->client_gone ? -1 : plxd_respond_error(r, status);
-		}
-	}
-	uint64_t size = rep->content_length >= 0 ? (uint64_t)rep->content_length
-						 : MHD_SIZE_UNKNOWN;
-	struct MHD_Response *resp = plxd_response_stream(r, rep->status, size, stream, q);
-	if (!resp) {
-		q->failed = 1;
-		return plxd_respond_error(r, 500);
-	}
-	cgi_request_add_headers(resp, rep, q->script);
-	return plxd_respond(r, rep->status, resp);
+	return gw_body(&q->gw, data, len, taken);
 }
 
 static int cgi_handle(struct plxd_request *r)
@@ -582,68 +397,9 @@ static int cgi_handle(struct plxd_request *r)
 	/* No begin: a local redirect to this script. */
 	if (!q && !(q = cgi_req_create(r)))
 		return 0;
-	if (!q->started) {
-		if (cgi_req_spawn(q) < 0)
-			return 0;
-		char buf[65536];
-		ssize_t n;
-		while ((n = plxd_body_read(r, buf, sizeof buf)) > 0) {
-			unsigned status = cgi_body(r, buf, (size_t)n);
-			if (status)
-				return plxd_respond_error(r, status);
-		}
-	}
-	cgi_spawn_close_in(&q->run.child);
-	q->run.client_fd = client_fd(r);
-	return respond(q);
-}
-
-/* After a complete response with a Content-Length: the script should end
- * now. More output is an error the client cannot see, so the connection
- * is closed (the next request on it would read garbage otherwise). */
-static void check_tail(struct cgi_req *q)
-{
-	struct cgi_run *run = &q->run;
-	char scratch[512];
-	int more = run->spool_size > q->body_start + q->served; /* read with the headers */
-	while (more || !run->out_eof) {
-		ssize_t n = more ? 1 : cgi_run_read(run, scratch, sizeof scratch);
-		if (n > 0) {
-			plxd_log(PLXD_LOG_ERROR, "%s: printed more than the %lld bytes its Content-Length "
-					"announced; connection closed", q->script,
-					(long long)q->reply.content_length);
-			int fd = client_fd(q->r);
-			if (fd >= 0)
-				shutdown(fd, SHUT_RDWR);
-			q->failed = 1;
-			return;
-		}
-		if (n == 0)
-			return;
-		unsigned ev = cgi_run_wait(run, 0, 1);
-		if (ev & (CGI_RUN_TIMEOUT | CGI_RUN_LINGER)) {
-			q->failed = 1;
-			return;
-		}
-	}
-}
-
-/* After the output ended: gives the script up to linger to exit by
- * itself, logging its stderr meanwhile. */
-static void await_exit(struct cgi_req *q)
-{
-	struct cgi_run *run = &q->run;
-	uint64_t until = cgi_run_now_ms() + q->conf->linger_ms;
-	if (until < run->deadline_ms)
-		run->deadline_ms = until;
-	while (!run->child.exited) {
-		if (cgi_run_wait(run, 0, 0) & (CGI_RUN_TIMEOUT | CGI_RUN_LINGER)) {
-			plxd_log(PLXD_LOG_INFO, "%s: still running %lu ms after its output ended; ended it",
-					q->script, q->conf->linger_ms);
-			q->failed = 1;
-			return;
-		}
-	}
+	if (!q->started && !q->spawning)
+		cgi_req_spawn(q);
+	return gw_handle(&q->gw);
 }
 
 static void cgi_finished(struct plxd_request *r, enum plxd_end how)
@@ -652,30 +408,176 @@ static void cgi_finished(struct plxd_request *r, enum plxd_end how)
 	if (!q)
 		return;
 	r->data = NULL;
-	if (q->started) {
-		q->run.client_fd = -1;
-		if (how != PLXD_END_DONE)
-			q->failed = 1;
-		int unread = 0;
-		if (!q->failed && q->reply_done) {
-			if (q->reply.content_length >= 0 && q->served == (uint64_t)q->reply.content_length)
-				check_tail(q);
-			/* HEAD, 204, 304: libmicrohttpd sent no body, so nobody reads
-			 * the rest; closing it ends a script still printing (EPIPE). */
-			unread = !q->run.out_eof;
-			cgi_run_close_out(&q->run);
-			if (!q->failed)
-				await_exit(q);
-		}
-		int killed_by_us = q->failed || unread;
-		cgi_run_fini(&q->run, (unsigned)q->conf->kill_grace_ms, q->failed);
-		q->started = 0;
-		char exit_how[64];
-		cgi_run_describe_exit(&q->run, exit_how, sizeof exit_how);
-		if (exit_how[0] && !killed_by_us)
-			plxd_log(PLXD_LOG_INFO, "%s: %s", q->script, exit_how);
+	gw_finished(&q->gw, how);
+	maybe_free(q);
+}
+
+/* ---- the script's side ---- */
+
+/* The output, for the gateway, which watches the descriptor: it is closed
+ * only once the gateway has stopped (end_script), never under its watch. */
+static ssize_t script_read(struct gw *g, char *buf, size_t len)
+{
+	struct cgi_req *q = (struct cgi_req *)g;
+	if (q->out_eof)
+		return 0;
+	for (;;) {
+		ssize_t n = read(q->child.out, buf, len);
+		if (n > 0)
+			return n;
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			return -1;
+		if (n < 0)
+			plxd_log(PLXD_LOG_ERROR, "%s: reading its output: %s", q->script,
+					strerror(errno));
+		q->out_eof = 1;
+		if (q->child.exited && !q->stopped)
+			loop_timer_stop(q->loop, &q->timer); /* nothing holds the output */
+		return 0;
 	}
-	cgi_release(q);
+}
+
+/* How the child ended, for the gateway. */
+static void describe_end(struct cgi_req *q)
+{
+	struct gw_end *e = &q->gw.end;
+	int st = q->child.status;
+	e->known = 1;
+	e->failed = !WIFEXITED(st) || WEXITSTATUS(st) != 0;
+	e->cut = WIFSIGNALED(st);
+	spawn_describe_status(st, e->how, sizeof e->how);
+}
+
+static void on_exit_fd(struct loop_watch *w, unsigned events)
+{
+	(void)events;
+	struct cgi_req *q = (struct cgi_req *)(void *)((char *)w - offsetof(struct cgi_req, exit_w));
+	if (!spawn_peek_exit(&q->child))
+		return; /* not yet: the pidfd says so again */
+	loop_watch_del(q->loop, w);
+	describe_end(q);
+	if (q->stopped) {
+		end_script(q);
+		return;
+	}
+	gw_ended(&q->gw);
+	/* A background process it started may hold its output open: the
+	 * response waits for it only as long as linger allows. */
+	if (!q->out_eof)
+		loop_timer_set(q->loop, &q->timer, clock_ms() + q->conf->linger_ms, on_timer);
+}
+
+static void on_timer(struct loop_timer *t)
+{
+	struct cgi_req *q = (struct cgi_req *)(void *)((char *)t - offsetof(struct cgi_req, timer));
+	if (q->spawning) {
+		/* The spawner is stuck far past any timeout: say so, and wait
+		 * on for its answer (freeing now would lose it). */
+		plxd_log(PLXD_LOG_ERROR, "%s: the spawner has not answered for %lu ms", q->script,
+				q->conf->timeout_ms + 60000);
+		loop_timer_set(q->loop, t, clock_ms() + 60000, on_timer);
+		return;
+	}
+	if (!q->stopped) {
+		/* Exited, but a background process holds its output. */
+		q->gw.out_cut = "exited, but a background process held its output past linger; "
+			"its process group was ended";
+		q->out_eof = 1;
+		q->kill = 1; /* its process group goes with it */
+		gw_output_ready(&q->gw);
+		return;
+	}
+	if (!q->killed_by_us) {
+		if (!q->kill)
+			plxd_log(PLXD_LOG_INFO, "%s: still running %lu ms after its output ended; "
+					"ended it", q->script, q->conf->linger_ms);
+		q->kill = 1;
+		end_script(q);
+		return;
+	}
+	/* TERM was not enough within kill_grace. */
+	spawn_signal(&q->child, SIGKILL);
+}
+
+/* The gateway is done with the script. */
+static void script_stop(struct gw *g, enum gw_stop how)
+{
+	struct cgi_req *q = (struct cgi_req *)g;
+	q->stopped = 1;
+	q->kill |= how != GW_STOP_DONE;
+	if (q->spawning)
+		return; /* spawned() carries on */
+	if (!q->started) {
+		q->over = 1;
+		gw_fini(g);
+		return;
+	}
+	end_script(q);
+}
+
+/* Ends the script as the gateway asked: let it exit within linger, or
+ * TERM its process group, then KILL after kill_grace; and once it is
+ * reaped, lets go of it. */
+static void end_script(struct cgi_req *q)
+{
+	if (q->child.out >= 0) {
+		/* Unread output: closing it ends a script still printing
+		 * (EPIPE), as HEAD, 204 and 304 answers leave it. */
+		q->unread |= !q->out_eof;
+		q->out_eof = 1;
+		close(q->child.out);
+		q->child.out = -1;
+	}
+	if (q->child.exited) {
+		/* Reaped only now: until then its process group is its own. */
+		if (q->kill)
+			spawn_signal(&q->child, SIGKILL); /* background processes */
+		spawn_reap_if_exited(&q->child);
+		loop_timer_stop(q->loop, &q->timer);
+		if (!q->kill && !q->unread)
+			gw_log_end(&q->gw);
+		q->over = 1;
+		gw_fini(&q->gw);
+		if (q->child.err >= 0)
+			close(q->child.err);
+		close(q->child.pidfd);
+		q->child.err = q->child.pidfd = -1;
+		maybe_free(q);
+		return;
+	}
+	if (!q->kill) {
+		if (!loop_timer_armed(&q->timer))
+			loop_timer_set(q->loop, &q->timer, clock_ms() + q->conf->linger_ms, on_timer);
+		return;
+	}
+	if (!q->killed_by_us) {
+		q->killed_by_us = 1;
+		spawn_signal(&q->child, SIGTERM);
+		loop_timer_set(q->loop, &q->timer, clock_ms() + q->conf->kill_grace_ms, on_timer);
+	}
+}
+
+static void free_req(void *arg)
+{
+	struct cgi_req *q = arg;
+	atomic_fetch_sub(&q->state->children, 1);
+	free(q->script);
+	free(q->program);
+	free(q->dir);
+	free(q);
+}
+
+/* Frees q once both its request and its script are over. The free is
+ * posted, so that it runs after whatever callback got here has returned:
+ * the gateway and the hooks may still be on their way out through q. */
+static void maybe_free(struct cgi_req *q)
+{
+	if (!q->over || q->gw.r || q->spawning || q->free_posted)
+		return;
+	q->free_posted = 1;
+	loop_post(q->loop, free_req, q);
 }
 
 const struct plxd_handler plxd_handler_module = {

@@ -1,10 +1,13 @@
 /* The echo handler: answers with what it was given (request fields, headers,
  * body) and counts how requests finished. It exists to exercise the handler
- * interface and module loading without CGI or Perl; tests map an extension
- * to it. Query words: "sleep=MS" waits before answering (a handler that
- * blocks), "stats" answers with the counters instead. */
+ * interface and module loading without CGI or Perl, and is the skeleton to
+ * copy for a new handler; tests map an extension to it. Query words:
+ * "sleep=MS" answers MS later (a pending answer, from a timer: the event
+ * thread serves others meanwhile), "stats" answers with the counters. */
+#include "clock.h"
 #include "handler.h"
 #include "log.h"
+#include "loop.h"
 
 #include <microhttpd.h>
 #include <stdatomic.h>
@@ -76,6 +79,24 @@ static long query_number(const char *query, const char *word)
 	return -1;
 }
 
+/* A request answered later: its timer, and the request it answers. */
+struct echo_wait {
+	struct loop_timer timer; /* first member: the timer is the wait */
+	struct plxd_request *r;
+};
+
+static int echo_answer(struct plxd_request *r);
+
+static void echo_wake(struct loop_timer *t)
+{
+	struct echo_wait *w = (struct echo_wait *)t;
+	struct plxd_request *r = w->r;
+	r->data = NULL;
+	free(w);
+	if (echo_answer(r) < 0)
+		plxd_respond_error(r, 500);
+}
+
 static int echo_handle(struct plxd_request *r)
 {
 	const struct echo_conf *conf = r->conf;
@@ -83,13 +104,24 @@ static int echo_handle(struct plxd_request *r)
 	atomic_fetch_add(&state->handled, 1);
 
 	long sleep_ms = query_number(r->query, "sleep");
-	if (sleep_ms > 0) {
-		if ((unsigned long)sleep_ms > conf->max_sleep_ms)
-			sleep_ms = (long)conf->max_sleep_ms;
-		struct timespec ts = { sleep_ms / 1000, (sleep_ms % 1000) * 1000000L };
-		nanosleep(&ts, NULL);
-	}
+	if (sleep_ms <= 0)
+		return echo_answer(r);
+	if ((unsigned long)sleep_ms > conf->max_sleep_ms)
+		sleep_ms = (long)conf->max_sleep_ms;
+	struct echo_wait *w = calloc(1, sizeof *w);
+	if (!w)
+		return -1;
+	w->r = r;
+	loop_timer_init(&w->timer);
+	loop_timer_set(plxd_loop(r), &w->timer, clock_ms() + (uint64_t)sleep_ms, echo_wake);
+	r->data = w;
+	return PLXD_PENDING;
+}
 
+static int echo_answer(struct plxd_request *r)
+{
+	const struct echo_conf *conf = r->conf;
+	struct echo_state *state = r->state;
 	char *text = NULL;
 	size_t len = 0;
 	FILE *out = open_memstream(&text, &len);
@@ -128,6 +160,12 @@ static int echo_handle(struct plxd_request *r)
 static void echo_finished(struct plxd_request *r, enum plxd_end how)
 {
 	struct echo_state *state = r->state;
+	struct echo_wait *w = r->data;
+	if (w) { /* the client left before the answer */
+		loop_timer_stop(plxd_loop(r), &w->timer);
+		free(w);
+		r->data = NULL;
+	}
 	if (state)
 		atomic_fetch_add(&state->finished[how], 1);
 }

@@ -1,54 +1,47 @@
 /* The perl handler module: runs .plx scripts in persistent worker
  * processes (perl_pool.c), each holding one embedded interpreter that
  * keeps every script compiled (plxd-perl-worker). This file is the glue:
- * the handler hooks, sending a request to a worker, and turning what the
- * script prints (parsed by the shared CGI response parser) into a
- * libmicrohttpd response.
+ * the handler hooks, getting a worker and sending it the request, and
+ * telling the gateway (server/gateway/gateway.h) what the script printed
+ * and how it ended. Everything between the script and the client is the
+ * gateway's, as for a CGI script.
  *
- * A response is sent whole, with a Content-Length, when the script
- * returned before flushing its headers itself (the common case: its output
- * arrives with the worker's DONE message); it streams, chunked, when the
- * script flushed or filled its buffer while running. Either way a script
- * that dies after a complete header block keeps what it printed as the
- * response, as a CGI process that dies does; a worker that dies cuts it
- * short. */
+ * A worker's output comes two ways: what the script flushed while it ran
+ * comes through its stdout pipe; what was still buffered when it returned
+ * comes with the DONE message, which ends the response. */
 #include "alloc.h"
 #include "cgi_env.h"
-#include "cgi_request.h"
-#include "cgi_reply.h"
+#include "clock.h"
 #include "config.h"
+#include "gateway.h"
+#include "gw_request.h"
 #include "handler.h"
 #include "log.h"
+#include "loop.h"
 #include "perl_conf.h"
 #include "perl_pool.h"
 #include "perl_wire.h"
-#include "req_limits.h"
 #include "version.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <microhttpd.h>
-#include <netinet/in.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #define WORKER_NAME "plxd-perl-worker"
-/* Output read ahead of the client at most; beyond, the script waits. */
-#define MAX_PENDING (256 * 1024)
 /* After its response ended (or the client left), how long a script may
  * take to finish before its worker is killed. */
 #define LINGER_MS 2000
-/* How long a lost worker's exit may take to be seen, to say how it died. */
-#define EXIT_SETTLE_MS 100
-/* After DONE, pipe output still read at most. */
+/* After DONE, pipe output still read at most: more comes from a program
+ * the script left running, and the worker is replaced. */
 #define DRAIN_MAX (1024 * 1024)
+/* Sending a request to a worker found dead while idle: other workers are
+ * tried, this many times in all. */
+#define SEND_ATTEMPTS 3
 
 struct perl_state {
 	struct perl_pool *pool;
@@ -59,35 +52,41 @@ struct perl_state {
 	unsigned long workers;   /* as started: a reload cannot change it */
 };
 
-/* One request's exchange with a worker. */
+/* One request's exchange with a worker; it may outlive its request (the
+ * script finishing after the client left). */
 struct perl_req {
-	struct plxd_request *r;
+	struct gw gw;              /* first member: the gateway's ops get it */
 	struct perl_state *st;
 	const struct perl_conf *conf;
-	const char *script;
-	struct perl_worker *w;     /* NULL once given back */
-	char **env;                /* the request's environment, until it is sent */
-	uint64_t deadline_ms;
-	int out_eof;               /* the worker's response pipe ended (it died) */
-	int discard;               /* the response is over: drop output */
-	int dirty;                 /* the pipe may hold output of no request */
-	int in;                    /* write end of the body pipe */
-	int client;                /* the client's socket, watched for hang-ups */
-	char *body_chunk;
-	size_t body_len, body_off;
-
-	struct cgi_reply reply;
-	int reply_state;           /* 0 parsing headers, 1 parsed, -1 malformed */
-	char *buf;                 /* body bytes not yet handed on */
-	size_t len, off, cap;
-	int64_t declared;          /* the script's Content-Length, or -1 */
-	uint64_t body_sent;
-
-	int done;                  /* DONE received: the script returned */
+	struct loop *loop;
+	char *script;
+	struct perl_wire_request wire; /* the file facts, for the worker */
+	int has_body;
+	char **env;                /* the request's environment, until sent */
+	struct perl_waiter wt;     /* in the pool's queue */
+	int queued;                /* wt is (or was, until ready) there */
+	int attempts;
+	struct perl_worker *w;     /* NULL: none yet, or given back */
+	int in;                    /* write end of the body pipe, until started */
+	struct loop_watch ctl_w;   /* RUNNING, DONE, or the worker's end */
+	struct loop_watch pid_w;   /* a lost worker's exit, to say how it died */
+	struct loop_watch drain_w; /* output after the request, dropped */
+	struct loop_timer timer;   /* queue_timeout, then linger */
+	int running;               /* RUNNING came */
+	struct perl_wire_running run_info;
+	uint64_t run_at_us;        /* when it came */
+	int done;                  /* DONE came: the script returned */
 	struct perl_wire_done result;
-	int lost;                  /* the worker died */
-	int timed_out;
-	int client_gone;
+	int lost;                  /* the worker died (or broke the protocol) */
+	char *tail;                /* the output DONE brought */
+	size_t tail_len, tail_off;
+	int fresh;                 /* the new stdout pipe DONE brought, or -1 */
+	size_t drained;            /* pipe output read after DONE */
+	int dirty;                 /* a program the script started writes on */
+	int stopped;               /* the gateway is done with it */
+	int completed;             /* ... after a complete response */
+	int over;                  /* the worker is given back */
+	int free_posted;
 };
 
 static int perl_start(const void *conf, void **state);
@@ -97,29 +96,27 @@ static int perl_begin(struct plxd_request *r);
 static int perl_handle(struct plxd_request *r);
 static void perl_finished(struct plxd_request *r, enum plxd_end how);
 
-static uint64_t now_ms(void);
 static void pool_settings(const struct perl_conf *c, const char *worker,
 		struct perl_pool_settings *s);
 static int send_request(void *ctx, struct perl_worker *w);
-static void pump(struct perl_req *q, int wait);
-static void take_output(struct perl_req *q, const char *data, size_t n);
-static void read_output(struct perl_req *q);
-static void drain_output(struct perl_req *q);
-static void feed_body(struct perl_req *q);
-static void read_done(struct perl_req *q, short out_ev, short err_ev);
-static void give_back(struct perl_req *q, const char *why);
-static void outcome_describe(const struct perl_req *q, char *out, size_t outlen);
-static int respond(struct perl_req *q);
-static void add_headers(struct perl_req *q, struct MHD_Response *resp);
-static ssize_t stream(void *cls, uint64_t pos, char *buf, size_t max);
-static void req_free(struct perl_req *q);
+static void acquire(struct perl_req *q);
+static void waiter_ready(struct perl_waiter *wt);
+static void sent(struct perl_req *q);
+static ssize_t script_read(struct gw *g, char *buf, size_t len);
+static void script_stop(struct gw *g, enum gw_stop how);
+static int script_timing(struct gw *g, char *out, size_t outlen, int partial);
+static void on_ctl(struct loop_watch *w, unsigned events);
+static void on_pid(struct loop_watch *w, unsigned events);
+static void on_drain(struct loop_watch *w, unsigned events);
+static void on_timer(struct loop_timer *t);
+static void give_back(struct perl_req *q, enum perl_release how, const char *why);
+static void maybe_free(struct perl_req *q);
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
+static const struct gw_ops perl_gw_ops = {
+	.read = script_read,
+	.stop = script_stop,
+	.timing = script_timing,
+};
 
 /* ---- start, reconfigure, stop ---- */
 
@@ -152,7 +149,7 @@ static void state_free(struct perl_state *st)
 static int find_files(struct perl_state *st)
 {
 	char dir[PATH_MAX];
-	if (cgi_request_module_dir(dir, sizeof dir) < 0)
+	if (plxd_module_dir(&plxd_handler_module, dir, sizeof dir) < 0)
 		return -1;
 	int n = snprintf(st->worker, sizeof st->worker, "%s/" WORKER_NAME, dir);
 	int m = snprintf(st->perl5, sizeof st->perl5, "%s/perl5", dir);
@@ -223,43 +220,30 @@ static void perl_stop(void *state)
 	plxd_log(PLXD_LOG_INFO, "perl: workers stopped");
 }
 
-/* ---- the request's environment ---- */
-
 /* ---- talking to the worker ---- */
 
 /* Sends the request (with a body pipe when there is a body): a
  * perl_send_fn, which may run on the thread of the request that freed the
- * worker. Returns 0, or -1 with errno (EPIPE/ECONNRESET: the worker is
- * gone). */
+ * worker, so it touches only what q holds (never the plxd_request).
+ * Returns 0, or -1 with errno (EPIPE/ECONNRESET: the worker is gone). */
 static int send_request(void *ctx, struct perl_worker *w)
 {
 	struct perl_req *q = ctx;
-	struct plxd_request *r = q->r;
 	char **env = q->env;
 	int inp[2] = { -1, -1 };
-	int has_body = r->body_length > 0;
 	size_t nenv = 0, env_len = 0;
 	while (env[nenv])
 		env_len += strlen(env[nenv++]) + 1;
 	size_t script_len = strlen(q->script) + 1;
-	struct perl_wire_request req = {
-		.type = PERL_WIRE_REQUEST,
-		.flags = has_body ? PERL_WIRE_STDIN : 0,
-		.script_len = (uint32_t)script_len,
-		.env_len = (uint32_t)env_len,
-		.dev = (uint64_t)r->st.st_dev,
-		.ino = (uint64_t)r->st.st_ino,
-		.size = (uint64_t)r->st.st_size,
-		.mtime_sec = (int64_t)r->st.st_mtim.tv_sec,
-		.mtime_nsec = (int64_t)r->st.st_mtim.tv_nsec,
-	};
+	struct perl_wire_request req = q->wire;
+	req.script_len = (uint32_t)script_len;
+	req.env_len = (uint32_t)env_len;
 	if (sizeof req + script_len + env_len > PERL_WIRE_MAX || nenv + 2 > 1000) {
 		errno = EMSGSIZE;
 		return -1;
 	}
-	/* The script's end blocks (it reads with stdio); ours must not (we
-	 * also watch the worker and the client). */
-	if (has_body && (pipe2(inp, O_CLOEXEC) < 0 || fcntl(inp[1], F_SETFL, O_NONBLOCK) < 0)) {
+	/* The script's end blocks (it reads with stdio); ours must not. */
+	if (q->has_body && (pipe2(inp, O_CLOEXEC) < 0 || fcntl(inp[1], F_SETFL, O_NONBLOCK) < 0)) {
 		int saved = errno;
 		for (int i = 0; i < 2; i++)
 			if (inp[i] >= 0)
@@ -273,7 +257,7 @@ static int send_request(void *ctx, struct perl_worker *w)
 	iov[1] = (struct iovec){ (void *)q->script, script_len };
 	for (size_t i = 0; i < nenv; i++)
 		iov[2 + i] = (struct iovec){ env[i], strlen(env[i]) + 1 };
-	int rc = perl_wire_send(w->ctl, iov, (int)(nenv + 2), &inp[0], has_body ? 1 : 0);
+	int rc = perl_wire_send(w->ctl, iov, (int)(nenv + 2), &inp[0], q->has_body ? 1 : 0);
 	int saved = errno;
 	if (iov != stack_iov)
 		free(iov);
@@ -289,125 +273,174 @@ static int send_request(void *ctx, struct perl_worker *w)
 	return 0;
 }
 
-static void take_output(struct perl_req *q, const char *data, size_t n)
+/* A worker was had (w), the request sent on it or not (e). Returns 0 when
+ * sent, -1 when the attempt failed and another may be made. */
+static int took(struct perl_req *q, struct perl_worker *w, int e)
 {
-	if (q->discard)
-		return;
-	if (q->reply_state == 0) {
-		size_t used = 0;
-		enum cgi_reply_result rr = cgi_reply_feed(&q->reply, data, n, &used);
-		if (rr == CGI_REPLY_MORE)
-			return;
-		if (rr == CGI_REPLY_ERROR) {
-			q->reply_state = -1;
-			return;
-		}
-		q->reply_state = 1;
-		q->declared = q->reply.content_length;
-		data += used;
-		n -= used;
+	q->w = w;
+	if (!e) {
+		sent(q);
+		return 0;
 	}
-	if (q->reply_state < 0 || n == 0)
-		return;
-	if (q->len + n > q->cap) {
-		if (q->off > 0) {
-			memmove(q->buf, q->buf + q->off, q->len - q->off);
-			q->len -= q->off;
-			q->off = 0;
-		}
-		if (q->len + n > q->cap) {
-			size_t cap = q->cap ? q->cap : 4096;
-			while (cap < q->len + n)
-				cap *= 2;
-			q->buf = xrealloc(q->buf, cap);
-			q->cap = cap;
-		}
+	if (e == EMSGSIZE) {
+		give_back(q, PERL_RELEASE_IDLE, NULL);
+		plxd_log(PLXD_LOG_ERROR, "%s: request too large for a perl worker: answered 431",
+				q->script);
+		gw_refuse(&q->gw, 431);
+		return 1;
 	}
-	memcpy(q->buf + q->len, data, n);
-	q->len += n;
+	char why[128];
+	snprintf(why, sizeof why, "sending a request failed: %s", strerror(e));
+	give_back(q, e == EPIPE || e == ECONNRESET ? PERL_RELEASE_KILL : PERL_RELEASE_IDLE, why);
+	return -1;
 }
 
-static void read_output(struct perl_req *q)
+/* Gets a worker for q and sends the request, or queues q for one. A worker
+ * that died while idle shows only when it is written to: it is replaced,
+ * and the request tries another. */
+static void acquire(struct perl_req *q)
 {
-	char chunk[16384];
-	while (!q->out_eof && (q->discard || q->len - q->off < MAX_PENDING)) {
-		ssize_t n = read(q->w->out, chunk, sizeof chunk);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && errno == EAGAIN)
-			return;
-		if (n <= 0) {
-			/* Every holder closed it: the worker is gone. */
-			q->out_eof = 1;
+	while (q->attempts++ < SEND_ATTEMPTS) {
+		struct perl_worker *w;
+		int e = 0;
+		q->wt = (struct perl_waiter){ .loop = q->loop, .ready = waiter_ready,
+			.send = send_request, .ctx = q };
+		enum perl_acquire a = perl_pool_acquire(q->st->pool, q->conf->queue, &q->wt, &w, &e);
+		if (a == PERL_QUEUED) {
+			q->queued = 1;
+			loop_timer_set(q->loop, &q->timer, clock_ms() + q->conf->queue_timeout_ms,
+					on_timer);
 			return;
 		}
-		take_output(q, chunk, (size_t)n);
-	}
-}
-
-/* After DONE: what the pipe holds, up to a bound (a background program
- * could keep writing). */
-static void drain_output(struct perl_req *q)
-{
-	char chunk[16384];
-	size_t total = 0;
-	while (!q->out_eof) {
-		if (total >= DRAIN_MAX) {
-			q->dirty = 1; /* a background program floods it */
+		if (a != PERL_ACQUIRED) {
+			plxd_log(PLXD_LOG_WARN, "%s: no perl worker became free (%s): answered 503",
+					q->script, a == PERL_QUEUE_FULL ? "queue full" : "stopping");
+			gw_refuse(&q->gw, 503);
+			q->over = 1;
+			gw_fini(&q->gw);
 			return;
 		}
-		ssize_t n = read(q->w->out, chunk, sizeof chunk);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			q->out_eof = n == 0;
-			return;
-		}
-		take_output(q, chunk, (size_t)n);
-		total += (size_t)n;
-	}
-}
-
-/* Writes the spooled body into the script's stdin as the pipe takes it. */
-static void feed_body(struct perl_req *q)
-{
-	while (q->in >= 0) {
-		if (q->body_off == q->body_len) {
-			if (!q->body_chunk)
-				q->body_chunk = xmalloc(65536);
-			ssize_t n = plxd_body_read(q->r, q->body_chunk, 65536);
-			if (n <= 0) {
-				close(q->in); /* the script sees the end of its input */
-				q->in = -1;
-				return;
+		int rc = took(q, w, e);
+		if (rc >= 0) {
+			if (rc > 0) {
+				q->over = 1;
+				gw_fini(&q->gw);
 			}
-			q->body_len = (size_t)n;
-			q->body_off = 0;
-		}
-		ssize_t n = write(q->in, q->body_chunk + q->body_off, q->body_len - q->body_off);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && errno == EAGAIN)
-			return;
-		if (n < 0) {
-			/* EPIPE: the script is done with its input. */
-			close(q->in);
-			q->in = -1;
 			return;
 		}
-		q->body_off += (size_t)n;
+	}
+	gw_refuse(&q->gw, 502);
+	q->over = 1;
+	gw_fini(&q->gw);
+}
+
+/* A queued q got a worker (or the pool stops): on q's loop. */
+static void waiter_ready(struct perl_waiter *wt)
+{
+	struct perl_req *q = (struct perl_req *)(void *)((char *)wt - offsetof(struct perl_req, wt));
+	q->queued = 0;
+	loop_timer_stop(q->loop, &q->timer);
+	if (!wt->given) {
+		plxd_log(PLXD_LOG_WARN, "%s: no perl worker became free (stopping): answered 503",
+				q->script);
+		gw_refuse(&q->gw, 503);
+		q->over = 1;
+		gw_fini(&q->gw);
+		maybe_free(q);
+		return;
+	}
+	int rc = took(q, wt->given, wt->send_errno);
+	if (rc < 0 && !q->stopped) {
+		acquire(q);
+	} else if (rc < 0 || rc > 0) {
+		q->over = 1;
+		gw_fini(&q->gw);
+	} else if (q->stopped) {
+		/* The request ended while it waited, but its script was sent:
+		 * it runs, its output dropped, and gives its worker back. */
+		script_stop(&q->gw, GW_STOP_ABANDON);
+	}
+	maybe_free(q);
+}
+
+/* The request is on a worker: the gateway reads the script from now. */
+static void sent(struct perl_req *q)
+{
+	cgi_env_free(q->env);
+	q->env = NULL;
+	loop_watch_add(q->loop, &q->ctl_w, q->w->ctl, LOOP_IN, on_ctl);
+	int in = q->in;
+	q->in = -1;
+	gw_started(&q->gw, in, q->w->out, q->w->err);
+}
+
+/* How the script ended, as DONE says, for the gateway: a script that
+ * died or called exit with a status failed, as a CGI process would. */
+static void describe_done(struct perl_req *q)
+{
+	struct gw_end *e = &q->gw.end;
+	e->known = 1;
+	e->cut = 0;
+	e->failed = q->result.outcome != PERL_WIRE_OK &&
+		!(q->result.outcome == PERL_WIRE_EXIT && q->result.exit_status == 0);
+	switch (q->result.outcome) {
+	case PERL_WIRE_DIED: snprintf(e->how, sizeof e->how, "died"); break;
+	case PERL_WIRE_COMPILE_ERROR: snprintf(e->how, sizeof e->how, "did not compile"); break;
+	case PERL_WIRE_NOT_FOUND: snprintf(e->how, sizeof e->how, "could not be read"); break;
+	case PERL_WIRE_FATAL:
+		snprintf(e->how, sizeof e->how, "ended the interpreter (out of memory?)");
+		break;
+	case PERL_WIRE_EXIT:
+		if (q->result.exit_status != 0)
+			snprintf(e->how, sizeof e->how, "exited with status %d",
+					(int)q->result.exit_status);
+		break;
+	default: break;
 	}
 }
 
-/* DONE: the script returned. Output its children wrote before that is
- * already in the pipe; the script's last buffered output comes with the
- * message, after it. out_ev and err_ev are what the same poll said of the
- * pipes (see pump). */
-static void read_done(struct perl_req *q, short out_ev, short err_ev)
+/* The worker is gone (or broke the protocol): its script's output is cut. */
+static void lose(struct perl_req *q)
 {
-	struct perl_worker *w = q->w;
+	q->lost = 1;
+	loop_watch_del(q->loop, &q->ctl_w);
+	struct gw_end *e = &q->gw.end;
+	e->failed = e->cut = 1;
+	perl_pool_describe_exit(q->w, e->how, sizeof e->how);
+	if (e->how[0] || q->w->pidfd < 0) {
+		e->known = 1;
+	} else {
+		/* Not reaped yet: its exit says how it died, in a moment. */
+		loop_watch_add(q->loop, &q->pid_w, q->w->pidfd, LOOP_IN, on_pid);
+	}
+	if (q->stopped) {
+		give_back(q, PERL_RELEASE_KILL, NULL);
+		return;
+	}
+	if (e->known)
+		gw_ended(&q->gw);
+	gw_output_ready(&q->gw);
+}
+
+static void on_pid(struct loop_watch *w, unsigned events)
+{
+	(void)events;
+	struct perl_req *q = (struct perl_req *)(void *)((char *)w - offsetof(struct perl_req, pid_w));
+	loop_watch_del(q->loop, w);
+	if (q->w)
+		perl_pool_describe_exit(q->w, q->gw.end.how, sizeof q->gw.end.how);
+	q->gw.end.known = 1;
+	if (!q->stopped)
+		gw_ended(&q->gw);
+}
+
+static void on_ctl(struct loop_watch *w, unsigned events)
+{
+	(void)events;
+	struct perl_req *q = (struct perl_req *)(void *)((char *)w - offsetof(struct perl_req, ctl_w));
+	struct perl_worker *wk = q->w;
 	int fds[2] = { -1, -1 }, nfds = 0;
-	ssize_t n = perl_wire_recv(w->ctl, w->rx, w->rx_cap, fds, &nfds, MSG_DONTWAIT);
+	ssize_t n = perl_wire_recv(wk->ctl, wk->rx, wk->rx_cap, fds, &nfds, MSG_DONTWAIT);
 	int fresh = -1;
 	for (int i = 0; i < nfds; i++) {
 		if (i == 0 && n >= (ssize_t)sizeof(struct perl_wire_done))
@@ -417,310 +450,271 @@ static void read_done(struct perl_req *q, short out_ev, short err_ev)
 	}
 	if (n < 0 && errno == EAGAIN)
 		return;
-	struct perl_wire_done done;
-	if (n < (ssize_t)sizeof done) {
-		if (n != 0)
-			plxd_log(PLXD_LOG_ERROR, "%s: bad message from perl worker %d: %s", q->script,
-					(int)w->pid, n < 0 ? strerror(errno) : "short");
-		perl_pool_relay_stderr(w, q->script, 1); /* its last words */
-		q->lost = 1;
+	uint32_t type = 0;
+	if (n >= (ssize_t)sizeof type)
+		memcpy(&type, wk->rx, sizeof type);
+	if (type == PERL_WIRE_RUNNING && n == (ssize_t)sizeof q->run_info && fresh < 0) {
+		memcpy(&q->run_info, wk->rx, sizeof q->run_info);
+		q->running = 1;
+		q->run_at_us = clock_us();
 		return;
 	}
-	memcpy(&done, w->rx, sizeof done);
-	if (done.type != PERL_WIRE_DONE || (fresh >= 0) != !!(done.flags & PERL_WIRE_NEW_STDOUT)) {
-		plxd_log(PLXD_LOG_ERROR, "%s: unexpected message from perl worker %d", q->script,
-				(int)w->pid);
+	if (n < (ssize_t)sizeof q->result || type != PERL_WIRE_DONE) {
+		if (n != 0)
+			plxd_log(PLXD_LOG_ERROR, "%s: bad message from perl worker %d: %s", q->script,
+					(int)wk->pid, n < 0 ? strerror(errno) : "unexpected");
 		if (fresh >= 0)
 			close(fresh);
-		q->lost = 1;
+		lose(q);
+		return;
+	}
+	memcpy(&q->result, wk->rx, sizeof q->result);
+	if ((fresh >= 0) != !!(q->result.flags & PERL_WIRE_NEW_STDOUT)) {
+		plxd_log(PLXD_LOG_ERROR, "%s: unexpected message from perl worker %d", q->script,
+				(int)wk->pid);
+		if (fresh >= 0)
+			close(fresh);
+		lose(q);
 		return;
 	}
 	q->done = 1;
-	q->result = done;
-	/* POLLHUP alone: the worker closed its end, nothing is left. */
-	if (out_ev & POLLIN)
-		drain_output(q);
-	if (err_ev & POLLIN)
-		perl_pool_relay_stderr(w, q->script, 1);
-	else
-		perl_pool_flush_stderr(w, q->script);
-	take_output(q, w->rx + sizeof done, (size_t)n - sizeof done);
+	loop_watch_del(q->loop, &q->ctl_w);
+	q->tail_len = (size_t)n - sizeof q->result;
+	if (q->tail_len) {
+		q->tail = xmalloc(q->tail_len);
+		memcpy(q->tail, wk->rx + sizeof q->result, q->tail_len);
+	}
 	if (fresh >= 0) {
-		/* The script started processes that may still hold the old
-		 * pipe: what they write from now on goes nowhere. */
 		fcntl(fresh, F_SETFL, O_NONBLOCK);
-		close(w->out);
-		w->out = fresh;
-		q->dirty = 0;
+		q->fresh = fresh;
 	}
-	if (q->in >= 0) {
-		close(q->in);
-		q->in = -1;
+	describe_done(q);
+	if (q->stopped) {
+		/* Its output was not wanted: drained, dropped, and the worker
+		 * goes back. */
+		on_drain(&q->drain_w, 0);
+		return;
 	}
+	gw_ended(&q->gw);
+	gw_output_ready(&q->gw);
 }
 
-/* One round of waiting: for the script's output, its stderr, the end of
- * the request (DONE), room in its stdin pipe, or the client hanging up.
- * With wait 0, only what is ready now.
- *
- * The control socket is polled first: poll(2) looks at the descriptors in
- * order on each pass, so when it reports DONE, the pipes looked at after
- * it show everything the worker wrote before sending DONE. No second look
- * is needed to be sure the response is complete. */
-static void pump(struct perl_req *q, int wait)
+/* Output, for the gateway: the pipe while the script runs; after DONE, what
+ * the pipe still holds (written before DONE), then DONE's own. */
+static ssize_t script_read(struct gw *g, char *buf, size_t len)
 {
-	struct pollfd p[5];
-	int n = 0, i_out = -1, i_ctl = -1, i_err, i_in = -1, i_client = -1;
+	struct perl_req *q = (struct perl_req *)g;
 	if (!q->done && !q->lost) {
-		i_ctl = n;
-		p[n++] = (struct pollfd){ .fd = q->w->ctl, .events = POLLIN };
+		ssize_t n;
+		while ((n = read(q->w->out, buf, len)) < 0 && errno == EINTR)
+			;
+		if (n > 0)
+			return n;
+		errno = EAGAIN; /* its end too: DONE, or the worker's loss, says more */
+		return -1;
 	}
-	if (!q->done && !q->out_eof && (q->discard || q->len - q->off < MAX_PENDING)) {
-		i_out = n;
-		p[n++] = (struct pollfd){ .fd = q->w->out, .events = POLLIN };
-	}
-	i_err = n;
-	p[n++] = (struct pollfd){ .fd = q->w->err, .events = POLLIN };
-	if (q->in >= 0) {
-		i_in = n;
-		p[n++] = (struct pollfd){ .fd = q->in, .events = POLLOUT };
-	}
-	if (q->client >= 0 && !q->client_gone) {
-		i_client = n;
-		p[n++] = (struct pollfd){ .fd = q->client, .events = POLLRDHUP };
-	}
-	int timeout = 0;
-	if (wait) {
-		uint64_t now = now_ms();
-		if (now >= q->deadline_ms) {
-			q->timed_out = 1;
-			return;
+	if (q->drained < DRAIN_MAX) {
+		size_t room = DRAIN_MAX - q->drained;
+		ssize_t n;
+		while ((n = read(q->w->out, buf, len < room ? len : room)) < 0 && errno == EINTR)
+			;
+		if (n > 0) {
+			q->drained += (size_t)n;
+			return n;
 		}
-		timeout = q->deadline_ms - now > INT32_MAX ? INT32_MAX : (int)(q->deadline_ms - now);
-	}
-	int rc = poll(p, (nfds_t)n, timeout);
-	if (rc < 0) {
-		if (errno != EINTR) {
-			plxd_log(PLXD_LOG_ERROR, "%s: poll: %s", q->script, strerror(errno));
-			q->lost = 1;
-		}
-		return;
-	}
-	if (rc == 0) {
-		if (wait && now_ms() >= q->deadline_ms)
-			q->timed_out = 1;
-		return;
-	}
-	/* A pipe not polled (its output waits for the client) may hold data. */
-	short out_ev = i_out >= 0 ? p[i_out].revents : (q->out_eof ? 0 : POLLIN);
-	short err_ev = p[i_err].revents;
-	if (i_in >= 0 && p[i_in].revents)
-		feed_body(q);
-	if (i_ctl >= 0 && p[i_ctl].revents) {
-		read_done(q, out_ev, err_ev);
 	} else {
-		if (err_ev)
-			perl_pool_relay_stderr(q->w, q->script, 0);
-		if (i_out >= 0 && out_ev)
-			read_output(q);
+		q->dirty = 1; /* a background program floods it */
 	}
-	if (i_client >= 0 && (p[i_client].revents & (POLLRDHUP | POLLHUP | POLLERR)))
-		q->client_gone = 1;
+	size_t left = q->tail_len - q->tail_off;
+	if (left > 0) {
+		size_t n = left < len ? left : len;
+		memcpy(buf, q->tail + q->tail_off, n);
+		q->tail_off += n;
+		return (ssize_t)n;
+	}
+	return 0;
 }
 
-/* Gives the worker back to the pool, the way this request left it. */
-static void give_back(struct perl_req *q, const char *why)
+static int script_timing(struct gw *g, char *out, size_t outlen, int partial)
+{
+	struct perl_req *q = (struct perl_req *)g;
+	if (!q->conf->timing)
+		return 0;
+	if (q->done) {
+		if (q->result.flags & PERL_WIRE_COMPILED)
+			snprintf(out, outlen, "compiled; compile=%lluus; run=%lluus",
+					(unsigned long long)q->result.compile_us,
+					(unsigned long long)q->result.run_us);
+		else
+			snprintf(out, outlen, "reused; run=%lluus",
+					(unsigned long long)q->result.run_us);
+		return 1;
+	}
+	(void)partial;
+	/* The headers go out before the script ends: what is known now. The
+	 * worker sent RUNNING before the script printed a byte, so it waits
+	 * on the socket if its turn in the loop has not come yet. */
+	struct perl_wire_running msg;
+	if (!q->running && !q->lost &&
+			recv(q->w->ctl, &msg, sizeof msg, MSG_PEEK | MSG_DONTWAIT) == (ssize_t)sizeof msg
+			&& msg.type == PERL_WIRE_RUNNING)
+		on_ctl(&q->ctl_w, LOOP_IN);
+	unsigned long long run_us = q->running ? clock_us() - q->run_at_us : 0;
+	if (q->running && (q->run_info.flags & PERL_WIRE_COMPILED))
+		snprintf(out, outlen, "compiled; compile=%lluus; run=%lluus; partial",
+				(unsigned long long)q->run_info.compile_us, run_us);
+	else if (q->running)
+		snprintf(out, outlen, "reused; run=%lluus; partial", run_us);
+	else
+		snprintf(out, outlen, "partial");
+	return 1;
+}
+
+/* ---- the end ---- */
+
+/* Gives the worker back to the pool, the way this request left it, and
+ * lets go of the script. */
+static void give_back(struct perl_req *q, enum perl_release how, const char *why)
 {
 	if (!q->w)
 		return;
-	enum perl_release how;
-	if (q->done && !q->lost && !q->timed_out)
-		how = (q->result.flags & PERL_WIRE_RETIRING) ? PERL_RELEASE_RETIRING
-							     : PERL_RELEASE_IDLE;
-	else
-		how = PERL_RELEASE_KILL;
+	if (how == PERL_RELEASE_IDLE && (q->result.flags & PERL_WIRE_RETIRING))
+		how = PERL_RELEASE_RETIRING;
 	if (q->dirty && how != PERL_RELEASE_KILL) {
 		how = PERL_RELEASE_KILL;
 		why = "a program its script started kept writing to its output";
 	}
 	if (how == PERL_RELEASE_RETIRING)
-		plxd_log(PLXD_LOG_INFO, "perl worker %d retires after %llu requests: %s", (int)q->w->pid,
-				(unsigned long long)q->result.requests,
+		plxd_log(PLXD_LOG_INFO, "perl worker %d retires after %llu requests: %s",
+				(int)q->w->pid, (unsigned long long)q->result.requests,
 				perl_wire_retire_text(q->result.retire));
+	loop_timer_stop(q->loop, &q->timer);
+	loop_watch_del(q->loop, &q->ctl_w);
+	loop_watch_del(q->loop, &q->pid_w);
+	loop_watch_del(q->loop, &q->drain_w);
+	if (q->completed && q->done)
+		gw_log_end(&q->gw);
+	gw_fini(&q->gw); /* its last stderr, before the worker goes */
+	if (q->fresh >= 0) {
+		/* The script started processes that may still hold the old
+		 * pipe: what they write from now on goes nowhere. */
+		close(q->w->out);
+		q->w->out = q->fresh;
+		q->fresh = -1;
+	}
+	if (q->in >= 0) {
+		close(q->in);
+		q->in = -1;
+	}
 	perl_pool_release(q->st->pool, q->w, how, why);
 	q->w = NULL;
+	q->over = 1;
+	maybe_free(q);
 }
 
-/* How the script ended, for a log line, as a CGI process's exit would be
- * described: "" when it returned (or called exit with 0). */
-static void outcome_describe(const struct perl_req *q, char *out, size_t outlen)
+/* Output nobody reads any more (the request ended first): drained while
+ * the script finishes; DONE gives the worker back. */
+static void on_drain(struct loop_watch *w, unsigned events)
 {
-	out[0] = '\0';
-	switch (q->result.outcome) {
-	case PERL_WIRE_DIED: snprintf(out, outlen, "died"); break;
-	case PERL_WIRE_COMPILE_ERROR: snprintf(out, outlen, "did not compile"); break;
-	case PERL_WIRE_NOT_FOUND: snprintf(out, outlen, "could not be read"); break;
-	case PERL_WIRE_FATAL: snprintf(out, outlen, "ended the interpreter (out of memory?)"); break;
-	case PERL_WIRE_EXIT:
-		if (q->result.exit_status != 0)
-			snprintf(out, outlen, "exited with status %d", (int)q->result.exit_status);
-		break;
-	default: break;
+	(void)events;
+	struct perl_req *q = (struct perl_req *)(void *)((char *)w - offsetof(struct perl_req,
+				drain_w));
+	char chunk[16384];
+	ssize_t n;
+	while (q->drained < DRAIN_MAX && (n = read(q->w->out, chunk, sizeof chunk)) > 0)
+		q->drained += (size_t)n;
+	if (q->drained >= DRAIN_MAX)
+		q->dirty = 1;
+	if (q->done)
+		give_back(q, PERL_RELEASE_IDLE, NULL);
+}
+
+static void on_timer(struct loop_timer *t)
+{
+	struct perl_req *q = (struct perl_req *)(void *)((char *)t - offsetof(struct perl_req, timer));
+	if (q->queued) {
+		if (!perl_pool_cancel(q->st->pool, &q->wt)) {
+			/* Given at this very moment: ready is on its way. */
+			loop_timer_set(q->loop, t, clock_ms() + 1000, on_timer);
+			return;
+		}
+		q->queued = 0;
+		if (!q->stopped)
+			plxd_log(PLXD_LOG_WARN, "%s: no perl worker became free (queue_timeout "
+					"passed): answered 503", q->script);
+		gw_refuse(&q->gw, 503);
+		q->over = 1;
+		gw_fini(&q->gw);
+		maybe_free(q);
+		return;
 	}
+	/* It ran on too long after its request ended. */
+	plxd_log(PLXD_LOG_WARN, "%s: still running %d ms after its response ended; its worker "
+			"was killed", q->script, LINGER_MS);
+	give_back(q, PERL_RELEASE_KILL, "its script ran on after its response ended");
 }
 
-/* ---- the response ---- */
-
-static void add_headers(struct perl_req *q, struct MHD_Response *resp)
+static void script_stop(struct gw *g, enum gw_stop how)
 {
-	cgi_request_add_headers(resp, &q->reply, q->script);
-	if (q->conf->timing && q->done) {
-		char v[128];
-		if (q->result.flags & PERL_WIRE_COMPILED)
-			snprintf(v, sizeof v, "compiled; compile=%lluus; run=%lluus",
-					(unsigned long long)q->result.compile_us,
-					(unsigned long long)q->result.run_us);
-		else
-			snprintf(v, sizeof v, "reused; run=%lluus",
-					(unsigned long long)q->result.run_us);
-		MHD_add_response_header(resp, "X-Plxd-Perl", v);
+	struct perl_req *q = (struct perl_req *)g;
+	q->stopped = 1;
+	q->completed = how == GW_STOP_DONE;
+	if (q->queued) {
+		if (perl_pool_cancel(q->st->pool, &q->wt)) {
+			q->queued = 0;
+			loop_timer_stop(q->loop, &q->timer);
+			q->over = 1;
+			gw_fini(g);
+		}
+		return; /* else waiter_ready carries on */
 	}
-}
-
-/* Hands out the body as it comes (a streamed response), or what is left of
- * it (a complete one whose length was announced wrongly). */
-static ssize_t stream(void *cls, uint64_t pos, char *buf, size_t max)
-{
-	(void)pos;
-	struct perl_req *q = cls;
-	for (;;) {
-		size_t pending = q->len - q->off;
-		if (pending > 0) {
-			size_t n = pending < max ? pending : max;
-			if (q->declared >= 0) {
-				uint64_t room = (uint64_t)q->declared - q->body_sent;
-				if (room == 0) {
-					plxd_log(PLXD_LOG_ERROR, "%s: printed more than the %lld bytes its "
-							"Content-Length announced; connection closed",
-							q->script, (long long)q->declared);
-					return MHD_CONTENT_READER_END_WITH_ERROR;
-				}
-				if (n > room)
-					n = (size_t)room;
-			}
-			memcpy(buf, q->buf + q->off, n);
-			q->off += n;
-			if (q->off == q->len)
-				q->off = q->len = 0;
-			q->body_sent += n;
-			q->r->bytes_sent += n;
-			return (ssize_t)n;
+	if (!q->w) {
+		if (!q->over) {
+			q->over = 1;
+			gw_fini(g);
 		}
-		if (q->done) {
-			give_back(q, NULL);
-			/* As under CGI, where a script that dies after its headers
-			 * exits: what it printed is the response. */
-			char how[64];
-			outcome_describe(q, how, sizeof how);
-			if (how[0])
-				plxd_log(PLXD_LOG_INFO, "%s: %s", q->script, how);
-			if (q->declared >= 0 && q->body_sent < (uint64_t)q->declared) {
-				plxd_log(PLXD_LOG_ERROR, "%s: printed %llu of the %lld bytes its "
-						"Content-Length announced; connection closed",
-						q->script, (unsigned long long)q->body_sent,
-						(long long)q->declared);
-				return MHD_CONTENT_READER_END_WITH_ERROR;
-			}
-			return MHD_CONTENT_READER_END_OF_STREAM;
-		}
-		if (q->lost) {
-			plxd_log(PLXD_LOG_ERROR, "%s: its perl worker died after the headers were sent: "
-					"connection closed", q->script);
-			give_back(q, NULL);
-			return MHD_CONTENT_READER_END_WITH_ERROR;
-		}
-		if (q->timed_out) {
-			plxd_log(PLXD_LOG_ERROR, "%s: ran longer than timeout (%lu ms): connection closed",
-					q->script, q->conf->timeout_ms);
-			give_back(q, "its script ran past timeout");
-			return MHD_CONTENT_READER_END_WITH_ERROR;
-		}
-		if (q->client_gone)
-			return MHD_CONTENT_READER_END_WITH_ERROR;
-		pump(q, 1);
+		return;
 	}
-}
-
-static int respond(struct perl_req *q)
-{
-	struct plxd_request *r = q->r;
-	char how[64] = "";
+	if (q->lost) {
+		give_back(q, PERL_RELEASE_KILL, NULL);
+		return;
+	}
+	if (how == GW_STOP_TIMEOUT) {
+		give_back(q, PERL_RELEASE_KILL, "its script ran past timeout");
+		return;
+	}
 	if (q->done) {
-		outcome_describe(q, how, sizeof how);
-		give_back(q, NULL);
-	} else if (q->timed_out) {
-		char why[64];
-		snprintf(why, sizeof why, "ran longer than timeout (%lu ms)", q->conf->timeout_ms);
-		cgi_request_log_failure(q->script, 504, why, "");
-		give_back(q, "its script ran past timeout");
-		return plxd_respond_error(r, 504);
-	} else if (q->lost) {
-		/* The script took its worker down (a crash in XS code, the OOM
-		 * killer): its failure, as a CGI process killed by a signal. */
-		perl_pool_describe_exit(q->w, EXIT_SETTLE_MS, how, sizeof how);
-		give_back(q, NULL);
-	} else if (q->client_gone) {
-		return -1;
+		/* What the pipe still holds was written before DONE: read it so
+		 * that the next request starts clean. */
+		on_drain(&q->drain_w, 0);
+		return;
 	}
-	if (q->reply_state == 0 && (q->done || q->lost))
-		q->reply_state = cgi_reply_eof(&q->reply) == CGI_REPLY_DONE ? 1 : -1;
-	if (q->reply_state == 1 && q->declared < 0)
-		q->declared = q->reply.content_length;
-	if (q->reply_state < 0) {
-		cgi_request_log_failure(q->script, 500,
-				q->reply.error ? q->reply.error : "malformed headers", how);
-		return plxd_respond_error(r, 500);
-	}
-	if (q->done && how[0])
-		plxd_log(PLXD_LOG_INFO, "%s: %s", q->script, how);
-	const struct cgi_reply *rep = &q->reply;
-	if (rep->location_local && q->done && q->len == q->off) {
-		/* RFC 3875 local redirect: plxd serves the path itself. */
-		char *target = xstrdup(rep->location);
-		req_free(q);
-		r->data = NULL;
-		int rc = plxd_serve_local(r, target);
-		free(target);
-		return rc;
-	}
+	/* The script still runs (the client left, its answer failed, or HEAD
+	 * skipped its body): its output goes nowhere now; it may finish, and
+	 * keep its worker, within a grace period. */
+	loop_watch_add(q->loop, &q->drain_w, q->w->out, LOOP_IN, on_drain);
+	uint64_t until = clock_ms() + LINGER_MS;
+	loop_timer_set(q->loop, &q->timer, until, on_timer);
+}
 
-	struct MHD_Response *resp;
-	size_t have = q->len - q->off;
-	if (q->done && (q->declared < 0 || (uint64_t)q->declared == have)) {
-		/* Complete: one buffer, handed over without a copy. */
-		if (q->off > 0)
-			memmove(q->buf, q->buf + q->off, have);
-		resp = MHD_create_response_from_buffer(have, have ? q->buf : (void *)"",
-				have ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
-		if (resp && have) {
-			q->buf = NULL;
-			q->len = q->off = q->cap = 0;
-		}
-		r->bytes_sent = have;
-	} else {
-		if (q->done && q->declared >= 0 && (uint64_t)q->declared < have)
-			plxd_log(PLXD_LOG_ERROR, "%s: printed %zu bytes, more than the %lld its "
-					"Content-Length announced: truncated, connection closed",
-					q->script, have, (long long)q->declared);
-		uint64_t size = q->declared >= 0 ? (uint64_t)q->declared : MHD_SIZE_UNKNOWN;
-		resp = plxd_response_stream(r, rep->status, size, stream, q);
-		if (resp && q->done && q->declared >= 0 && (uint64_t)q->declared < have)
-			MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
-	}
-	if (!resp)
-		return plxd_respond_error(r, 500);
-	add_headers(q, resp);
-	return plxd_respond(r, rep->status, resp);
+static void free_req(void *arg)
+{
+	struct perl_req *q = arg;
+	if (q->env)
+		cgi_env_free(q->env);
+	free(q->tail);
+	free(q->script);
+	free(q);
+}
+
+/* Frees q once both its request and its exchange with a worker are over;
+ * posted, so that no caller on its way out still holds q. */
+static void maybe_free(struct perl_req *q)
+{
+	if (!q->over || q->gw.r || q->queued || q->free_posted)
+		return;
+	q->free_posted = 1;
+	loop_post(q->loop, free_req, q);
 }
 
 /* ---- hooks ---- */
@@ -738,82 +732,43 @@ static int perl_begin(struct plxd_request *r)
 	return PLXD_SPOOL_BODY;
 }
 
-static void req_free(struct perl_req *q)
-{
-	if (q->env)
-		cgi_env_free(q->env);
-	if (q->in >= 0)
-		close(q->in);
-	cgi_reply_fini(&q->reply);
-	free(q->buf);
-	free(q->body_chunk);
-	free(q);
-}
-
-static int client_fd(struct plxd_request *r)
-{
-	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(r->connection,
-			MHD_CONNECTION_INFO_CONNECTION_FD);
-	return ci ? ci->connect_fd : -1;
-}
-
 static int perl_handle(struct plxd_request *r)
 {
 	struct perl_state *st = r->state;
 	const struct perl_conf *conf = r->conf;
 	struct perl_req *q = xcalloc(1, sizeof *q);
-	q->r = r;
 	q->st = st;
 	q->conf = conf;
-	q->script = r->file;
-	q->in = -1;
-	q->declared = -1;
-	q->client = client_fd(r);
-	cgi_reply_init(&q->reply, (size_t)conf->max_header_size);
+	q->loop = plxd_loop(r);
+	q->script = xstrdup(r->file);
+	q->in = q->fresh = -1;
+	loop_watch_init(&q->ctl_w);
+	loop_watch_init(&q->pid_w);
+	loop_watch_init(&q->drain_w);
+	loop_timer_init(&q->timer);
+	q->has_body = r->body_length > 0;
+	q->wire = (struct perl_wire_request){
+		.type = PERL_WIRE_REQUEST,
+		.flags = (q->has_body ? PERL_WIRE_STDIN : 0) | (conf->timing ? PERL_WIRE_TIMING : 0),
+		.dev = (uint64_t)r->st.st_dev,
+		.ino = (uint64_t)r->st.st_ino,
+		.size = (uint64_t)r->st.st_size,
+		.mtime_sec = (int64_t)r->st.st_mtim.tv_sec,
+		.mtime_nsec = (int64_t)r->st.st_mtim.tv_nsec,
+	};
+	const struct server_conf *server = plxd_server_conf(r);
+	struct gw_settings set = {
+		.timeout_ms = conf->timeout_ms,
+		.max_reply_header = (size_t)conf->max_header_size,
+		.spool_limit = server->max_body,
+		.tmp_dir = server->tmp_dir,
+	};
+	gw_init(&q->gw, &perl_gw_ops, r, q->script, &set);
 	r->data = q;
-
 	/* The environment a .pl script gets, PERL5LIB and [request] included. */
-	q->env = cgi_request_env(r, conf->path, conf->pass_authorization, st->perl5lib);
-	int sent = -1;
-	/* A worker that died while idle shows only when it is written to: it
-	 * is replaced, and the request tries another. */
-	for (int attempt = 0; attempt < 3 && sent < 0; attempt++) {
-		int e = 0;
-		enum perl_acquire a = perl_pool_acquire(st->pool, conf->queue,
-				conf->queue_timeout_ms, send_request, q, &q->w, &e);
-		if (a != PERL_ACQUIRED) {
-			plxd_log(PLXD_LOG_WARN, "%s: no perl worker became free (%s): answered 503",
-					q->script, a == PERL_QUEUE_FULL ? "queue full"
-					: a == PERL_QUEUE_TIMEOUT ? "queue_timeout passed" : "stopping");
-			return plxd_respond_error(r, 503);
-		}
-		sent = e ? -1 : 0;
-		if (sent < 0) {
-			if (e == EMSGSIZE) {
-				perl_pool_release(st->pool, q->w, PERL_RELEASE_IDLE, NULL);
-				q->w = NULL;
-				plxd_log(PLXD_LOG_ERROR, "%s: request too large for a perl worker: answered 431",
-						q->script);
-				return plxd_respond_error(r, 431);
-			}
-			char why[128];
-			snprintf(why, sizeof why, "sending a request failed: %s", strerror(e));
-			perl_pool_release(st->pool, q->w, e == EPIPE || e == ECONNRESET
-					? PERL_RELEASE_KILL : PERL_RELEASE_IDLE, why);
-			q->w = NULL;
-		}
-	}
-	cgi_env_free(q->env);
-	q->env = NULL;
-	if (sent < 0)
-		return plxd_respond_error(r, 502);
-	q->deadline_ms = now_ms() + conf->timeout_ms;
-
-	/* Until the headers are in; a local redirect also needs the end. */
-	while (!q->done && !q->lost && !q->timed_out && !q->client_gone &&
-			(q->reply_state == 0 || (q->reply_state == 1 && q->reply.location_local)))
-		pump(q, 1);
-	return respond(q);
+	q->env = gw_request_env(r, conf->path, conf->pass_authorization, st->perl5lib);
+	acquire(q);
+	return gw_handle(&q->gw);
 }
 
 static void perl_finished(struct plxd_request *r, enum plxd_end how)
@@ -821,25 +776,9 @@ static void perl_finished(struct plxd_request *r, enum plxd_end how)
 	struct perl_req *q = r->data;
 	if (!q)
 		return;
-	if (q->w && !q->done && !q->lost && !q->timed_out) {
-		/* The script still runs: the client left, the answer was an
-		 * error, or HEAD skipped the body. Its output goes nowhere now;
-		 * it may finish (and keep its worker) within a grace period. */
-		uint64_t grace = now_ms() + LINGER_MS;
-		if (grace < q->deadline_ms)
-			q->deadline_ms = grace;
-		q->discard = 1;
-		q->client = -1;
-		while (!q->done && !q->lost && !q->timed_out)
-			pump(q, 1);
-		if (q->timed_out)
-			plxd_log(PLXD_LOG_WARN, "%s: still running after its response ended%s", q->script,
-					how == PLXD_END_CLIENT_GONE || q->client_gone
-					? " (the client left)" : "");
-	}
-	give_back(q, q->timed_out ? "its script ran past timeout" : NULL);
-	req_free(q);
 	r->data = NULL;
+	gw_finished(&q->gw, how);
+	maybe_free(q);
 }
 
 const struct plxd_handler plxd_handler_module = {

@@ -1395,7 +1395,7 @@ static void run_request(struct perl_interp *pi, struct perl_run *run)
 	struct perl_run after_loop = { .script = run->script };
 	*run = (struct perl_run){ .script = run->script, .dev = run->dev, .ino = run->ino,
 		.size = run->size, .mtime_sec = run->mtime_sec, .mtime_nsec = run->mtime_nsec,
-		.env = run->env, .stdin_fd = run->stdin_fd };
+		.env = run->env, .stdin_fd = run->stdin_fd, .want_running = run->want_running };
 	pi->run = run;
 	pi->script = NULL;
 	memset(f, 0, sizeof *f);
@@ -1410,6 +1410,8 @@ static void run_request(struct perl_interp *pi, struct perl_run *run)
 	f->turn_forks = pi->forks;
 
 	struct perl_script *script = script_fetch(aTHX_ pi, run);
+	if (script && run->want_running && pi->transport->running)
+		pi->transport->running(pi->transport->ctx, run);
 	f->turn_start = now_us();
 	if (script) {
 		pi->script = script;
@@ -1630,7 +1632,7 @@ static void fcgi_turn_begin(pTHX_ struct perl_interp *pi, struct perl_run *run)
 	struct fcgi_state *f = &pi->fcgi;
 	*run = (struct perl_run){ .script = run->script, .dev = run->dev, .ino = run->ino,
 		.size = run->size, .mtime_sec = run->mtime_sec, .mtime_nsec = run->mtime_nsec,
-		.env = run->env, .stdin_fd = run->stdin_fd };
+		.env = run->env, .stdin_fd = run->stdin_fd, .want_running = run->want_running };
 	pi->run = run;
 	/* What the script printed after the last request was answered (after
 	 * Finish) goes nowhere, not into this one. */

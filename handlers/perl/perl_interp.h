@@ -38,6 +38,7 @@ struct perl_run {
 	char *const *env;         /* "NAME=value" strings, NULL-terminated */
 	int stdin_fd;             /* the request body; -1: none (reads see EOF).
 				     Taken over: closed by the runtime */
+	int want_running;         /* call the transport's running() */
 
 	/* Out. */
 	enum perl_outcome outcome;
@@ -72,6 +73,9 @@ struct perl_transport {
 	 * Returns 0, or -1 when the worker must take no other request
 	 * (it retires, or plxd is gone). */
 	int (*answer)(void *ctx, struct perl_run *run);
+	/* Optional: run's script is compiled (compiled, compile_us are set)
+	 * and about to run; called when run->want_running. */
+	void (*running)(void *ctx, const struct perl_run *run);
 	void *ctx;
 };
 

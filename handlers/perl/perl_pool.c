@@ -13,17 +13,18 @@
  * end and be replaced) or STARTING (the keeper is replacing it). Requests
  * only ever take IDLE slots; the keeper thread does all ending, reaping and
  * spawning, so a request never waits for a worker to start. */
-#include "cgi_spawn.h"
+#include "spawn_child.h"
 #include "perl_pool.h"
 #include "perl_wire.h"
 #include "alloc.h"
+#include "clock.h"
 #include "log.h"
+#include "loop.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
-#include <semaphore.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -57,14 +58,12 @@ enum slot_end {
 struct slot {
 	struct perl_worker w;   /* first member: a worker is its slot */
 	unsigned index;
-	int pidfd;
 	enum slot_state state;
 	enum slot_end end;
 	unsigned generation;    /* of the settings it runs */
 	unsigned failures;      /* start-ups failed in a row */
 	uint64_t retry_at_ms;
-	char line[LINE_MAX_BYTES];
-	size_t line_len;
+	struct log_lines lines;  /* its stderr while starting and ending */
 };
 
 struct settings {
@@ -73,24 +72,6 @@ struct settings {
 	uint64_t max_requests, max_rss_kb, max_memory;
 	char *preload;
 	char *inc;
-};
-
-/* A request waiting for a worker, on its own thread's stack. It sleeps on
- * a semaphore, not a condition variable on the pool's lock: the thread
- * that hands it a worker posts it after letting go of the lock, so the
- * waiter wakes to run, not to block on the lock a moment longer (a second
- * sleep and wake-up for every queued request). A semaphore may be posted
- * while its waiter returns and destroys it (glibc touches it no more once
- * the count is published), which a condition variable may not. */
-struct waiter {
-	struct waiter *next;
-	sem_t ready;               /* posted once: sent, or stopping */
-	perl_send_fn *send;
-	void *ctx;
-	int queued;                /* in the queue (under the lock) */
-	struct slot *given;        /* the worker handed over, or NULL */
-	int send_errno;
-	int stopping;
 };
 
 struct perl_pool {
@@ -102,13 +83,12 @@ struct perl_pool {
 	unsigned n;
 	unsigned idle;
 	unsigned long waiting;
-	struct waiter *first, *last; /* waiting requests, first come first served */
+	struct perl_waiter *first, *last; /* waiting requests, first come first served */
 	int stopping;
 	unsigned generation;
 	struct settings *settings;   /* current; replaced by reconfigure */
 };
 
-static uint64_t now_ms(void);
 static struct settings *settings_copy(const struct perl_pool_settings *s);
 static void settings_free(struct settings *s);
 static int spawn_worker(struct slot *s, const struct settings *st, char *err, size_t errlen);
@@ -118,15 +98,9 @@ static int pidfd_wait(int pidfd, unsigned long timeout_ms);
 static void log_exit(struct slot *s, int status, enum slot_end how);
 static void *keeper_main(void *arg);
 static void relay(struct slot *s, const char *label, int flush, size_t limit);
-static struct waiter *slot_mark_idle(struct perl_pool *p, struct slot *s);
-static void serve_waiter(struct waiter *wt);
+static struct perl_waiter *slot_mark_idle(struct perl_pool *p, struct slot *s);
+static void serve_waiter(struct perl_waiter *wt);
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 static struct settings *settings_copy(const struct perl_pool_settings *s)
 {
@@ -222,14 +196,14 @@ static int spawn_worker(struct slot *s, const struct settings *st, char *err, si
 			(rc = posix_spawn_file_actions_adddup2(&fa, op[1], 1)) != 0 ||
 			(rc = posix_spawn_file_actions_addclosefrom_np(&fa, 4)) != 0)
 		goto fail;
-	if ((rc = cgi_spawn_attr_init(&attr)) != 0)
+	if ((rc = spawn_attr_init(&attr)) != 0)
 		goto fail;
 	attr_ready = 1;
 	if ((rc = posix_spawn(&pid, st->worker_path, &fa, &attr, argv, envp)) != 0)
 		goto fail;
 	/* Nobody else reaps our children, so pid still names it here. */
-	s->pidfd = pidfd_open(pid, 0);
-	if (s->pidfd < 0) {
+	s->w.pidfd = pidfd_open(pid, 0);
+	if (s->w.pidfd < 0) {
 		rc = errno;
 		kill(-pid, SIGKILL);
 		waitpid(pid, NULL, 0);
@@ -247,7 +221,7 @@ static int spawn_worker(struct slot *s, const struct settings *st, char *err, si
 	s->w.ctl = sv[0];
 	s->w.err = ep[0];
 	s->w.out = op[0];
-	s->line_len = 0;
+	s->lines.len = 0;
 	if (send_init(s->w.ctl, st) < 0) {
 		snprintf(err, errlen, "cannot send settings to perl worker %d: %s", (int)pid,
 				strerror(errno));
@@ -278,10 +252,10 @@ static int await_ready(struct slot *s, unsigned long timeout_ms, char *err, size
 {
 	char label[64];
 	snprintf(label, sizeof label, "perl worker %d", (int)s->w.pid);
-	uint64_t deadline = now_ms() + timeout_ms;
+	uint64_t deadline = clock_ms() + timeout_ms;
 	char buf[4096];
 	for (;;) {
-		uint64_t now = now_ms();
+		uint64_t now = clock_ms();
 		if (now >= deadline) {
 			snprintf(err, errlen, "%s did not start within %lu ms", label, timeout_ms);
 			return -1;
@@ -331,10 +305,10 @@ static int await_ready(struct slot *s, unsigned long timeout_ms, char *err, size
  * when it has. */
 static int pidfd_wait(int pidfd, unsigned long timeout_ms)
 {
-	uint64_t deadline = now_ms() + timeout_ms;
+	uint64_t deadline = clock_ms() + timeout_ms;
 	for (;;) {
 		struct pollfd p = { .fd = pidfd, .events = POLLIN };
-		uint64_t now = now_ms();
+		uint64_t now = clock_ms();
 		int left = now >= deadline ? 0 : (int)(deadline - now);
 		int rc = poll(&p, 1, left);
 		if (rc > 0)
@@ -364,13 +338,13 @@ static void end_process(struct slot *s, enum slot_end how, unsigned long grace_m
 	if (s->w.ctl >= 0)
 		close(s->w.ctl); /* a worker reading its next request sees the end */
 	s->w.ctl = -1;
-	if (how == END_KILL || !pidfd_wait(s->pidfd, grace_ms)) {
+	if (how == END_KILL || !pidfd_wait(s->w.pidfd, grace_ms)) {
 		if (how != END_KILL)
 			plxd_log(PLXD_LOG_WARN, "perl worker %d did not exit within %lu ms: killed",
 					(int)s->w.pid, grace_ms);
 		kill(-s->w.pid, SIGKILL);
 		kill(s->w.pid, SIGKILL); /* in case it left its group */
-		pidfd_wait(s->pidfd, 10000);
+		pidfd_wait(s->w.pidfd, 10000);
 	}
 	/* Until the worker is reaped its pid, and so its group id, cannot be
 	 * reused: the group may be signalled safely until then. */
@@ -381,16 +355,16 @@ static void end_process(struct slot *s, enum slot_end how, unsigned long grace_m
 	siginfo_t info;
 	memset(&info, 0, sizeof info);
 	int status = 0;
-	if (waitid(P_PIDFD, (id_t)s->pidfd, &info, WEXITED) == 0) {
+	if (waitid(P_PIDFD, (id_t)s->w.pidfd, &info, WEXITED) == 0) {
 		status = info.si_code == CLD_EXITED ? W_EXITCODE(info.si_status, 0)
 			: W_EXITCODE(0, info.si_status);
 		log_exit(s, status, how);
 	}
-	close(s->pidfd);
+	close(s->w.pidfd);
 	close(s->w.err);
 	if (s->w.out >= 0)
 		close(s->w.out);
-	s->pidfd = -1;
+	s->w.pidfd = -1;
 	s->w.err = -1;
 	s->w.out = -1;
 	s->w.pid = -1;
@@ -409,50 +383,24 @@ static void relay(struct slot *s, const char *label, int flush, size_t limit)
 		if (n <= 0)
 			break;
 		total += (size_t)n;
-		for (ssize_t i = 0; i < n; i++) {
-			char c = buf[i];
-			if (c == '\n' || s->line_len == sizeof s->line) {
-				plxd_log(PLXD_LOG_WARN, "%s: %.*s", label, (int)s->line_len, s->line);
-				s->line_len = 0;
-				if (c == '\n')
-					continue;
-			}
-			s->line[s->line_len++] = c;
-		}
+		log_lines_feed(&s->lines, label, buf, (size_t)n);
 	}
-	if (flush && s->line_len) {
-		plxd_log(PLXD_LOG_WARN, "%s: %.*s", label, (int)s->line_len, s->line);
-		s->line_len = 0;
-	}
+	if (flush)
+		log_lines_flush(&s->lines, label);
 }
 
-void perl_pool_relay_stderr(struct perl_worker *w, const char *label, int flush)
-{
-	relay((struct slot *)w, label, flush, flush ? SIZE_MAX : RELAY_CHUNK);
-}
-
-void perl_pool_describe_exit(struct perl_worker *w, unsigned wait_ms, char *out, size_t outlen)
+void perl_pool_describe_exit(struct perl_worker *w, char *out, size_t outlen)
 {
 	struct slot *s = (struct slot *)w;
 	out[0] = '\0';
-	if (s->pidfd < 0 || !pidfd_wait(s->pidfd, wait_ms))
-		return;
 	/* WNOWAIT: the keeper still reaps it, and logs its end. */
 	siginfo_t info;
 	memset(&info, 0, sizeof info);
-	if (waitid(P_PIDFD, (id_t)s->pidfd, &info, WEXITED | WNOWAIT) < 0)
+	if (s->w.pidfd < 0 || waitid(P_PIDFD, (id_t)s->w.pidfd, &info, WEXITED | WNOHANG | WNOWAIT) < 0
+			|| info.si_pid == 0)
 		return;
-	cgi_spawn_describe_status(info.si_code == CLD_EXITED ? W_EXITCODE(info.si_status, 0)
+	spawn_describe_status(info.si_code == CLD_EXITED ? W_EXITCODE(info.si_status, 0)
 			: W_EXITCODE(0, info.si_status), out, outlen);
-}
-
-void perl_pool_flush_stderr(struct perl_worker *w, const char *label)
-{
-	struct slot *s = (struct slot *)w;
-	if (s->line_len) {
-		plxd_log(PLXD_LOG_WARN, "%s: %.*s", label, (int)s->line_len, s->line);
-		s->line_len = 0;
-	}
 }
 
 /* ---- the keeper ---- */
@@ -461,9 +409,9 @@ void perl_pool_flush_stderr(struct perl_worker *w, const char *label)
  * which is returned (the caller sends its request with serve_waiter once
  * the lock is released), or it becomes idle. Handing it over directly keeps
  * the queue fair and spares the waiter a second round for the lock. */
-static struct waiter *slot_mark_idle(struct perl_pool *p, struct slot *s)
+static struct perl_waiter *slot_mark_idle(struct perl_pool *p, struct slot *s)
 {
-	struct waiter *wt = p->first;
+	struct perl_waiter *wt = p->first;
 	if (wt) {
 		p->first = wt->next;
 		if (!p->first)
@@ -471,7 +419,7 @@ static struct waiter *slot_mark_idle(struct perl_pool *p, struct slot *s)
 		wt->next = NULL;
 		p->waiting--;
 		s->state = SLOT_BUSY;
-		wt->given = s;
+		wt->given = &s->w;
 		wt->queued = 0;
 		return wt;
 	}
@@ -480,13 +428,19 @@ static struct waiter *slot_mark_idle(struct perl_pool *p, struct slot *s)
 	return NULL;
 }
 
-/* Without the lock: sends the waiter's request on the worker it was given,
- * then wakes it. The waiter reads what was written here after its
- * sem_wait returns (sem_post orders the writes before). */
-static void serve_waiter(struct waiter *wt)
+static void waiter_ready(void *arg)
 {
-	wt->send_errno = wt->send(wt->ctx, &wt->given->w) < 0 ? errno : 0;
-	sem_post(&wt->ready);
+	struct perl_waiter *wt = arg;
+	wt->ready(wt);
+}
+
+/* Without the lock: sends the waiter's request on the worker it was given,
+ * then tells its loop. The loop's queue lock orders what was written here
+ * before ready runs. */
+static void serve_waiter(struct perl_waiter *wt)
+{
+	wt->send_errno = wt->send(wt->ctx, wt->given) < 0 ? errno : 0;
+	loop_post(wt->loop, waiter_ready, wt);
 }
 
 static void *keeper_main(void *arg)
@@ -495,7 +449,7 @@ static void *keeper_main(void *arg)
 	pthread_mutex_lock(&p->lock);
 	while (!p->stopping) {
 		struct slot *s = NULL;
-		uint64_t now = now_ms(), next = 0;
+		uint64_t now = clock_ms(), next = 0;
 		for (unsigned i = 0; i < p->n; i++) {
 			struct slot *c = &p->slots[i];
 			if (c->state != SLOT_DOWN)
@@ -557,7 +511,7 @@ static void *keeper_main(void *arg)
 				s->state = SLOT_DOWN;
 				s->end = END_STOP;
 			} else {
-				struct waiter *wt = slot_mark_idle(p, s);
+				struct perl_waiter *wt = slot_mark_idle(p, s);
 				if (wt) {
 					pthread_mutex_unlock(&p->lock);
 					serve_waiter(wt);
@@ -569,7 +523,7 @@ static void *keeper_main(void *arg)
 			 * spawn workers in a tight loop. */
 			s->failures++;
 			unsigned shift = s->failures < 5 ? s->failures : 5;
-			s->retry_at_ms = now_ms() + (1000u << shift) / 2;
+			s->retry_at_ms = clock_ms() + (1000u << shift) / 2;
 			s->state = SLOT_DOWN;
 			s->end = END_NONE;
 		}
@@ -596,7 +550,7 @@ struct perl_pool *perl_pool_create(const struct perl_pool_settings *ps, char *er
 		struct slot *s = &p->slots[i];
 		s->index = i;
 		s->w.pid = -1;
-		s->w.ctl = s->w.err = s->w.out = s->pidfd = -1;
+		s->w.ctl = s->w.err = s->w.out = s->w.pidfd = -1;
 		/* DONE carries at most a PerlIO buffer (8 KiB) of output. */
 		s->w.rx_cap = 64 * 1024;
 		s->w.rx = xmalloc(s->w.rx_cap);
@@ -654,11 +608,11 @@ void perl_pool_destroy(struct perl_pool *p)
 		return;
 	pthread_mutex_lock(&p->lock);
 	p->stopping = 1;
-	for (struct waiter *wt = p->first, *next; wt; wt = next) {
+	for (struct perl_waiter *wt = p->first, *next; wt; wt = next) {
 		next = wt->next; /* wt may be gone once posted */
 		wt->queued = 0;
 		wt->stopping = 1;
-		sem_post(&wt->ready);
+		loop_post(wt->loop, waiter_ready, wt);
 	}
 	p->waiting = 0;
 	/* (No request can be waiting here: plxd stops its handlers after the
@@ -675,10 +629,10 @@ void perl_pool_destroy(struct perl_pool *p)
 			close(s->w.ctl);
 		s->w.ctl = -1;
 	}
-	uint64_t deadline = now_ms() + STOP_GRACE_MS;
+	uint64_t deadline = clock_ms() + STOP_GRACE_MS;
 	for (unsigned i = 0; i < p->n; i++) {
 		struct slot *s = &p->slots[i];
-		uint64_t now = now_ms();
+		uint64_t now = clock_ms();
 		enum slot_end how = s->end == END_KILL ? END_KILL : END_STOP;
 		end_process(s, how, now < deadline ? (unsigned long)(deadline - now) : 0);
 	}
@@ -691,9 +645,9 @@ void perl_pool_destroy(struct perl_pool *p)
 	free(p);
 }
 
-static void waiter_remove(struct perl_pool *p, struct waiter *wt)
+static void waiter_remove(struct perl_pool *p, struct perl_waiter *wt)
 {
-	struct waiter **pp = &p->first, *prev = NULL;
+	struct perl_waiter **pp = &p->first, *prev = NULL;
 	while (*pp && *pp != wt) {
 		prev = *pp;
 		pp = &(*pp)->next;
@@ -703,20 +657,19 @@ static void waiter_remove(struct perl_pool *p, struct waiter *wt)
 	*pp = wt->next;
 	if (p->last == wt)
 		p->last = prev;
+	p->waiting--;
 }
 
 enum perl_acquire perl_pool_acquire(struct perl_pool *p, unsigned long queue,
-		unsigned long wait_ms, perl_send_fn *send, void *ctx, struct perl_worker **out,
-		int *send_errno)
+		struct perl_waiter *wt, struct perl_worker **out, int *send_errno)
 {
-	enum perl_acquire result = PERL_ACQUIRED;
-	struct slot *got = NULL;
 	pthread_mutex_lock(&p->lock);
 	if (p->stopping) {
-		result = PERL_STOPPING;
-		goto out;
+		pthread_mutex_unlock(&p->lock);
+		return PERL_STOPPING;
 	}
 	if (p->idle > 0) {
+		struct slot *got = NULL;
 		for (unsigned i = 0; i < p->n && !got; i++) {
 			if (p->slots[i].state == SLOT_IDLE) {
 				got = &p->slots[i];
@@ -726,61 +679,37 @@ enum perl_acquire perl_pool_acquire(struct perl_pool *p, unsigned long queue,
 		}
 		pthread_mutex_unlock(&p->lock);
 		*out = &got->w;
-		*send_errno = send(ctx, *out) < 0 ? errno : 0;
+		*send_errno = wt->send(wt->ctx, *out) < 0 ? errno : 0;
 		return PERL_ACQUIRED;
 	}
 	if (p->waiting >= queue) {
-		result = PERL_QUEUE_FULL;
-		goto out;
+		pthread_mutex_unlock(&p->lock);
+		return PERL_QUEUE_FULL;
 	}
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ts.tv_sec += (time_t)(wait_ms / 1000);
-	ts.tv_nsec += (long)(wait_ms % 1000) * 1000000;
-	if (ts.tv_nsec >= 1000000000) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000;
-	}
-	struct waiter wt = { .next = NULL, .send = send, .ctx = ctx, .queued = 1 };
-	sem_init(&wt.ready, 0, 0);
+	wt->next = NULL;
+	wt->given = NULL;
+	wt->stopping = 0;
+	wt->queued = 1;
 	if (p->last)
-		p->last->next = &wt;
+		p->last->next = wt;
 	else
-		p->first = &wt;
-	p->last = &wt;
+		p->first = wt;
+	p->last = wt;
 	p->waiting++;
 	pthread_mutex_unlock(&p->lock);
+	return PERL_QUEUED;
+}
 
-	int rc;
-	do
-		rc = sem_clockwait(&wt.ready, CLOCK_MONOTONIC, &ts);
-	while (rc < 0 && errno == EINTR);
-	if (rc < 0) {
-		/* Timed out, unless it left the queue meanwhile: then another
-		 * thread is sending with this request's data (or stopping),
-		 * and the post is coming, whatever the clock says. */
-		pthread_mutex_lock(&p->lock);
-		int queued = wt.queued;
-		if (queued) {
-			waiter_remove(p, &wt);
-			p->waiting--;
-		}
-		pthread_mutex_unlock(&p->lock);
-		if (!queued)
-			while (sem_wait(&wt.ready) < 0 && errno == EINTR)
-				;
+int perl_pool_cancel(struct perl_pool *p, struct perl_waiter *wt)
+{
+	pthread_mutex_lock(&p->lock);
+	int queued = wt->queued;
+	if (queued) {
+		waiter_remove(p, wt);
+		wt->queued = 0;
 	}
-	if (wt.given) {
-		*out = &wt.given->w;
-		*send_errno = wt.send_errno;
-	} else {
-		result = wt.stopping ? PERL_STOPPING : PERL_QUEUE_TIMEOUT;
-	}
-	sem_destroy(&wt.ready);
-	return result;
-out:
 	pthread_mutex_unlock(&p->lock);
-	return result;
+	return queued;
 }
 
 int perl_pool_saturated(struct perl_pool *p, unsigned long queue)
@@ -803,7 +732,7 @@ void perl_pool_release(struct perl_pool *p, struct perl_worker *w, enum perl_rel
 		kill(-w->pid, SIGKILL);
 		kill(w->pid, SIGKILL);
 	}
-	struct waiter *wt = NULL;
+	struct perl_waiter *wt = NULL;
 	pthread_mutex_lock(&p->lock);
 	if (how == PERL_RELEASE_IDLE && s->generation == p->generation && !p->stopping) {
 		wt = slot_mark_idle(p, s);

@@ -10,6 +10,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+struct loop;
+
 struct perl_pool_settings {
 	const char *worker_path;    /* the plxd-perl-worker executable */
 	unsigned workers;
@@ -25,6 +27,7 @@ struct perl_pool_settings {
 /* A worker as a request sees it while it holds it. */
 struct perl_worker {
 	pid_t pid;
+	int pidfd;    /* readable once it has exited (the keeper reaps it) */
 	int ctl;      /* control socket (perl_wire.h) */
 	int out;      /* read end of its response pipe (its fd 1), non-blocking;
 			 the request holding the worker replaces it when DONE
@@ -50,24 +53,43 @@ void perl_pool_destroy(struct perl_pool *p);
 
 enum perl_acquire {
 	PERL_ACQUIRED,
+	PERL_QUEUED,         /* all busy: waiter->ready comes later */
 	PERL_QUEUE_FULL,     /* queue requests already wait */
-	PERL_QUEUE_TIMEOUT,  /* none became free within wait_ms */
 	PERL_STOPPING
 };
 
 /* Sends a request to the worker w. Returns 0, or -1 with errno. */
 typedef int perl_send_fn(void *ctx, struct perl_worker *w);
 
-/* Lends an idle worker and sends the request on it with send(ctx, w),
- * waiting up to wait_ms in a queue of at most queue requests when all are
- * busy. A waiting request is sent by the thread that frees a worker, right
- * after that worker's previous request: the worker then finds its next
- * request already there instead of going to sleep and being woken for it.
- * With PERL_ACQUIRED, *send_errno is 0 when the request was sent, else
- * send's errno; either way the caller holds *out and must release it. */
+/* A request waiting for a worker: the caller's, until ready has run or
+ * perl_pool_cancel said it was taken out. */
+struct perl_waiter {
+	struct perl_waiter *next;
+	struct loop *loop;           /* where ready runs */
+	void (*ready)(struct perl_waiter *wt); /* given (or stopping) */
+	perl_send_fn *send;
+	void *ctx;
+	struct perl_worker *given;   /* then: the worker, its request sent... */
+	int send_errno;              /* ...or not, with this errno */
+	int stopping;                /* or none: the pool stops */
+	int queued;                  /* private */
+};
+
+/* Lends an idle worker and sends the request on it with
+ * wt->send(wt->ctx, w): PERL_ACQUIRED, with *out the worker and
+ * *send_errno 0 or send's errno (either way the caller holds it and must
+ * release it). With every worker busy, wt waits in a queue of at most
+ * queue requests (PERL_QUEUED): the thread that frees a worker sends the
+ * request on it, right after that worker's previous request (the worker
+ * then finds its next request already there instead of going to sleep
+ * and being woken for it), and posts wt->ready to wt->loop. Never blocks. */
 enum perl_acquire perl_pool_acquire(struct perl_pool *p, unsigned long queue,
-		unsigned long wait_ms, perl_send_fn *send, void *ctx, struct perl_worker **out,
-		int *send_errno);
+		struct perl_waiter *wt, struct perl_worker **out, int *send_errno);
+
+/* Takes a queued waiter out. Returns 1 when it was still queued (ready will
+ * not run), 0 when it was already given or told to stop (ready is on its
+ * way to wt->loop). */
+int perl_pool_cancel(struct perl_pool *p, struct perl_waiter *wt);
 
 /* Whether a request arriving now would find the queue full (for an early
  * 503, before its body is read). */
@@ -86,16 +108,9 @@ void perl_pool_release(struct perl_pool *p, struct perl_worker *w, enum perl_rel
 		const char *why);
 
 /* How the worker's process ended ("killed by signal 11 (SIGSEGV)", "exited
- * with status 1"), waiting up to wait_ms for it to end; "" when it still
- * runs or exited with 0. Leaves it to be reaped by the pool. */
-void perl_pool_describe_exit(struct perl_worker *w, unsigned wait_ms, char *out, size_t outlen);
-
-/* Logs what the worker wrote to stderr, one line per log entry prefixed with
- * label (the script it runs); a partial last line waits for its end, or
- * for flush. Reads only what is there: never blocks. */
-void perl_pool_relay_stderr(struct perl_worker *w, const char *label, int flush);
-
-/* Logs a partial last line relayed earlier, without reading. */
-void perl_pool_flush_stderr(struct perl_worker *w, const char *label);
+ * with status 1") if it has (its pidfd is readable); "" when it still
+ * runs or exited with 0. Never blocks; leaves it to be reaped by the
+ * pool. */
+void perl_pool_describe_exit(struct perl_worker *w, char *out, size_t outlen);
 
 #endif

@@ -7,7 +7,9 @@
  *   plxd                                 worker
  *   INIT (settings)             ---->
  *                               <----    READY (or why not)
- *   REQUEST [+ stdin]           ---->    runs the script
+ *   REQUEST [+ stdin]           ---->    compiles the script if need be
+ *                               <----    RUNNING (when asked: timing)
+ *                                        runs the script
  *                               <----    DONE + the script's last output
  *                                        [+ a new stdout pipe]
  *   ...                                  (exits after DONE when retiring,
@@ -35,7 +37,7 @@
 #include <sys/types.h>
 #include <sys/uio.h>
 
-#define PERL_WIRE_VERSION 1
+#define PERL_WIRE_VERSION 2
 /* The largest message either side reads. A request's environment is
  * bounded by [server] max_header_size; a larger one is refused. */
 #define PERL_WIRE_MAX (192 * 1024)
@@ -44,7 +46,8 @@ enum perl_wire_type {
 	PERL_WIRE_INIT = 1,
 	PERL_WIRE_READY,
 	PERL_WIRE_REQUEST,
-	PERL_WIRE_DONE
+	PERL_WIRE_DONE,
+	PERL_WIRE_RUNNING
 };
 
 /* Followed by preload_len bytes (the preload file, NUL-terminated, or
@@ -67,7 +70,8 @@ struct perl_wire_ready {
 	uint32_t message_len;
 };
 
-#define PERL_WIRE_STDIN 1u /* a descriptor (a pipe) carries the body */
+#define PERL_WIRE_STDIN 1u  /* a descriptor (a pipe) carries the body */
+#define PERL_WIRE_TIMING 2u /* send RUNNING once the script is compiled */
 
 /* Followed by script_len bytes (the file name with its NUL) and env_len
  * bytes ("NAME=value" strings, each NUL-terminated). */
@@ -100,6 +104,15 @@ enum perl_wire_retire {
 	PERL_RETIRE_MAX_RSS,
 	PERL_RETIRE_MODULES,   /* a module file changed */
 	PERL_RETIRE_FATAL      /* the interpreter cannot go on */
+};
+
+/* With PERL_WIRE_TIMING, before the script runs: whether it was compiled
+ * for this request, and how long that took, for a timing header that goes
+ * out before DONE (a script that flushes its headers early). */
+struct perl_wire_running {
+	uint32_t type;
+	uint32_t flags;           /* PERL_WIRE_COMPILED */
+	uint64_t compile_us;
 };
 
 /* Followed by the output left in the script's buffer. */

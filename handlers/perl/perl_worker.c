@@ -193,6 +193,7 @@ static struct perl_run *next_request(void *ctx)
 		.mtime_sec = req.mtime_sec, .mtime_nsec = req.mtime_nsec,
 		.env = w->env,
 		.stdin_fd = want_fds ? fds[0] : -1,
+		.want_running = (req.flags & PERL_WIRE_TIMING) != 0,
 	};
 	return &w->run;
 
@@ -201,6 +202,20 @@ fail:
 		close(fds[i]);
 	w->rc = 1;
 	return NULL;
+}
+
+/* Tells plxd the script is compiled and about to run (for its timing
+ * header, should the headers go out before DONE). */
+static void running(void *ctx, const struct perl_run *run)
+{
+	(void)ctx;
+	struct perl_wire_running msg = {
+		.type = PERL_WIRE_RUNNING,
+		.flags = run->compiled ? PERL_WIRE_COMPILED : 0,
+		.compile_us = run->compile_us,
+	};
+	struct iovec iov = { &msg, sizeof msg };
+	perl_wire_send(control, &iov, 1, NULL, 0); /* plxd gone: DONE says so */
 }
 
 /* Sends DONE for run, deciding whether the worker retires after it. */
@@ -294,7 +309,8 @@ int main(int argc, char **argv)
 	say_ready(1, NULL);
 	struct worker w = { .pi = pi, .s = &settings, .buf = buf, .env_cap = 64 };
 	w.env = xmalloc(w.env_cap * sizeof *w.env);
-	struct perl_transport t = { .next = next_request, .answer = answer, .ctx = &w };
+	struct perl_transport t = { .next = next_request, .answer = answer, .running = running,
+		.ctx = &w };
 	perl_interp_serve(pi, &t);
 	rc = w.rc;
 	free(w.env);

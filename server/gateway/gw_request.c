@@ -1,8 +1,6 @@
-/* Request to CGI environment, shared by the cgi and perl handlers; see
- * cgi_request.h. */
-#include "cgi_request.h"
+/* A request's CGI environment: see gw_request.h. */
+#include "gw_request.h"
 #include "cgi_env.h"
-#include "cgi_reply.h"
 #include "config.h"
 #include "handler.h"
 #include "log.h"
@@ -10,7 +8,6 @@
 #include "version.h"
 
 #include <arpa/inet.h>
-#include <dlfcn.h>
 #include <limits.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
@@ -56,7 +53,7 @@ static unsigned sockaddr_port(const struct sockaddr *sa)
 	return 0;
 }
 
-char **cgi_request_env(struct plxd_request *r, const char *path, int pass_authorization,
+char **gw_request_env(struct plxd_request *r, const char *path, int pass_authorization,
 		const char *perl5lib)
 {
 	char remote[64], local[64];
@@ -126,43 +123,3 @@ char **cgi_request_env(struct plxd_request *r, const char *path, int pass_author
 	return env;
 }
 
-void cgi_request_log_failure(const char *script, unsigned status, const char *why,
-		const char *how)
-{
-	plxd_log(PLXD_LOG_ERROR, "%s: answered %u: %s%s%s", script, status, why, how[0] ? "; " : "",
-			how);
-}
-
-void cgi_request_add_headers(struct MHD_Response *resp, const struct cgi_reply *rep,
-		const char *script)
-{
-	if (rep->content_type)
-		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, rep->content_type);
-	if (rep->location)
-		MHD_add_response_header(resp, MHD_HTTP_HEADER_LOCATION, rep->location);
-	for (size_t i = 0; i < rep->header_count; i++) {
-		const struct cgi_reply_header *h = &rep->headers[i];
-		if (strcasecmp(h->name, "Server") == 0)
-			continue; /* plxd names itself once */
-		if (MHD_add_response_header(resp, h->name, h->value) != MHD_YES)
-			plxd_log(PLXD_LOG_WARN, "%s: header %s dropped (libmicrohttpd refused it)", script,
-					h->name);
-	}
-}
-
-int cgi_request_module_dir(char *out, size_t outlen)
-{
-	/* This file is linked into each handler module, so the object that
-	 * holds this function is the module itself. */
-	Dl_info info;
-	char self[PATH_MAX];
-	if (!dladdr((void *)&cgi_request_module_dir, &info) || !info.dli_fname
-			|| !realpath(info.dli_fname, self))
-		return -1;
-	char *slash = strrchr(self, '/');
-	if (!slash)
-		return -1;
-	*slash = '\0';
-	int n = snprintf(out, outlen, "%s", self);
-	return n < 0 || (size_t)n >= outlen ? -1 : 0;
-}

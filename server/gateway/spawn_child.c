@@ -2,7 +2,7 @@
  * CLONE_VFORK)), never fork, so a spawn costs the same however large plxd
  * grows; the exit is watched through a pidfd, so no SIGCHLD handler and no
  * sleeping poll loop is needed, and no one else's children are waited for. */
-#include "cgi_spawn.h"
+#include "spawn_child.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -19,10 +19,10 @@
 extern char **environ;
 
 static void close_fd(int *fd);
-static int limits_set(const struct cgi_limits *l);
-static char **helper_argv(const struct cgi_spawn_spec *spec, char numbers[3][24]);
+static int limits_set(const struct spawn_limits *l);
+static char **helper_argv(const struct spawn_spec *spec, char numbers[3][24]);
 
-void cgi_spawn_describe_status(int wstatus, char *out, size_t outlen)
+void spawn_describe_status(int wstatus, char *out, size_t outlen)
 {
 	out[0] = '\0';
 	if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) != 0) {
@@ -34,7 +34,7 @@ void cgi_spawn_describe_status(int wstatus, char *out, size_t outlen)
 	}
 }
 
-void cgi_child_init(struct cgi_child *c)
+void spawn_child_init(struct spawn_child *c)
 {
 	memset(c, 0, sizeof *c);
 	c->pid = -1;
@@ -48,7 +48,7 @@ static void close_fd(int *fd)
 	*fd = -1;
 }
 
-static int limits_set(const struct cgi_limits *l)
+static int limits_set(const struct spawn_limits *l)
 {
 	return l && (l->cpu_seconds || l->address_space || l->processes);
 }
@@ -56,7 +56,7 @@ static int limits_set(const struct cgi_limits *l)
 /* posix_spawn cannot set resource limits, so with limits the child runs
  * plxd-cgi-exec, which sets them and executes the script in the same
  * process: "helper CPU AS NPROC PATH ARGV...". */
-static char **helper_argv(const struct cgi_spawn_spec *spec, char numbers[3][24])
+static char **helper_argv(const struct spawn_spec *spec, char numbers[3][24])
 {
 	size_t n = 0;
 	while (spec->argv[n])
@@ -77,7 +77,7 @@ static char **helper_argv(const struct cgi_spawn_spec *spec, char numbers[3][24]
 	return argv;
 }
 
-int cgi_spawn_attr_init(posix_spawnattr_t *attr)
+int spawn_attr_init(posix_spawnattr_t *attr)
 {
 	int rc = posix_spawnattr_init(attr);
 	if (rc != 0)
@@ -99,7 +99,7 @@ int cgi_spawn_attr_init(posix_spawnattr_t *attr)
 	return 0;
 }
 
-int cgi_spawn_start(const struct cgi_spawn_spec *spec, struct cgi_child *c)
+int spawn_start(const struct spawn_spec *spec, struct spawn_child *c)
 {
 	int in[2] = { -1, -1 }, out[2] = { -1, -1 }, err[2] = { -1, -1 };
 	posix_spawn_file_actions_t fa;
@@ -109,7 +109,7 @@ int cgi_spawn_start(const struct cgi_spawn_spec *spec, struct cgi_child *c)
 	char numbers[3][24];
 	int rc;
 
-	cgi_child_init(c);
+	spawn_child_init(c);
 	/* O_CLOEXEC: a child another thread spawns at the same moment must not
 	 * inherit these ends (it would hold our stdin open forever). */
 	if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0) {
@@ -127,7 +127,7 @@ int cgi_spawn_start(const struct cgi_spawn_spec *spec, struct cgi_child *c)
 			(rc = posix_spawn_file_actions_addclosefrom_np(&fa, 3)) != 0 ||
 			(spec->dir && (rc = posix_spawn_file_actions_addchdir_np(&fa, spec->dir)) != 0))
 		goto fail;
-	if ((rc = cgi_spawn_attr_init(&attr)) != 0)
+	if ((rc = spawn_attr_init(&attr)) != 0)
 		goto fail;
 	attr_ready = 1;
 
@@ -190,12 +190,12 @@ fail:
 	return -1;
 }
 
-void cgi_spawn_close_in(struct cgi_child *c)
+void spawn_close_in(struct spawn_child *c)
 {
 	close_fd(&c->in);
 }
 
-void cgi_spawn_signal(struct cgi_child *c, int sig)
+void spawn_signal(struct spawn_child *c, int sig)
 {
 	/* Until the leader is reaped its pid, and so the group id, cannot be
 	 * reused: signalling the group is safe exactly that long. */
@@ -203,7 +203,30 @@ void cgi_spawn_signal(struct cgi_child *c, int sig)
 		kill(-c->pid, sig);
 }
 
-int cgi_spawn_reap_if_exited(struct cgi_child *c)
+/* waitid's answer as a wait status. */
+static int wait_status(const siginfo_t *info)
+{
+	if (info->si_code == CLD_EXITED)
+		return (info->si_status & 0xff) << 8;
+	return info->si_status & 0x7f; /* killed (or dumped) by a signal */
+}
+
+int spawn_peek_exit(struct spawn_child *c)
+{
+	if (c->pid <= 0 || c->reaped)
+		return 1;
+	siginfo_t info;
+	memset(&info, 0, sizeof info);
+	if (waitid(P_PIDFD, (id_t)c->pidfd, &info, WEXITED | WNOHANG | WNOWAIT) < 0)
+		return errno != EINTR; /* ECHILD: gone; spawn_reap_if_exited says so */
+	if (info.si_pid == 0)
+		return 0;
+	c->exited = 1;
+	c->status = wait_status(&info);
+	return 1;
+}
+
+int spawn_reap_if_exited(struct spawn_child *c)
 {
 	if (c->pid <= 0 || c->reaped)
 		return 1;
@@ -221,16 +244,13 @@ int cgi_spawn_reap_if_exited(struct cgi_child *c)
 	if (info.si_pid == 0)
 		return 0;
 	c->exited = c->reaped = 1;
-	if (info.si_code == CLD_EXITED)
-		c->status = (info.si_status & 0xff) << 8;
-	else
-		c->status = info.si_status & 0x7f; /* killed (or dumped) by a signal */
+	c->status = wait_status(&info);
 	return 1;
 }
 
 /* Waits up to ms for the child to exit (without reaping it). Returns 1
  * when it has. */
-static int wait_exit(struct cgi_child *c, int ms)
+static int wait_exit(struct spawn_child *c, int ms)
 {
 	struct pollfd p = { .fd = c->pidfd, .events = POLLIN };
 	int n;
@@ -241,7 +261,7 @@ static int wait_exit(struct cgi_child *c, int ms)
 	return n > 0;
 }
 
-void cgi_spawn_end(struct cgi_child *c, unsigned grace_ms, int kill_group)
+void spawn_end(struct spawn_child *c, unsigned grace_ms, int kill_group)
 {
 	/* Closing its stdout first: a script still printing gets EPIPE/SIGPIPE
 	 * and usually ends by itself. */
@@ -251,10 +271,10 @@ void cgi_spawn_end(struct cgi_child *c, unsigned grace_ms, int kill_group)
 	if (c->pid > 0 && !c->reaped) {
 		int exited = c->exited || wait_exit(c, 0);
 		if (!exited || kill_group) {
-			cgi_spawn_signal(c, SIGTERM);
+			spawn_signal(c, SIGTERM);
 			if (!exited)
 				wait_exit(c, (int)grace_ms);
-			cgi_spawn_signal(c, SIGKILL);
+			spawn_signal(c, SIGKILL);
 		}
 		/* Blocks at most as long as SIGKILL takes. */
 		siginfo_t info;

@@ -1,33 +1,33 @@
 /* Process plumbing for CGI children: start a script with pipes on its
  * stdin, stdout and stderr, in its own process group, and end it (TERM, then
  * KILL to the group) and reap it. No libmicrohttpd, no HTTP. */
-#ifndef PLXD_CGI_SPAWN_H
-#define PLXD_CGI_SPAWN_H
+#ifndef PLXD_SPAWN_CHILD_H
+#define PLXD_SPAWN_CHILD_H
 
 #include <spawn.h>
 #include <stddef.h>
 #include <sys/types.h>
 
 /* Resource limits set before the script's first instruction; 0: not set. */
-struct cgi_limits {
+struct spawn_limits {
 	unsigned long cpu_seconds;        /* RLIMIT_CPU */
 	unsigned long long address_space; /* RLIMIT_AS, bytes */
 	unsigned long processes;          /* RLIMIT_NPROC (counts all of the user's) */
 };
 
-struct cgi_spawn_spec {
+struct spawn_spec {
 	const char *path;         /* the program to execute (interpreter or script) */
 	char *const *argv;        /* its arguments, argv[0] first */
 	char *const *envp;        /* its whole environment */
 	const char *dir;          /* its working directory */
-	const struct cgi_limits *limits; /* NULL or all 0: none */
+	const struct spawn_limits *limits; /* NULL or all 0: none */
 	const char *helper;       /* plxd-cgi-exec, which applies limits; needed
 				     only when limits are set */
 };
 
 /* A running (or finished, not yet reaped) child. Descriptors are -1 when
  * closed; every one is O_CLOEXEC. */
-struct cgi_child {
+struct spawn_child {
 	pid_t pid;      /* also its process group; -1: none */
 	int pidfd;      /* readable once the child has exited */
 	int in;         /* write end of its stdin */
@@ -41,34 +41,40 @@ struct cgi_child {
 /* How a process ended, for a log line: "exited with status 3", "killed by
  * signal 9 (SIGKILL)", or "" for an exit with status 0. Shared with the
  * Perl handler, whose workers are processes too. */
-void cgi_spawn_describe_status(int wstatus, char *out, size_t outlen);
+void spawn_describe_status(int wstatus, char *out, size_t outlen);
 
 /* Sets every field to "none". */
-void cgi_child_init(struct cgi_child *c);
+void spawn_child_init(struct spawn_child *c);
 
 /* Starts spec with posix_spawn: the child gets the three pipes as 0, 1 and
  * 2 and no other descriptor, default signal dispositions, an empty signal
  * mask and a process group of its own. Returns 0, or -1 with errno (ENOENT,
  * EACCES, ENOEXEC when the program cannot be executed); nothing is left
  * open or running then. */
-int cgi_spawn_start(const struct cgi_spawn_spec *spec, struct cgi_child *c);
+int spawn_start(const struct spawn_spec *spec, struct spawn_child *c);
 
 /* Spawn attributes for a clean child: default signal dispositions, an
  * empty signal mask, a process group of its own (so that it and what it
  * starts can be signalled together). Returns 0, or an errno value. Shared
  * with the Perl handler, which spawns its workers the same way. */
-int cgi_spawn_attr_init(posix_spawnattr_t *attr);
+int spawn_attr_init(posix_spawnattr_t *attr);
 
 /* Closes the child's stdin (the script sees the end of its input). */
-void cgi_spawn_close_in(struct cgi_child *c);
+void spawn_close_in(struct spawn_child *c);
 
 /* Sends sig to the child's process group, unless it has been reaped (its
  * group id could then name someone else's processes). */
-void cgi_spawn_signal(struct cgi_child *c, int sig);
+void spawn_signal(struct spawn_child *c, int sig);
+
+/* Whether the child has exited (1, with its status set) or still runs (0),
+ * without reaping it: until it is reaped its pid, and so its process group
+ * id, cannot be reused, so what it left running can still be signalled.
+ * Never blocks. */
+int spawn_peek_exit(struct spawn_child *c);
 
 /* Reaps the child if it has exited; returns 1 when reaped, 0 when it still
  * runs. Never blocks. */
-int cgi_spawn_reap_if_exited(struct cgi_child *c);
+int spawn_reap_if_exited(struct spawn_child *c);
 
 /* Ends the child however it stands: if it still runs, TERM to its group,
  * up to grace_ms for it to exit, then KILL to the group; with kill_group
@@ -76,6 +82,6 @@ int cgi_spawn_reap_if_exited(struct cgi_child *c);
  * (background processes still holding its output). Reaps it and closes
  * every descriptor. Safe to call on a child never started or already
  * ended. */
-void cgi_spawn_end(struct cgi_child *c, unsigned grace_ms, int kill_group);
+void spawn_end(struct spawn_child *c, unsigned grace_ms, int kill_group);
 
 #endif

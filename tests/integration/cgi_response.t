@@ -6,8 +6,9 @@
 use strict;
 use warnings;
 use Test::More;
+use IO::Select;
 use Time::HiRes qw(time);
-use PlxdTest qw(read_file source_dir);
+use PlxdTest qw(read_file source_dir wait_for);
 
 my $fixture = read_file(source_dir() . '/tests/integration/cgi_fixture.pl');
 # "Promptly" below means within 10 s: far from the script timeout (60 s)
@@ -119,9 +120,35 @@ like($raw, qr/\r\n\r\nabc$/, 'longer output: the announced bytes only');
 ok(time - $t0 < 10, '... and the connection closed');
 ok($s->wait_log(qr/f\.pl: printed more than the 3 bytes/), '... logged');
 
-$raw = $s->raw("GET /f.pl?text=chunked HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
-like($raw, qr/Transfer-Encoding: chunked\r\n(?:.*\r\n)?\r\n7\r\nchunked\r\n0\r\n\r\n$/s,
-    'no Content-Length: chunked');
+# Without a Content-Length: a script still printing when its response
+# starts streams chunked; one that had ended gets the length of what it
+# printed (as a .plx does), which keeps an HTTP/1.0 client's connection.
+$raw = $s->raw("GET /f.pl?stream=2 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+like($raw, qr/Transfer-Encoding: chunked\r\n(?:.*\r\n)?\r\n7\r\nline 1\n\r\n7\r\nline 2\n\r\n0\r\n\r\n$/s,
+    'no Content-Length, still printing: chunked');
+{
+    # Ordered by what is observed: the script has printed and exited
+    # before the end of the request body (which it does not read) lets
+    # its response start.
+    my $pidfile = $s->dir . '/whole.pid';
+    my $sock = $s->connect;
+    $sock->syswrite("POST /f.pl?pidfile=$pidfile&text=whole HTTP/1.1\r\nHost: x\r\n"
+        . "Connection: close\r\nContent-Length: 4\r\n\r\n");
+    ok(wait_for(sub { -s $pidfile }), 'the script started');
+    my $pid = do { open my $fh, '<', $pidfile; local $/; my $p = <$fh>; chomp $p; $p };
+    # Ended: gone, or a zombie plxd has not reaped yet.
+    my $ended = sub {
+        open my $fh, '<', "/proc/$pid/stat" or return 1;
+        return (<$fh> // '') =~ /^\d+ \(.*\) Z /;
+    };
+    ok(wait_for($ended), '... and ended');
+    $sock->syswrite('body');
+    my $got = '';
+    my $sel = IO::Select->new($sock);
+    while ($sel->can_read(30)) { last unless sysread($sock, my $buf, 65536); $got .= $buf }
+    like($got, qr/Content-Length: 5\r\n(?:.*\r\n)?\r\nwhole$/s,
+        'no Content-Length, ended before its response: the length of what it printed');
+}
 $raw = $s->raw("GET /f.pl?text=old HTTP/1.0\r\n\r\n");
 like($raw, qr/^HTTP\/1\.[01] 200.*\r\n\r\nold$/s, 'HTTP/1.0: the body ends with the connection');
 
