@@ -2,6 +2,7 @@
  * name. Strict on purpose: a value that does not parse whole is an error,
  * never a silent zero. */
 #include "conf_key.h"
+#include "addr.h"
 #include "alloc.h"
 
 #include <ctype.h>
@@ -29,6 +30,7 @@ const char *conf_type_name(enum conf_type type)
 	case CONF_SIZE: return "size";
 	case CONF_DURATION: return "duration";
 	case CONF_LIST: return "list";
+	case CONF_ADDRS: return "addresses";
 	}
 	return "?";
 }
@@ -148,6 +150,7 @@ int conf_key_set(const struct conf_key *key, void *section, const char *text,
 	unsigned long long number;
 	unsigned long ms;
 	int flag;
+	struct addr_list list;
 
 	switch (key->type) {
 	case CONF_STRING:
@@ -198,6 +201,12 @@ int conf_key_set(const struct conf_key *key, void *section, const char *text,
 			return -1;
 		*(unsigned long *)field = ms;
 		return 0;
+	case CONF_ADDRS:
+		if (addr_list_parse(text, &list, err, errlen) < 0)
+			return -1;
+		addr_list_free(field);
+		*(struct addr_list *)field = list;
+		return 0;
 	}
 	snprintf(err, errlen, "unknown key type");
 	return -1;
@@ -232,6 +241,8 @@ void conf_section_free(const struct conf_key *keys, void *section)
 			char **field = (char **)((char *)section + keys->offset);
 			free(*field);
 			*field = NULL;
+		} else if (keys->type == CONF_ADDRS) {
+			addr_list_free((struct addr_list *)(void *)((char *)section + keys->offset));
 		}
 	}
 }
@@ -260,6 +271,8 @@ int conf_value_equal(const struct conf_key *key, const void *a, const void *b)
 		const char *sa = *(char *const *)(const void *)fa, *sb = *(char *const *)(const void *)fb;
 		return strcmp(sa ? sa : "", sb ? sb : "") == 0;
 	}
+	if (key->type == CONF_ADDRS)
+		return addr_list_equal((const void *)fa, (const void *)fb);
 	return memcmp(fa, fb, value_size(key->type)) == 0;
 }
 
@@ -272,6 +285,11 @@ void conf_value_copy(const struct conf_key *key, void *dst, const void *src)
 		const char *s = *(char *const *)(const void *)fs;
 		free(*d);
 		*d = s ? xstrdup(s) : NULL;
+		return;
+	}
+	if (key->type == CONF_ADDRS) {
+		addr_list_free((void *)fd);
+		addr_list_copy((void *)fd, (const void *)fs);
 		return;
 	}
 	memcpy(fd, fs, value_size(key->type));

@@ -14,7 +14,9 @@ enum conf_type {
 	CONF_UINT,     /* unsigned long, within [min, max] */
 	CONF_SIZE,     /* unsigned long long bytes, with an optional K, M or G suffix */
 	CONF_DURATION, /* unsigned long milliseconds: "500ms", "2s", "3m", a bare number is seconds */
-	CONF_LIST      /* char *, whitespace-separated words, kept as written */
+	CONF_LIST,     /* char *, whitespace-separated words, kept as written */
+	CONF_ADDRS     /* struct addr_list (addr.h): IP addresses and ADDR/BITS ranges,
+			  whitespace-separated, parsed into binary ranges at load */
 };
 
 /* An extra check for a value that parsed; returns NULL when fine, or a
@@ -51,7 +53,7 @@ int conf_key_set(const struct conf_key *key, void *section, const char *text,
 int conf_section_defaults(const struct conf_key *keys, void *section, const char *base_dir,
 		char *err, size_t errlen);
 
-/* Frees the strings a table's section struct owns. */
+/* Frees what a table's section struct owns (strings, address lists). */
 void conf_section_free(const struct conf_key *keys, void *section);
 
 const char *conf_type_name(enum conf_type type);

@@ -26,7 +26,6 @@
 
 static const char *check_listen(const char *value);
 static const char *check_log_level(const char *value);
-static const char *check_addresses(const char *value);
 
 #define SERVER_KEY(n, t, field, def, ...) \
 	{ .name = n, .type = t, .offset = offsetof(struct server_conf, field), \
@@ -64,8 +63,10 @@ const struct conf_key server_keys[] = {
 		.help = "request body size at most; larger gets 413"),
 	SERVER_KEY("shutdown_timeout", CONF_DURATION, shutdown_timeout_ms, "10s", .max = 3600 * 1000,
 		.help = "on SIGTERM or SIGINT, wait this long for requests in flight to finish"),
-	SERVER_KEY("trusted_proxies", CONF_LIST, trusted_proxies, "", .check = check_addresses,
-		.help = "addresses of reverse proxies whose X-Forwarded-For and X-Forwarded-Proto are believed"),
+	SERVER_KEY("trusted_proxies", CONF_ADDRS, trusted_proxies, "",
+		.help = "reverse proxies whose X-Forwarded-For and X-Forwarded-Proto are believed, "
+			"and to which per_ip_connections never applies: IP addresses and CIDR ranges "
+			"(10.0.0.0/8, fd00::/8) separated by spaces"),
 	SERVER_KEY("error_log", CONF_PATH, error_log, "-",
 		.help = "error log file, - for stderr"),
 	SERVER_KEY("access_log", CONF_PATH, access_log, "-",
@@ -131,27 +132,6 @@ static const char *check_log_level(const char *value)
 {
 	enum log_level level;
 	return log_level_parse(value, &level) < 0 ? "expected error, warn, info or debug" : NULL;
-}
-
-static const char *check_addresses(const char *value)
-{
-	char word[INET6_ADDRSTRLEN + 1];
-	unsigned char buf[sizeof(struct in6_addr)];
-	const char *p = value;
-	while (*p) {
-		p += strspn(p, " \t");
-		size_t n = strcspn(p, " \t");
-		if (n == 0)
-			break;
-		if (n >= sizeof word)
-			return "expected IP addresses separated by spaces";
-		memcpy(word, p, n);
-		word[n] = '\0';
-		if (inet_pton(AF_INET, word, buf) != 1 && inet_pton(AF_INET6, word, buf) != 1)
-			return "expected IP addresses separated by spaces";
-		p += n;
-	}
-	return NULL;
 }
 
 /* ---- reading the file ---------------------------------------------------- */

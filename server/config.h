@@ -7,6 +7,7 @@
 
 #include <stddef.h>
 
+#include "addr.h"
 #include "conf_key.h"
 #include "req_limits.h"
 
@@ -27,7 +28,7 @@ struct server_conf {
 	unsigned long long max_header_size;
 	unsigned long long max_body;
 	unsigned long shutdown_timeout_ms;
-	char *trusted_proxies;
+	struct addr_list trusted_proxies;
 	char *error_log;
 	char *access_log;
 	char *log_level;

@@ -150,19 +150,7 @@ static unsigned bucket_of(const unsigned char key[16])
 static int is_trusted_proxy(const struct sockaddr *sa)
 {
 	struct site *site = site_acquire();
-	int trusted = 0;
-	if (site) {
-		char addr[INET6_ADDRSTRLEN];
-		log_format_addr(sa, addr, sizeof addr);
-		const char *p = site->config->server.trusted_proxies;
-		size_t alen = strlen(addr);
-		while (p && *p && !trusted) {
-			p += strspn(p, " \t");
-			size_t n = strcspn(p, " \t");
-			trusted = n == alen && memcmp(p, addr, n) == 0;
-			p += n;
-		}
-	}
+	int trusted = site && addr_list_match(&site->config->server.trusted_proxies, sa);
 	site_release(site);
 	return trusted;
 }

@@ -49,7 +49,7 @@ static void print_keys(FILE *out, const char *section, const struct conf_key *ke
 {
 	fprintf(out, "\n[%s]\n", section);
 	for (; keys->name; keys++) {
-		fprintf(out, "  %-24s %-8s default: %s%s\n      %s\n", keys->name,
+		fprintf(out, "  %-24s %-9s default: %s%s\n      %s\n", keys->name,
 				conf_type_name(keys->type),
 				keys->default_value && *keys->default_value ? keys->default_value : "(empty)",
 				keys->flags & CONF_RESTART ? "  (changes need a restart)" : "",
@@ -61,7 +61,7 @@ static void print_handler_keys(const struct plxd_handler *h, int builtin, void *
 {
 	print_keys(ctx, h->name, h->keys);
 	if (!builtin) /* built-in handlers have no file to load */
-		fprintf(ctx, "  %-24s %-8s default: %s\n      %s\n", "load", "path", "(found by name)",
+		fprintf(ctx, "  %-24s %-9s default: %s\n      %s\n", "load", "path", "(found by name)",
 			"shared object to load this handler from");
 }
 

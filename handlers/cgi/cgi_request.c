@@ -114,7 +114,7 @@ char **cgi_request_env(struct plxd_request *r, const char *path, int pass_author
 		.path = path,
 		.server_software = "plxd/" PLXD_VERSION,
 		.pass_authorization = pass_authorization,
-		.trusted_proxies = server->trusted_proxies,
+		.trusted_proxies = &server->trusted_proxies,
 		.extra = extra,
 	};
 	char **env = cgi_env_build(&req, &opt);

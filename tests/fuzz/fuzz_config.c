@@ -20,6 +20,7 @@ struct every_type {
 	unsigned long long size;
 	unsigned long ms;
 	char *list;
+	struct addr_list addrs;
 };
 
 static const char *check_word(const char *value)
@@ -39,6 +40,7 @@ static const struct conf_key keys[] = {
 	KEY("size", CONF_SIZE, size, "1K", .max = 1ULL << 40),
 	KEY("ms", CONF_DURATION, ms, "2s"),
 	KEY("list", CONF_LIST, list, "a b"),
+	KEY("addrs", CONF_ADDRS, addrs, "127.0.0.0/8 ::1"),
 	CONF_KEYS_END
 };
 

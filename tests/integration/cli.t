@@ -31,6 +31,8 @@ like($out, qr/^  load\s+path/m, 'the load key is listed for modules');
 my ($static_help) = $out =~ /^\[static\]\n(.*?)(?=^\[|\z)/ms;
 unlike($static_help // '', qr/^  load\s/m, 'but not for the built-in static handler');
 like($out, qr/changes need a restart/, 'keys that need a restart say so');
+like($out, qr/^  trusted_proxies\s+addresses\s+default: \(empty\)\n.*CIDR ranges \(10\.0\.0\.0\/8, fd00::\/8\)/m,
+    'trusted_proxies: a list of addresses and CIDR ranges');
 
 ($status, $out, $err) = run_plxd('--bogus');
 is($status >> 8, 1, 'an unknown option exits 1');

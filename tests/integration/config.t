@@ -34,6 +34,12 @@ my @cases = (
     [ "[server]\nroot = root\n[echo]\nmax_sleep = forever\n", 4, qr/\[echo\] max_sleep: 'forever' is not a duration/, 'unmapped handler value validated' ],
     [ "[server]\nroot = root\n[handlers]\n.x = nosuch\n", 4, qr/\[handlers\] \.x: no handler called 'nosuch'/, 'unknown handler' ],
     [ "[server]\nroot = root\n[echo]\nload = /nonexistent/echo.so\n", 0, qr/cannot load handler module \/nonexistent\/echo\.so/, 'bad load path' ],
+    [ "[server]\nroot = root\ntrusted_proxies = 10.0.0.0/8 127.0.0.0/33\n", 3,
+      qr/\[server\] trusted_proxies: '127\.0\.0\.0\/33': the prefix length must be 32 at most/, 'bad trusted_proxies range' ],
+    [ "[server]\nroot = root\ntrusted_proxies = 10.0.0.1/8\n", 3,
+      qr/\[server\] trusted_proxies: '10\.0\.0\.1\/8': the address has bits set past its \/8 prefix/, 'trusted_proxies range with host bits' ],
+    [ "[server]\nroot = root\ntrusted_proxies = proxy.example\n", 3,
+      qr/\[server\] trusted_proxies: 'proxy\.example' is not an IP address/, 'trusted_proxies host name' ],
 );
 for my $c (@cases) {
     my ($text, $line, $re, $name) = @$c;
