@@ -36,6 +36,7 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
+#include "addr.h"
 #include "conf_key.h"
 
 #define PLXD_HANDLER_ABI 2
@@ -144,12 +145,17 @@ const char *plxd_request_header(struct plxd_request *r, const char *name);
  * end, or -1 with errno. */
 ssize_t plxd_body_read(struct plxd_request *r, void *buf, size_t len);
 
-/* The [server] settings this request runs under (config.h has the struct):
- * tmp_dir, trusted_proxies, max_body... Valid until finished() returns. */
-struct server_conf;
-const struct server_conf *plxd_server_conf(struct plxd_request *r);
+/* The [server] settings this request runs under: those of the
+ * configuration it was routed by (a reload may change them for the next
+ * request). Modules read the core's configuration only through these.
+ * Valid until finished() returns. */
+const char *plxd_tmp_dir(struct plxd_request *r);   /* tmp_dir: folder for temp files */
+uint64_t plxd_max_body(struct plxd_request *r);     /* max_body: bytes of request body */
+/* trusted_proxies, parsed at load: match a peer with addr_list_match. */
+const struct addr_list *plxd_trusted_proxies(struct plxd_request *r);
 
-/* The [request] limits this request runs under (req_limits.h). */
+/* The [request] limits this request runs under, for req_limits_env
+ * (req_limits.h); a module needs no field of it. */
 struct req_limits;
 const struct req_limits *plxd_request_limits(struct plxd_request *r);
 

@@ -387,9 +387,19 @@ static unsigned route(struct request *r, const char *target)
 	return 0;
 }
 
-const struct server_conf *plxd_server_conf(struct plxd_request *pub)
+const char *plxd_tmp_dir(struct plxd_request *pub)
 {
-	return &REQUEST_OF(pub)->site->config->server;
+	return REQUEST_OF(pub)->site->config->server.tmp_dir;
+}
+
+uint64_t plxd_max_body(struct plxd_request *pub)
+{
+	return REQUEST_OF(pub)->site->config->server.max_body;
+}
+
+const struct addr_list *plxd_trusted_proxies(struct plxd_request *pub)
+{
+	return &REQUEST_OF(pub)->site->config->server.trusted_proxies;
 }
 
 const struct req_limits *plxd_request_limits(struct plxd_request *pub)

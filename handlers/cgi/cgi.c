@@ -8,7 +8,6 @@
 #include "cgi_request.h"
 #include "cgi_run.h"
 #include "cgi_spawn.h"
-#include "config.h"
 #include "handler.h"
 #include "log.h"
 #include "req_limits.h"
@@ -280,9 +279,8 @@ static int cgi_req_spawn(struct cgi_req *q)
 {
 	struct plxd_request *r = q->r;
 	const struct cgi_conf *conf = q->conf;
-	const struct server_conf *server = plxd_server_conf(r);
-	cgi_run_init(&q->run, q->script, conf->timeout_ms, conf->linger_ms, server->max_body,
-			server->tmp_dir);
+	cgi_run_init(&q->run, q->script, conf->timeout_ms, conf->linger_ms, plxd_max_body(r),
+			plxd_tmp_dir(r));
 
 	char **env = cgi_request_env(r, conf->path, conf->pass_authorization,
 			q->state->perl5lib[0] ? q->state->perl5lib : NULL);

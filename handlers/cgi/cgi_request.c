@@ -3,7 +3,6 @@
 #include "cgi_request.h"
 #include "cgi_env.h"
 #include "cgi_reply.h"
-#include "config.h"
 #include "handler.h"
 #include "log.h"
 #include "req_limits.h"
@@ -75,7 +74,6 @@ char **cgi_request_env(struct plxd_request *r, const char *path, int pass_author
 	char root[PATH_MAX];
 	snprintf(root, sizeof root, "%.*s", (int)root_len, r->root);
 
-	const struct server_conf *server = plxd_server_conf(r);
 	struct cgi_env_request req = {
 		.method = r->method,
 		.protocol = r->version,
@@ -101,7 +99,7 @@ char **cgi_request_env(struct plxd_request *r, const char *path, int pass_author
 		.header_count = headers.n,
 	};
 
-	char **limits = req_limits_env(plxd_request_limits(r), server->tmp_dir);
+	char **limits = req_limits_env(plxd_request_limits(r), plxd_tmp_dir(r));
 	size_t nlimits = 0;
 	while (limits[nlimits])
 		nlimits++;
@@ -114,7 +112,7 @@ char **cgi_request_env(struct plxd_request *r, const char *path, int pass_author
 		.path = path,
 		.server_software = "plxd/" PLXD_VERSION,
 		.pass_authorization = pass_authorization,
-		.trusted_proxies = &server->trusted_proxies,
+		.trusted_proxies = plxd_trusted_proxies(r),
 		.extra = extra,
 	};
 	char **env = cgi_env_build(&req, &opt);

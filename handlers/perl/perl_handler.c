@@ -16,7 +16,6 @@
 #include "cgi_env.h"
 #include "cgi_request.h"
 #include "cgi_reply.h"
-#include "config.h"
 #include "handler.h"
 #include "log.h"
 #include "perl_conf.h"
