@@ -91,6 +91,13 @@ struct plxd_handler {
 	const char *name;             /* as named in [handlers] and its [section] */
 	const struct conf_key *keys;  /* its [section]'s keys, CONF_KEYS_END last */
 	size_t conf_size;             /* bytes of the struct those keys fill */
+	/* Optional: a shared library (its soname, "libperl.so.5.36") whose
+	 * symbols this module needs global. plxd loads every module
+	 * RTLD_LOCAL, then opens this library RTLD_GLOBAL (loading it, or
+	 * promoting the copy the module linked) before start(). For a module
+	 * that embeds Perl: Debian's XS modules (POSIX.so, ...) do not link
+	 * libperl and resolve Perl_* in the global scope. */
+	const char *global_library;
 
 	/* Returns 0, or -1 after logging why (plxd then refuses to start). */
 	int (*start)(const void *conf, void **state);

@@ -104,4 +104,27 @@ like($l->error_log, qr/echo: started/, 'start() was called');
 $l->stop;
 like($l->error_log, qr/echo: stopped/, 'stop() was called at shutdown');
 
+# How modules are loaded (server/modules.c): RTLD_LOCAL, so that no module
+# sees another's symbols; libperl global only once a module names it as its
+# global_library. The probes (tests/modules/probe.c) log what they see.
+my $probes = build_dir() . '/tests/modules';
+my $local = PlxdTest->start(
+    sections => { probe_a => { load => "$probes/probe_a.so" }, probe_b => { load => "$probes/probe_b.so" } });
+my $seen = $local->error_log;
+like($seen, qr/probe_b: plxd_probe_a is not visible/, 'a module loaded first is RTLD_LOCAL: the next one does not see its symbols');
+like($seen, qr/probe_a: plxd_probe_b is not visible/, '... nor the other way round');
+like($seen, qr/probe_b: plxd_log is visible/, "plxd's own exported symbols are");
+like($seen, qr/probe_b: Perl_xs_handshake is not visible/, "libperl's are not, when no module asked for them");
+$local->stop;
+SKIP: {
+    skip 'perl has no shared libperl here', 3 unless -e "$probes/probe_perl.so";
+    my $global = PlxdTest->start(
+        sections => { probe_b => { load => "$probes/probe_b.so" }, probe_perl => { load => "$probes/probe_perl.so" } });
+    $seen = $global->error_log;
+    like($seen, qr/probe_perl: Perl_xs_handshake is visible/, 'a module naming libperl as its global_library gets its symbols global');
+    like($seen, qr/probe_b: Perl_xs_handshake is visible/, '... in the global scope, where XS modules look for them');
+    like($seen, qr/probe_perl: plxd_probe_b is not visible/, '... and it is still loaded RTLD_LOCAL itself');
+    $global->stop;
+}
+
 done_testing;
