@@ -38,8 +38,10 @@
 
 #include "addr.h"
 #include "conf_key.h"
-
-#define PLXD_HANDLER_ABI 2
+/* PLXD_HANDLER_ABI: the start of a SHA-256 of this file and of the plxd
+ * headers it includes, computed by CMake. A module built against another
+ * version of them is refused at load. */
+#include "handler_abi.h"
 
 struct MHD_Connection;
 struct MHD_Response;

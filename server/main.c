@@ -40,7 +40,7 @@ static void usage(FILE *out)
 		"                       port 0 picks a free port\n"
 		"  -r, --root DIR       document root, overrides [server] root\n"
 		"      --check          validate the configuration and exit (0 valid, 1 not)\n"
-		"  -V, --version        print the version and exit\n"
+		"  -V, --version        print the version and the handler interface and exit\n"
 		"  -h, --help           print this help and every configuration key\n",
 		PLXD_DEFAULT_CONFIG);
 }
@@ -103,7 +103,8 @@ static int parse_args(int argc, char **argv, struct options *o)
 			o->check = 1;
 			break;
 		case 'V':
-			printf("plxd %s (%s)\n", PLXD_VERSION, PLXD_GIT_REVISION);
+			printf("plxd %s (%s)\nhandler interface %08x\n", PLXD_VERSION, PLXD_GIT_REVISION,
+					PLXD_HANDLER_ABI);
 			exit(0);
 		case 'h':
 			help();

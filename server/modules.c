@@ -89,8 +89,9 @@ static const struct plxd_handler *load_module(const char *path, const char *name
 		return NULL;
 	}
 	if (h->abi != PLXD_HANDLER_ABI) {
-		snprintf(err, errlen, "%s was built for handler interface %u, plxd has %u", path,
-				h->abi, PLXD_HANDLER_ABI);
+		snprintf(err, errlen, "%s was built for handler interface %08x, this plxd has %08x: "
+				"rebuild the module against this plxd's server/handler.h", path, h->abi,
+				PLXD_HANDLER_ABI);
 		dlclose(dl);
 		return NULL;
 	}

@@ -8,6 +8,7 @@ use PlxdTest qw(run_plxd source_dir read_file);
 my ($status, $out, $err) = run_plxd('--version');
 is($status, 0, '--version exits 0');
 like($out, qr/^plxd \d+\.\d+\.\d+ \(\w+\)$/m, '--version prints version and revision');
+like($out, qr/^handler interface [0-9a-f]{8}$/m, '... and the handler interface modules are built for');
 
 ($status, $out, $err) = run_plxd('--help');
 is($status, 0, '--help exits 0');

@@ -5,6 +5,7 @@
 use strict;
 use warnings;
 use Test::More;
+use Digest::SHA ();
 use File::Copy qw(copy);
 use IO::Select;
 use PlxdTest qw(build_dir wait_for);
@@ -126,5 +127,23 @@ SKIP: {
     like($seen, qr/probe_perl: plxd_probe_b is not visible/, '... and it is still loaded RTLD_LOCAL itself');
     $global->stop;
 }
+
+# The module interface's version: a SHA-256 of server/handler.h and the
+# server/ headers it includes (CMakeLists.txt), shown by --version. A module
+# built for another one is refused, naming its file.
+my ($status, $version) = PlxdTest::run_plxd('--version');
+my ($abi) = $version =~ /^handler interface ([0-9a-f]{8})$/m;
+ok($abi, '--version shows the handler interface') or diag($version);
+my $server = PlxdTest::source_dir() . '/server';
+my $handler_h = PlxdTest::read_file("$server/handler.h");
+my @included = grep { -e "$server/$_" } $handler_h =~ /^#include "([A-Za-z0-9_]+\.h)"/mg;
+is($abi, substr(Digest::SHA::sha256_hex(join '', $handler_h, map { PlxdTest::read_file("$server/$_") } @included), 0, 8),
+    '... which is the start of a SHA-256 of handler.h and ' . join(', ', @included));
+my $conf_dir = File::Temp::tempdir(CLEANUP => 1);
+PlxdTest::write_file("$conf_dir/plxd.conf", "[server]\nroot = $conf_dir\n[probe_old]\nload = $probes/probe_old.so\n");
+my ($st, $out, $err) = PlxdTest::run_plxd('--check', '--config', "$conf_dir/plxd.conf");
+is($st >> 8, 1, 'a module built for another handler interface is refused');
+like($err, qr{^\Q$conf_dir\E/plxd\.conf:3: \[probe_old\]: unknown section: \Q$probes\E/probe_old\.so was built for handler interface 00000002, this plxd has $abi: rebuild the module against this plxd's server/handler\.h$}m,
+    '... with a line naming the file and both versions') or diag($err);
 
 done_testing;
