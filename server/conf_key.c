@@ -12,12 +12,24 @@
 #include <string.h>
 #include <strings.h>
 
-const struct conf_key *conf_key_find(const struct conf_key *keys, const char *name)
+static const struct conf_key *find_row(const struct conf_key *keys, const char *name)
 {
 	for (; keys && keys->name; keys++)
 		if (strcmp(keys->name, name) == 0)
 			return keys;
 	return NULL;
+}
+
+const struct conf_key *conf_key_find(const struct conf_key *keys, const char *name)
+{
+	const struct conf_key *key = find_row(keys, name);
+	if (key && key->type == CONF_ALIAS) {
+		/* One step only: an alias of an alias is a table's mistake. */
+		key = key->alias_of ? find_row(keys, key->alias_of) : NULL;
+		if (key && key->type == CONF_ALIAS)
+			key = NULL;
+	}
+	return key;
 }
 
 const char *conf_type_name(enum conf_type type)
@@ -31,6 +43,7 @@ const char *conf_type_name(enum conf_type type)
 	case CONF_DURATION: return "duration";
 	case CONF_LIST: return "list";
 	case CONF_ADDRS: return "addresses";
+	case CONF_ALIAS: return "alias";
 	}
 	return "?";
 }
@@ -207,6 +220,8 @@ int conf_key_set(const struct conf_key *key, void *section, const char *text,
 		addr_list_free(field);
 		*(struct addr_list *)field = list;
 		return 0;
+	case CONF_ALIAS:
+		break;
 	}
 	snprintf(err, errlen, "unknown key type");
 	return -1;
@@ -273,6 +288,8 @@ int conf_value_equal(const struct conf_key *key, const void *a, const void *b)
 	}
 	if (key->type == CONF_ADDRS)
 		return addr_list_equal((const void *)fa, (const void *)fb);
+	if (key->type == CONF_ALIAS)
+		return 1;
 	return memcmp(fa, fb, value_size(key->type)) == 0;
 }
 
@@ -292,5 +309,7 @@ void conf_value_copy(const struct conf_key *key, void *dst, const void *src)
 		addr_list_copy((void *)fd, (const void *)fs);
 		return;
 	}
+	if (key->type == CONF_ALIAS)
+		return;
 	memcpy(fd, fs, value_size(key->type));
 }

@@ -160,6 +160,7 @@ struct parse {
 	size_t nsections;
 	char *errors;
 	size_t nerrors;
+	char *warnings;
 	char *line_buf;
 	size_t line_cap;
 	size_t *route_sections; /* index into config->handlers, per route */
@@ -180,6 +181,22 @@ static void add_error(struct parse *p, const char *fmt, ...)
 	free(p->errors);
 	p->errors = joined;
 	p->nerrors++;
+}
+
+static void add_warning(struct parse *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void add_warning(struct parse *p, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	char *msg;
+	if (vasprintf(&msg, fmt, ap) < 0)
+		msg = NULL;
+	va_end(ap);
+	char *joined = xasprintf("%s%s%s", p->warnings ? p->warnings : "", p->warnings ? "\n" : "",
+			msg ? msg : "?");
+	free(msg);
+	free(p->warnings);
+	p->warnings = joined;
 }
 
 /* Where an entry came from, for messages: "conf/plxd.conf:12" or "--listen". */
@@ -339,6 +356,24 @@ static struct handler_section *add_section(struct parse *p, struct config *c, co
 	return s;
 }
 
+/* Whether e, which sets key under an old name, repeats a key the file
+ * already set under its other name (reported as a duplicate, like the same
+ * name twice: which one would win is not obvious to a reader). */
+static int renamed_twice(struct parse *p, struct entry *e, const struct conf_key *key,
+		const struct conf_key *keys)
+{
+	for (struct entry *o = p->entries; o < p->entries + p->nentries; o++) {
+		if (o == e || o->origin || e->origin || strcmp(o->section, e->section) != 0
+				|| strcmp(o->key, e->key) == 0 || conf_key_find(keys, o->key) != key)
+			continue;
+		struct entry *later = o->line > e->line ? o : e, *first = later == o ? e : o;
+		entry_error(p, later, "duplicate key (first set on line %u as %s; %s is the old name of %s)",
+				first->line, first->key, e->key, key->name);
+		return 1;
+	}
+	return 0;
+}
+
 static void set_values(struct parse *p, const char *section, const struct conf_key *keys,
 		void *target, const char *base_dir)
 {
@@ -353,6 +388,14 @@ static void set_values(struct parse *p, const char *section, const struct conf_k
 		if (!key) {
 			entry_error(p, e, "unknown key (plxd --help lists the keys of each section)");
 			continue;
+		}
+		if (strcmp(key->name, e->key) != 0 && !renamed_twice(p, e, key, keys)) {
+			if (e->origin)
+				add_warning(p, "%s: [%s] %s is deprecated: it is now called %s", e->origin,
+						section, e->key, key->name);
+			else
+				add_warning(p, "%s:%u: [%s] %s is deprecated: it is now called %s",
+						p->file, e->line, section, e->key, key->name);
 		}
 		char err[512];
 		char cwd[PATH_MAX];
@@ -417,6 +460,7 @@ static void parse_free(struct parse *p)
 	free(p->line_buf);
 	free(p->route_sections);
 	free(p->errors);
+	free(p->warnings);
 }
 
 /* [static] deny, as the static section's own row stores it: the key
@@ -515,6 +559,8 @@ struct config *config_load(const char *file, const struct config_override *overr
 		return NULL;
 	}
 	*errors = NULL;
+	c->warnings = p.warnings;
+	p.warnings = NULL;
 	parse_free(&p);
 	return c;
 }
@@ -534,6 +580,7 @@ void config_free(struct config *c)
 		free(c->routes[i].ext);
 	free(c->routes);
 	deny_destroy(c->deny);
+	free(c->warnings);
 	free(c->file);
 	free(c);
 }

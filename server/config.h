@@ -55,6 +55,11 @@ struct route {
 
 struct config {
 	char *file;        /* as given, for messages */
+	/* Lines worth logging that are no error (an old key name used), one
+	 * per line, each naming file, line and key; NULL when there are none.
+	 * config_load cannot log them itself: plxd opens its logs only once it
+	 * has a configuration. */
+	char *warnings;
 	struct server_conf server;
 	struct req_limits request;  /* [request]: limits for parsing parameters */
 	struct handler_section *handlers;

@@ -1,6 +1,6 @@
 /* Fuzzes config_load on a file: the input is written to a memfd and read
  * back through /proc/self/fd, with fake handlers whose keys cover every
- * type. A config comes back with no errors, or NULL with errors; either
+ * type (an alias too). A config comes back with no errors, or NULL with errors; either
  * way nothing leaks (ASan) and every route leads to a handler. */
 #include "config.h"
 #include "handler.h"
@@ -41,6 +41,7 @@ static const struct conf_key keys[] = {
 	KEY("ms", CONF_DURATION, ms, "2s"),
 	KEY("list", CONF_LIST, list, "a b"),
 	KEY("addrs", CONF_ADDRS, addrs, "127.0.0.0/8 ::1"),
+	CONF_ALIAS_KEY("old_size", "size"),
 	CONF_KEYS_END
 };
 

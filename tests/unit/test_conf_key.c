@@ -35,6 +35,9 @@ static const struct conf_key keys[] = {
 	  .offset = offsetof(struct sample, ms), .help = "h" },
 	{ .name = "peers", .type = CONF_ADDRS, .default_value = "127.0.0.1",
 	  .offset = offsetof(struct sample, peers), .help = "h" },
+	CONF_ALIAS_KEY("old_size", "size"),
+	CONF_ALIAS_KEY("old_old_size", "old_size"),
+	CONF_ALIAS_KEY("lost", "nowhere"),
 	CONF_KEYS_END
 };
 
@@ -120,6 +123,15 @@ int main(void)
 			&& !conf_value_equal(conf_key_find(keys, "peers"), &s, &t), "order counts");
 	ok(set(&t, "peers", "") == 0 && t.peers.n == 0, "an empty list");
 	is_str(conf_type_name(CONF_ADDRS), "addresses", "its type name, for --help");
+
+	/* Aliases: the old name finds the current row; a bad alias finds
+	 * nothing; walkers skip alias rows. */
+	const struct conf_key *k = conf_key_find(keys, "old_size");
+	ok(k && strcmp(k->name, "size") == 0, "an alias finds the row it names");
+	ok(set(&s, "old_size", "2K") == 0 && s.size == 2048, "and sets its value");
+	ok(conf_key_find(keys, "old_old_size") == NULL, "an alias of an alias finds nothing");
+	ok(conf_key_find(keys, "lost") == NULL, "an alias of no row finds nothing");
+	ok(conf_value_equal(&keys[7], &s, &t), "an alias row holds no value to compare");
 
 	conf_section_free(keys, &s);
 	conf_section_free(keys, &t);

@@ -18,6 +18,7 @@ static const struct conf_key fake_keys[] = {
 	  .offset = offsetof(struct fake_conf, word), .help = "h" },
 	{ .name = "n", .type = CONF_UINT, .default_value = "1", .max = 5,
 	  .offset = offsetof(struct fake_conf, n), .help = "h" },
+	CONF_ALIAS_KEY("count", "n"),
 	CONF_KEYS_END
 };
 
@@ -217,6 +218,30 @@ int main(void)
 	c = load_text("[server]\nlisten = 127.0.0.1:0\n", &errors);
 	ok(c && c->server.trusted_proxies.n == 0, "trusted_proxies: none by default");
 	config_free(c);
+
+	/* A renamed key: the old name works, with a warning naming file,
+	 * line, old and new name; both names at once is a duplicate. */
+	c = load_text("[fake]\nword = x\ncount = 3\n", &errors);
+	const struct handler_section *fs = NULL;
+	for (size_t i = 0; c && i < c->nhandlers; i++)
+		if (c->handlers[i].handler == &fake)
+			fs = &c->handlers[i];
+	ok(c && fs && fs->handler == &fake && ((struct fake_conf *)fs->conf)->n == 3,
+			"an old key name sets the key (%s)", errors ? errors : "");
+	char where[256];
+	snprintf(where, sizeof where, "%s:3: [fake] count is deprecated: it is now called n", path);
+	ok(c && c->warnings && strcmp(c->warnings, where) == 0, "one warning, naming file, line and "
+			"both names: %s", c && c->warnings ? c->warnings : "none");
+	config_free(c);
+	c = load_text("[fake]\nn = 3\n", &errors);
+	ok(c && !c->warnings, "no warning under the current name");
+	config_free(c);
+	fails("[fake]\ncount = 3\nn = 4\n", 3,
+			"[fake] n: duplicate key (first set on line 2 as count; count is the old name of n)",
+			"old and new name both set");
+	fails("[fake]\nn = 4\nword = x\ncount = 3\n", 4,
+			"[fake] count: duplicate key (first set on line 2 as n; count is the old name of n)",
+			"new and old name both set");
 
 	c = config_load("/nonexistent/plxd.conf", NULL, 0, find, NULL, &errors);
 	ok(!c && errors && strstr(errors, "/nonexistent/plxd.conf: cannot open: No such file"),
