@@ -768,7 +768,7 @@ static int perl_handle(struct plxd_request *r)
 	q->in = -1;
 	q->declared = -1;
 	q->client = client_fd(r);
-	cgi_reply_init(&q->reply, (size_t)conf->max_header_size);
+	cgi_reply_init(&q->reply, (size_t)conf->max_script_header_size);
 	r->data = q;
 
 	/* The environment a .pl script gets, PERL5LIB and [request] included. */

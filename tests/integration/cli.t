@@ -34,6 +34,12 @@ unlike($static_help // '', qr/^  load\s/m, 'but not for the built-in static hand
 like($out, qr/changes need a restart/, 'keys that need a restart say so');
 like($out, qr/^  trusted_proxies\s+addresses\s+default: \(empty\)\n.*CIDR ranges \(10\.0\.0\.0\/8, fd00::\/8\)/m,
     'trusted_proxies: a list of addresses and CIDR ranges');
+for my $section (qw(cgi perl)) {
+    my ($help) = $out =~ /^\[$section\]\n(.*?)(?=^\[|\z)/ms;
+    like($help // '', qr/^  max_script_header_size\s+size\s+default: 64K/m, "[$section] max_script_header_size");
+    like($help // '', qr/^  max_header_size\s+alias\s+the old name of max_script_header_size \(deprecated\)$/m,
+        "[$section] max_header_size, its old name, is listed as such");
+}
 
 ($status, $out, $err) = run_plxd('--bogus');
 is($status >> 8, 1, 'an unknown option exits 1');
