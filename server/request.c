@@ -71,27 +71,6 @@ struct request {
 
 #define REQUEST_OF(pub) ((struct request *)(void *)((char *)(pub) - offsetof(struct request, pub)))
 
-static const char *reason(unsigned status)
-{
-	switch (status) {
-	case 400: return "Bad Request";
-	case 403: return "Forbidden";
-	case 404: return "Not Found";
-	case 405: return "Method Not Allowed";
-	case 408: return "Request Timeout";
-	case 413: return "Content Too Large";
-	case 414: return "URI Too Long";
-	case 416: return "Range Not Satisfiable";
-	case 431: return "Request Header Fields Too Large";
-	case 500: return "Internal Server Error";
-	case 501: return "Not Implemented";
-	case 502: return "Bad Gateway";
-	case 503: return "Service Unavailable";
-	case 504: return "Gateway Timeout";
-	default: return "Error";
-	}
-}
-
 int plxd_respond(struct plxd_request *pub, unsigned status, struct MHD_Response *response)
 {
 	struct request *r = REQUEST_OF(pub);
@@ -114,10 +93,11 @@ int plxd_respond(struct plxd_request *pub, unsigned status, struct MHD_Response 
 int plxd_respond_error(struct plxd_request *pub, unsigned status)
 {
 	char page[256];
+	const char *reason = MHD_get_reason_phrase_for(status); /* "Unknown" if it has none */
 	int len = snprintf(page, sizeof page,
 			"<!DOCTYPE html>\n<html><head><title>%u %s</title></head>"
 			"<body><h1>%u %s</h1></body></html>\n",
-			status, reason(status), status, reason(status));
+			status, reason, status, reason);
 	struct MHD_Response *resp = MHD_create_response_from_buffer((size_t)len, page,
 			MHD_RESPMEM_MUST_COPY);
 	if (!resp)

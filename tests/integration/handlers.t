@@ -31,6 +31,8 @@ like($res->{content}, qr/^path_info \/more\/path$/m, 'PATH_INFO after the file')
 
 is($s->get('/plain.txt')->{content}, "plain\n", 'unmapped files go to the static handler');
 is($s->get('/missing.echo')->{status}, 404, 'a missing script is 404 before any handler');
+like($s->get('/missing.echo')->{content}, qr{<title>404 Not Found</title>.*<h1>404 Not Found</h1>}s,
+    "plxd's error page names the status with libmicrohttpd's reason phrase");
 
 # Bodies: small (memory), large (temp file), chunked.
 my $small = 'a=1&b=2';
@@ -49,6 +51,7 @@ like($res->{content}, qr/^body_length 300$/m, 'a chunked body is spooled whole')
 my $raw = $s->raw("POST /a.echo HTTP/1.1\r\nHost: x\r\nContent-Length: 3000000\r\n\r\n");
 like($raw, qr{^HTTP/1\.1 413 }, 'Content-Length over max_body is 413');
 like($raw, qr/^Connection: close\r$/mi, 'and closes the connection');
+like($raw, qr{<h1>413 Content Too Large</h1>}, "its page, with libmicrohttpd's phrase for 413 (RFC 9110's)");
 my $chunked = "POST /a.echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n";
 $chunked .= sprintf("%x\r\n%s\r\n", 65536, 'z' x 65536) for 1 .. 40;
 $chunked .= "0\r\n\r\n";
