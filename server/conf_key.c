@@ -2,6 +2,7 @@
  * name. Strict on purpose: a value that does not parse whole is an error,
  * never a silent zero. */
 #include "conf_key.h"
+#include "addr.h"
 #include "alloc.h"
 
 #include <ctype.h>
@@ -11,12 +12,24 @@
 #include <string.h>
 #include <strings.h>
 
-const struct conf_key *conf_key_find(const struct conf_key *keys, const char *name)
+static const struct conf_key *find_row(const struct conf_key *keys, const char *name)
 {
 	for (; keys && keys->name; keys++)
 		if (strcmp(keys->name, name) == 0)
 			return keys;
 	return NULL;
+}
+
+const struct conf_key *conf_key_find(const struct conf_key *keys, const char *name)
+{
+	const struct conf_key *key = find_row(keys, name);
+	if (key && key->type == CONF_ALIAS) {
+		/* One step only: an alias of an alias is a table's mistake. */
+		key = key->alias_of ? find_row(keys, key->alias_of) : NULL;
+		if (key && key->type == CONF_ALIAS)
+			key = NULL;
+	}
+	return key;
 }
 
 const char *conf_type_name(enum conf_type type)
@@ -29,6 +42,8 @@ const char *conf_type_name(enum conf_type type)
 	case CONF_SIZE: return "size";
 	case CONF_DURATION: return "duration";
 	case CONF_LIST: return "list";
+	case CONF_ADDRS: return "addresses";
+	case CONF_ALIAS: return "alias";
 	}
 	return "?";
 }
@@ -148,6 +163,7 @@ int conf_key_set(const struct conf_key *key, void *section, const char *text,
 	unsigned long long number;
 	unsigned long ms;
 	int flag;
+	struct addr_list list;
 
 	switch (key->type) {
 	case CONF_STRING:
@@ -198,6 +214,14 @@ int conf_key_set(const struct conf_key *key, void *section, const char *text,
 			return -1;
 		*(unsigned long *)field = ms;
 		return 0;
+	case CONF_ADDRS:
+		if (addr_list_parse(text, &list, err, errlen) < 0)
+			return -1;
+		addr_list_free(field);
+		*(struct addr_list *)field = list;
+		return 0;
+	case CONF_ALIAS:
+		break;
 	}
 	snprintf(err, errlen, "unknown key type");
 	return -1;
@@ -232,6 +256,8 @@ void conf_section_free(const struct conf_key *keys, void *section)
 			char **field = (char **)((char *)section + keys->offset);
 			free(*field);
 			*field = NULL;
+		} else if (keys->type == CONF_ADDRS) {
+			addr_list_free((struct addr_list *)(void *)((char *)section + keys->offset));
 		}
 	}
 }
@@ -260,6 +286,10 @@ int conf_value_equal(const struct conf_key *key, const void *a, const void *b)
 		const char *sa = *(char *const *)(const void *)fa, *sb = *(char *const *)(const void *)fb;
 		return strcmp(sa ? sa : "", sb ? sb : "") == 0;
 	}
+	if (key->type == CONF_ADDRS)
+		return addr_list_equal((const void *)fa, (const void *)fb);
+	if (key->type == CONF_ALIAS)
+		return 1;
 	return memcmp(fa, fb, value_size(key->type)) == 0;
 }
 
@@ -274,5 +304,12 @@ void conf_value_copy(const struct conf_key *key, void *dst, const void *src)
 		*d = s ? xstrdup(s) : NULL;
 		return;
 	}
+	if (key->type == CONF_ADDRS) {
+		addr_list_free((void *)fd);
+		addr_list_copy((void *)fd, (const void *)fs);
+		return;
+	}
+	if (key->type == CONF_ALIAS)
+		return;
 	memcpy(fd, fs, value_size(key->type));
 }

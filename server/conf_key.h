@@ -14,7 +14,10 @@ enum conf_type {
 	CONF_UINT,     /* unsigned long, within [min, max] */
 	CONF_SIZE,     /* unsigned long long bytes, with an optional K, M or G suffix */
 	CONF_DURATION, /* unsigned long milliseconds: "500ms", "2s", "3m", a bare number is seconds */
-	CONF_LIST      /* char *, whitespace-separated words, kept as written */
+	CONF_LIST,     /* char *, whitespace-separated words, kept as written */
+	CONF_ADDRS,    /* struct addr_list (addr.h): IP addresses and ADDR/BITS ranges,
+			  whitespace-separated, parsed into binary ranges at load */
+	CONF_ALIAS     /* no value: an old name of the row alias_of names (CONF_ALIAS_KEY) */
 };
 
 /* An extra check for a value that parsed; returns NULL when fine, or a
@@ -30,6 +33,7 @@ struct conf_key {
 	conf_check_fn *check;
 	unsigned flags;            /* CONF_RESTART */
 	const char *help;
+	const char *alias_of;      /* CONF_ALIAS only: the key's current name */
 };
 
 /* The running server cannot apply a new value on reload (SIGHUP). */
@@ -38,6 +42,14 @@ struct conf_key {
 /* Tables end with a row whose name is NULL. */
 #define CONF_KEYS_END { .name = NULL }
 
+/* A renamed key: the old name keeps working, and config_load logs a
+ * deprecation line naming file, line, old and new name where it is used.
+ * The row holds nothing: walkers of a table skip CONF_ALIAS rows. */
+#define CONF_ALIAS_KEY(old, current) { .name = old, .type = CONF_ALIAS, .alias_of = current }
+
+/* The row called name, or NULL. An alias row is followed to the row it
+ * names: the caller tells that an old name was used by the returned row's
+ * name differing from name. */
 const struct conf_key *conf_key_find(const struct conf_key *keys, const char *name);
 
 /* Parses text into the field the row names. base_dir resolves relative PATH
@@ -51,7 +63,7 @@ int conf_key_set(const struct conf_key *key, void *section, const char *text,
 int conf_section_defaults(const struct conf_key *keys, void *section, const char *base_dir,
 		char *err, size_t errlen);
 
-/* Frees the strings a table's section struct owns. */
+/* Frees what a table's section struct owns (strings, address lists). */
 void conf_section_free(const struct conf_key *keys, void *section);
 
 const char *conf_type_name(enum conf_type type);

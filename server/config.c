@@ -26,7 +26,6 @@
 
 static const char *check_listen(const char *value);
 static const char *check_log_level(const char *value);
-static const char *check_addresses(const char *value);
 
 #define SERVER_KEY(n, t, field, def, ...) \
 	{ .name = n, .type = t, .offset = offsetof(struct server_conf, field), \
@@ -66,8 +65,10 @@ const struct conf_key server_keys[] = {
 		.help = "request body size at most; larger gets 413"),
 	SERVER_KEY("shutdown_timeout", CONF_DURATION, shutdown_timeout_ms, "10s", .max = 3600 * 1000,
 		.help = "on SIGTERM or SIGINT, wait this long for requests in flight to finish"),
-	SERVER_KEY("trusted_proxies", CONF_LIST, trusted_proxies, "", .check = check_addresses,
-		.help = "addresses of reverse proxies whose X-Forwarded-For and X-Forwarded-Proto are believed"),
+	SERVER_KEY("trusted_proxies", CONF_ADDRS, trusted_proxies, "",
+		.help = "reverse proxies whose X-Forwarded-For and X-Forwarded-Proto are believed, "
+			"and to which per_ip_connections never applies: IP addresses and CIDR ranges "
+			"(10.0.0.0/8, fd00::/8) separated by spaces"),
 	SERVER_KEY("error_log", CONF_PATH, error_log, "-",
 		.help = "error log file, - for stderr"),
 	SERVER_KEY("access_log", CONF_PATH, access_log, "-",
@@ -135,27 +136,6 @@ static const char *check_log_level(const char *value)
 	return log_level_parse(value, &level) < 0 ? "expected error, warn, info or debug" : NULL;
 }
 
-static const char *check_addresses(const char *value)
-{
-	char word[INET6_ADDRSTRLEN + 1];
-	unsigned char buf[sizeof(struct in6_addr)];
-	const char *p = value;
-	while (*p) {
-		p += strspn(p, " \t");
-		size_t n = strcspn(p, " \t");
-		if (n == 0)
-			break;
-		if (n >= sizeof word)
-			return "expected IP addresses separated by spaces";
-		memcpy(word, p, n);
-		word[n] = '\0';
-		if (inet_pton(AF_INET, word, buf) != 1 && inet_pton(AF_INET6, word, buf) != 1)
-			return "expected IP addresses separated by spaces";
-		p += n;
-	}
-	return NULL;
-}
-
 /* ---- reading the file ---------------------------------------------------- */
 
 struct entry {
@@ -182,6 +162,7 @@ struct parse {
 	size_t nsections;
 	char *errors;
 	size_t nerrors;
+	char *warnings;
 	char *line_buf;
 	size_t line_cap;
 	size_t *route_sections; /* index into config->handlers, per route */
@@ -202,6 +183,22 @@ static void add_error(struct parse *p, const char *fmt, ...)
 	free(p->errors);
 	p->errors = joined;
 	p->nerrors++;
+}
+
+static void add_warning(struct parse *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void add_warning(struct parse *p, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	char *msg;
+	if (vasprintf(&msg, fmt, ap) < 0)
+		msg = NULL;
+	va_end(ap);
+	char *joined = xasprintf("%s%s%s", p->warnings ? p->warnings : "", p->warnings ? "\n" : "",
+			msg ? msg : "?");
+	free(msg);
+	free(p->warnings);
+	p->warnings = joined;
 }
 
 /* Where an entry came from, for messages: "conf/plxd.conf:12" or "--listen". */
@@ -361,6 +358,24 @@ static struct handler_section *add_section(struct parse *p, struct config *c, co
 	return s;
 }
 
+/* Whether e, which sets key under an old name, repeats a key the file
+ * already set under its other name (reported as a duplicate, like the same
+ * name twice: which one would win is not obvious to a reader). */
+static int renamed_twice(struct parse *p, struct entry *e, const struct conf_key *key,
+		const struct conf_key *keys)
+{
+	for (struct entry *o = p->entries; o < p->entries + p->nentries; o++) {
+		if (o == e || o->origin || e->origin || strcmp(o->section, e->section) != 0
+				|| strcmp(o->key, e->key) == 0 || conf_key_find(keys, o->key) != key)
+			continue;
+		struct entry *later = o->line > e->line ? o : e, *first = later == o ? e : o;
+		entry_error(p, later, "duplicate key (first set on line %u as %s; %s is the old name of %s)",
+				first->line, first->key, e->key, key->name);
+		return 1;
+	}
+	return 0;
+}
+
 static void set_values(struct parse *p, const char *section, const struct conf_key *keys,
 		void *target, const char *base_dir)
 {
@@ -375,6 +390,14 @@ static void set_values(struct parse *p, const char *section, const struct conf_k
 		if (!key) {
 			entry_error(p, e, "unknown key (plxd --help lists the keys of each section)");
 			continue;
+		}
+		if (strcmp(key->name, e->key) != 0 && !renamed_twice(p, e, key, keys)) {
+			if (e->origin)
+				add_warning(p, "%s: [%s] %s is deprecated: it is now called %s", e->origin,
+						section, e->key, key->name);
+			else
+				add_warning(p, "%s:%u: [%s] %s is deprecated: it is now called %s",
+						p->file, e->line, section, e->key, key->name);
 		}
 		char err[512];
 		char cwd[PATH_MAX];
@@ -439,6 +462,7 @@ static void parse_free(struct parse *p)
 	free(p->line_buf);
 	free(p->route_sections);
 	free(p->errors);
+	free(p->warnings);
 }
 
 /* [static] deny, as the static section's own row stores it: the key
@@ -537,6 +561,8 @@ struct config *config_load(const char *file, const struct config_override *overr
 		return NULL;
 	}
 	*errors = NULL;
+	c->warnings = p.warnings;
+	p.warnings = NULL;
 	parse_free(&p);
 	return c;
 }
@@ -556,6 +582,7 @@ void config_free(struct config *c)
 		free(c->routes[i].ext);
 	free(c->routes);
 	deny_destroy(c->deny);
+	free(c->warnings);
 	free(c->file);
 	free(c);
 }

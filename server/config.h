@@ -7,6 +7,7 @@
 
 #include <stddef.h>
 
+#include "addr.h"
 #include "conf_key.h"
 #include "req_limits.h"
 
@@ -28,7 +29,7 @@ struct server_conf {
 	unsigned long long max_header_size;
 	unsigned long long max_body;
 	unsigned long shutdown_timeout_ms;
-	char *trusted_proxies;
+	struct addr_list trusted_proxies;
 	char *error_log;
 	char *access_log;
 	char *log_level;
@@ -55,6 +56,11 @@ struct route {
 
 struct config {
 	char *file;        /* as given, for messages */
+	/* Lines worth logging that are no error (an old key name used), one
+	 * per line, each naming file, line and key; NULL when there are none.
+	 * config_load cannot log them itself: plxd opens its logs only once it
+	 * has a configuration. */
+	char *warnings;
 	struct server_conf server;
 	struct req_limits request;  /* [request]: limits for parsing parameters */
 	struct handler_section *handlers;

@@ -63,9 +63,13 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
+#include "addr.h"
 #include "conf_key.h"
 
-#define PLXD_HANDLER_ABI 3
+/* PLXD_HANDLER_ABI: the start of a SHA-256 of this file and of the plxd
+ * headers it includes, computed by CMake. A module built against another
+ * version of them is refused at load. */
+#include "handler_abi.h"
 
 struct MHD_Connection;
 struct MHD_Response;
@@ -117,6 +121,13 @@ struct plxd_handler {
 	const char *name;             /* as named in [handlers] and its [section] */
 	const struct conf_key *keys;  /* its [section]'s keys, CONF_KEYS_END last */
 	size_t conf_size;             /* bytes of the struct those keys fill */
+	/* Optional: a shared library (its soname, "libperl.so.5.36") whose
+	 * symbols this module needs global. plxd loads every module
+	 * RTLD_LOCAL, then opens this library RTLD_GLOBAL (loading it, or
+	 * promoting the copy the module linked) before start(). For a module
+	 * that embeds Perl: Debian's XS modules (POSIX.so, ...) do not link
+	 * libperl and resolve Perl_* in the global scope. */
+	const char *global_library;
 
 	/* Returns 0, or -1 after logging why (plxd then refuses to start). */
 	int (*start)(const void *conf, void **state);
@@ -203,12 +214,17 @@ const char *plxd_request_header(struct plxd_request *r, const char *name);
  * end, or -1 with errno. */
 ssize_t plxd_body_read(struct plxd_request *r, void *buf, size_t len);
 
-/* The [server] settings this request runs under (config.h has the struct):
- * tmp_dir, trusted_proxies, max_body... Valid until finished() returns. */
-struct server_conf;
-const struct server_conf *plxd_server_conf(struct plxd_request *r);
+/* The [server] settings this request runs under: those of the
+ * configuration it was routed by (a reload may change them for the next
+ * request). Modules read the core's configuration only through these.
+ * Valid until finished() returns. */
+const char *plxd_tmp_dir(struct plxd_request *r);   /* tmp_dir: folder for temp files */
+uint64_t plxd_max_body(struct plxd_request *r);     /* max_body: bytes of request body */
+/* trusted_proxies, parsed at load: match a peer with addr_list_match. */
+const struct addr_list *plxd_trusted_proxies(struct plxd_request *r);
 
-/* The [request] limits this request runs under (req_limits.h). */
+/* The [request] limits this request runs under, for req_limits_env
+ * (req_limits.h); a module needs no field of it. */
 struct req_limits;
 const struct req_limits *plxd_request_limits(struct plxd_request *r);
 

@@ -180,19 +180,7 @@ static unsigned bucket_of(const unsigned char key[16])
 static int is_trusted_proxy(const struct sockaddr *sa)
 {
 	struct site *site = site_acquire();
-	int trusted = 0;
-	if (site) {
-		char addr[INET6_ADDRSTRLEN];
-		log_format_addr(sa, addr, sizeof addr);
-		const char *p = site->config->server.trusted_proxies;
-		size_t alen = strlen(addr);
-		while (p && *p && !trusted) {
-			p += strspn(p, " \t");
-			size_t n = strcspn(p, " \t");
-			trusted = n == alen && memcmp(p, addr, n) == 0;
-			p += n;
-		}
-	}
+	int trusted = site && addr_list_match(&site->config->server.trusted_proxies, sa);
 	site_release(site);
 	return trusted;
 }
@@ -438,6 +426,13 @@ static const char *deadline_passed(struct conn *c, uint64_t now, const struct se
 	return "its request body came slower than body_timeout and body_min_rate allow";
 }
 
+/* Whether the client closed its side with nothing left unread. */
+static int client_left(const struct conn *c)
+{
+	char byte;
+	return recv(c->fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
+}
+
 /* The header and body deadlines: libmicrohttpd restarts its idle timer on
  * every byte, so a client trickling one byte a second would hold its
  * connection forever. Shutting the socket down makes libmicrohttpd see the
@@ -455,6 +450,15 @@ static void on_tick(struct loop_timer *t)
 	for (struct conn *c = th->conns; c; c = c->next) {
 		unsigned long limit;
 		const char *why = c->timed_out ? NULL : deadline_passed(c, now, server, &limit);
+		if (!why && !c->timed_out && c->body_since && client_left(c)) {
+			/* libmicrohttpd can miss an end that arrived with the last
+			 * bytes (it reads once per edge); its request would then
+			 * wait for body_timeout. */
+			plxd_log(PLXD_LOG_DEBUG, "the client left in the middle of a request body");
+			c->timed_out = c->client_left = 1;
+			shutdown(c->fd, SHUT_RDWR);
+			continue;
+		}
 		if (why) {
 			char addr[INET6_ADDRSTRLEN];
 			log_format_addr((struct sockaddr *)&c->peer, addr, sizeof addr);

@@ -31,6 +31,7 @@ struct conn {
 	uint64_t body_since;
 	uint64_t body_bytes;
 	int timed_out;                   /* closed for a deadline */
+	int client_left;                 /* ... or because the client had left */
 	unsigned opened_as;              /* open connections, itself included,
 					    when it was accepted */
 	char *target;                    /* raw request target of the current request */

@@ -40,7 +40,7 @@ static void usage(FILE *out)
 		"                       port 0 picks a free port\n"
 		"  -r, --root DIR       document root, overrides [server] root\n"
 		"      --check          validate the configuration and exit (0 valid, 1 not)\n"
-		"  -V, --version        print the version and exit\n"
+		"  -V, --version        print the version and the handler interface and exit\n"
 		"  -h, --help           print this help and every configuration key\n",
 		PLXD_DEFAULT_CONFIG);
 }
@@ -49,7 +49,12 @@ static void print_keys(FILE *out, const char *section, const struct conf_key *ke
 {
 	fprintf(out, "\n[%s]\n", section);
 	for (; keys->name; keys++) {
-		fprintf(out, "  %-24s %-8s default: %s%s\n      %s\n", keys->name,
+		if (keys->type == CONF_ALIAS) {
+			fprintf(out, "  %-24s %-9s the old name of %s (deprecated)\n", keys->name,
+					conf_type_name(keys->type), keys->alias_of);
+			continue;
+		}
+		fprintf(out, "  %-24s %-9s default: %s%s\n      %s\n", keys->name,
 				conf_type_name(keys->type),
 				keys->default_value && *keys->default_value ? keys->default_value : "(empty)",
 				keys->flags & CONF_RESTART ? "  (changes need a restart)" : "",
@@ -61,7 +66,7 @@ static void print_handler_keys(const struct plxd_handler *h, int builtin, void *
 {
 	print_keys(ctx, h->name, h->keys);
 	if (!builtin) /* built-in handlers have no file to load */
-		fprintf(ctx, "  %-24s %-8s default: %s\n      %s\n", "load", "path", "(found by name)",
+		fprintf(ctx, "  %-24s %-9s default: %s\n      %s\n", "load", "path", "(found by name)",
 			"shared object to load this handler from");
 }
 
@@ -103,7 +108,8 @@ static int parse_args(int argc, char **argv, struct options *o)
 			o->check = 1;
 			break;
 		case 'V':
-			printf("plxd %s (%s)\n", PLXD_VERSION, PLXD_GIT_REVISION);
+			printf("plxd %s (%s)\nhandler interface %08x\n", PLXD_VERSION, PLXD_GIT_REVISION,
+					PLXD_HANDLER_ABI);
 			exit(0);
 		case 'h':
 			help();
@@ -172,12 +178,13 @@ static int drop_privileges(const struct config *c)
 	return 0;
 }
 
-static void log_errors(const char *errors)
+/* Logs each line of text (errors or a config's warnings) at level. */
+static void log_lines(enum log_level level, const char *text)
 {
-	const char *p = errors;
+	const char *p = text ? text : "";
 	while (*p) {
 		size_t n = strcspn(p, "\n");
-		plxd_log(PLXD_LOG_ERROR, "%.*s", (int)n, p);
+		plxd_log(level, "%.*s", (int)n, p);
 		p += n + (p[n] == '\n');
 	}
 }
@@ -188,7 +195,7 @@ static void reload(const struct options *o)
 	char *errors = NULL;
 	struct config *c = load(o, &errors);
 	if (!c) {
-		log_errors(errors);
+		log_lines(PLXD_LOG_ERROR, errors);
 		plxd_log(PLXD_LOG_ERROR, "the new configuration is invalid: kept the running one");
 		free(errors);
 		return;
@@ -208,6 +215,7 @@ static void reload(const struct options *o)
 		config_free(c);
 		return;
 	}
+	log_lines(PLXD_LOG_WARN, c->warnings);
 	struct site *site = site_create(c, err, sizeof err);
 	if (!site) {
 		plxd_log(PLXD_LOG_ERROR, "%s: kept the running configuration", err);
@@ -230,6 +238,7 @@ static int serve(const struct options *o, struct config *config)
 		config_free(config);
 		return 1;
 	}
+	log_lines(PLXD_LOG_WARN, config->warnings);
 	int listen_fd = http_listen(config->server.listen, err, sizeof err);
 	if (listen_fd < 0) {
 		plxd_log(PLXD_LOG_ERROR, "%s", err);
@@ -328,6 +337,8 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if (o.check) {
+		if (config->warnings)
+			fprintf(stderr, "%s\n", config->warnings);
 		char err[512];
 		struct site *site = site_create(config, err, sizeof err);
 		if (!site) {

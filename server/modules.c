@@ -1,14 +1,17 @@
-/* Handler registry. Modules are loaded with RTLD_NOW | RTLD_LOCAL: each
- * exports the same plxd_handler_module and may carry the same shared code
- * (the CGI gateway), and no module may resolve to another's copy. They call
- * back into plxd's own exported symbols (plxdcore is linked whole into the
- * executable, never into a module). The one library whose symbols must be
- * global is libperl: Debian's XS modules (POSIX.so, ...) do not link it and
- * resolve Perl_* in the global scope ("undefined symbol:
- * Perl_xs_handshake" otherwise). plxd-perl-worker links libperl into the
- * executable, so its symbols are global there; a module embedding Perl in
- * plxd itself must make them global the same way before its first
- * interpreter loads an XS module. */
+/* Handler registry. The loading rule, all of it:
+ *  - every module is opened RTLD_NOW | RTLD_LOCAL: each exports the same
+ *    plxd_handler_module and may carry the same shared code (the CGI
+ *    gateway), and no module may resolve to another's copy. Modules call
+ *    back into plxd's own exported symbols (plxdcore is linked whole into
+ *    the executable, never into a module);
+ *  - a module whose struct names a global_library (libperl, for a module
+ *    that embeds Perl in plxd) gets that one library opened RTLD_NOW |
+ *    RTLD_GLOBAL right after it loads, before its start(): Debian's XS
+ *    modules (POSIX.so, ...) do not link libperl and resolve Perl_* in the
+ *    global scope ("undefined symbol: Perl_xs_handshake" otherwise);
+ *  - nothing else is ever global.
+ * Today no module names one: perl.so links no libperl, its interpreters
+ * live in plxd-perl-worker, which links libperl into the executable. */
 #include "modules.h"
 #include "alloc.h"
 #include "log.h"
@@ -33,6 +36,7 @@ static const struct plxd_handler *const builtins[] = { &static_handler };
 struct loaded {
 	const struct plxd_handler *handler;
 	void *dl;        /* NULL for built-ins */
+	void *global_dl; /* its global_library, or NULL */
 	void *state;
 	int started;
 };
@@ -49,10 +53,10 @@ static struct loaded *find_loaded(const char *name)
 	return NULL;
 }
 
-static struct loaded *remember(const struct plxd_handler *h, void *dl)
+static struct loaded *remember(const struct plxd_handler *h, void *dl, void *global_dl)
 {
 	loaded = xrealloc(loaded, (nloaded + 1) * sizeof *loaded);
-	loaded[nloaded] = (struct loaded){ .handler = h, .dl = dl };
+	loaded[nloaded] = (struct loaded){ .handler = h, .dl = dl, .global_dl = global_dl };
 	return &loaded[nloaded++];
 }
 
@@ -85,8 +89,9 @@ static const struct plxd_handler *load_module(const char *path, const char *name
 		return NULL;
 	}
 	if (h->abi != PLXD_HANDLER_ABI) {
-		snprintf(err, errlen, "%s was built for handler interface %u, plxd has %u", path,
-				h->abi, PLXD_HANDLER_ABI);
+		snprintf(err, errlen, "%s was built for handler interface %08x, this plxd has %08x: "
+				"rebuild the module against this plxd's server/handler.h", path, h->abi,
+				PLXD_HANDLER_ABI);
 		dlclose(dl);
 		return NULL;
 	}
@@ -100,7 +105,19 @@ static const struct plxd_handler *load_module(const char *path, const char *name
 		dlclose(dl);
 		return already->handler;
 	}
-	return remember(h, dl)->handler;
+	void *global_dl = NULL;
+	if (h->global_library) {
+		global_dl = dlopen(h->global_library, RTLD_NOW | RTLD_GLOBAL);
+		if (!global_dl) {
+			snprintf(err, errlen, "%s: cannot load %s, whose symbols it needs global: %s",
+					path, h->global_library, dlerror());
+			dlclose(dl);
+			return NULL;
+		}
+		plxd_log(PLXD_LOG_DEBUG, "%s: %s loaded with its symbols global", path,
+				h->global_library);
+	}
+	return remember(h, dl, global_dl)->handler;
 }
 
 const struct plxd_handler *modules_find(const char *name, const char *load, char *err,
@@ -114,7 +131,7 @@ const struct plxd_handler *modules_find(const char *name, const char *load, char
 				return NULL;
 			}
 			struct loaded *l = find_loaded(name);
-			return l ? l->handler : remember(builtins[i], NULL)->handler;
+			return l ? l->handler : remember(builtins[i], NULL, NULL)->handler;
 		}
 	}
 	struct loaded *l = find_loaded(name);
@@ -151,7 +168,7 @@ int modules_apply(struct config *config)
 		struct handler_section *s = &config->handlers[i];
 		struct loaded *l = find_loaded(s->handler->name);
 		if (!l)
-			l = remember(s->handler, NULL);
+			l = remember(s->handler, NULL, NULL);
 		if (l->started) {
 			if (l->handler->reconfigure && l->handler->reconfigure(l->state, s->conf) < 0)
 				plxd_log(PLXD_LOG_ERROR, "handler %s kept its old settings", l->handler->name);
@@ -181,9 +198,12 @@ void modules_stop_all(void)
 void modules_unload(void)
 {
 	modules_stop_all();
-	for (size_t i = nloaded; i-- > 0;)
+	for (size_t i = nloaded; i-- > 0;) {
 		if (loaded[i].dl)
 			dlclose(loaded[i].dl);
+		if (loaded[i].global_dl)
+			dlclose(loaded[i].global_dl);
+	}
 	free(loaded);
 	loaded = NULL;
 	nloaded = 0;

@@ -98,27 +98,6 @@ static _Thread_local struct request *waiting;
 
 #define REQUEST_OF(pub) ((struct request *)(void *)((char *)(pub) - offsetof(struct request, pub)))
 
-static const char *reason(unsigned status)
-{
-	switch (status) {
-	case 400: return "Bad Request";
-	case 403: return "Forbidden";
-	case 404: return "Not Found";
-	case 405: return "Method Not Allowed";
-	case 408: return "Request Timeout";
-	case 413: return "Content Too Large";
-	case 414: return "URI Too Long";
-	case 416: return "Range Not Satisfiable";
-	case 431: return "Request Header Fields Too Large";
-	case 500: return "Internal Server Error";
-	case 501: return "Not Implemented";
-	case 502: return "Bad Gateway";
-	case 503: return "Service Unavailable";
-	case 504: return "Gateway Timeout";
-	default: return "Error";
-	}
-}
-
 static void on_client_hup(struct loop_watch *w, unsigned events);
 
 static void suspend(struct request *r)
@@ -232,10 +211,11 @@ void plxd_stream_resume(struct plxd_request *pub)
 int plxd_respond_error(struct plxd_request *pub, unsigned status)
 {
 	char page[256];
+	const char *reason = MHD_get_reason_phrase_for(status); /* "Unknown" if it has none */
 	int len = snprintf(page, sizeof page,
 			"<!DOCTYPE html>\n<html><head><title>%u %s</title></head>"
 			"<body><h1>%u %s</h1></body></html>\n",
-			status, reason(status), status, reason(status));
+			status, reason, status, reason);
 	struct MHD_Response *resp = MHD_create_response_from_buffer((size_t)len, page,
 			MHD_RESPMEM_MUST_COPY);
 	if (!resp)
@@ -469,9 +449,19 @@ static unsigned route(struct request *r, const char *target)
 	return 0;
 }
 
-const struct server_conf *plxd_server_conf(struct plxd_request *pub)
+const char *plxd_tmp_dir(struct plxd_request *pub)
 {
-	return &REQUEST_OF(pub)->site->config->server;
+	return REQUEST_OF(pub)->site->config->server.tmp_dir;
+}
+
+uint64_t plxd_max_body(struct plxd_request *pub)
+{
+	return REQUEST_OF(pub)->site->config->server.max_body;
+}
+
+const struct addr_list *plxd_trusted_proxies(struct plxd_request *pub)
+{
+	return &REQUEST_OF(pub)->site->config->server.trusted_proxies;
 }
 
 const struct req_limits *plxd_request_limits(struct plxd_request *pub)
@@ -739,7 +729,8 @@ void request_completed(void *cls, struct MHD_Connection *connection, void **con_
 	if (!r)
 		return;
 	*con_cls = NULL;
-	enum plxd_end how = r->aborted ? r->end : end_of(toe);
+	enum plxd_end how = r->aborted ? r->end
+		: r->conn && r->conn->client_left ? PLXD_END_CLIENT_GONE : end_of(toe);
 	/* A connection closed while it waited (a deadline, the daemon
 	 * stopping) is no longer suspended. */
 	if (r->suspended) {

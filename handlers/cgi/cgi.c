@@ -7,7 +7,6 @@
 #include "cgi_env.h"
 #include "cgi_spawner.h"
 #include "clock.h"
-#include "config.h"
 #include "gateway.h"
 #include "gw_request.h"
 #include "handler.h"
@@ -34,7 +33,7 @@ struct cgi_conf {
 	unsigned long linger_ms;
 	unsigned long kill_grace_ms;
 	unsigned long max_children;
-	unsigned long long max_header_size;
+	unsigned long long max_script_header_size;
 	unsigned long limit_cpu;
 	unsigned long long limit_memory;
 	unsigned long limit_processes;
@@ -123,9 +122,10 @@ static const struct conf_key cgi_keys[] = {
 		.help = "between TERM and KILL when a script is ended"),
 	CGI_KEY("max_children", CONF_UINT, max_children, "64", .min = 1, .max = 65536,
 		.help = "scripts running at once at most; requests beyond get 503 with Retry-After"),
-	CGI_KEY("max_header_size", CONF_SIZE, max_header_size, "64K", .min = 1024,
+	CGI_KEY("max_script_header_size", CONF_SIZE, max_script_header_size, "64K", .min = 1024,
 		.max = 16 * 1024 * 1024,
 		.help = "the header block a script prints at most (500 beyond)"),
+	CONF_ALIAS_KEY("max_header_size", "max_script_header_size"),
 	CGI_KEY("limit_cpu", CONF_UINT, limit_cpu, "0", .max = 24 * 3600,
 		.help = "RLIMIT_CPU of scripts in seconds, 0 for none"),
 	CGI_KEY("limit_memory", CONF_SIZE, limit_memory, "0",
@@ -258,12 +258,11 @@ static struct cgi_req *cgi_req_create(struct plxd_request *r)
 	spawn_child_init(&q->child);
 	loop_watch_init(&q->exit_w);
 	loop_timer_init(&q->timer);
-	const struct server_conf *server = plxd_server_conf(r);
 	struct gw_settings set = {
 		.timeout_ms = conf->timeout_ms,
-		.max_reply_header = (size_t)conf->max_header_size,
-		.spool_limit = server->max_body,
-		.tmp_dir = server->tmp_dir,
+		.max_script_header = (size_t)conf->max_script_header_size,
+		.spool_limit = plxd_max_body(r),
+		.tmp_dir = plxd_tmp_dir(r),
 	};
 	gw_init(&q->gw, &cgi_gw_ops, r, q->script, &set);
 	r->data = q;

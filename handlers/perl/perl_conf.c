@@ -42,9 +42,10 @@ const struct conf_key perl_conf_keys[] = {
 			"is passed)"),
 	PERL_KEY("pass_authorization", CONF_BOOL, pass_authorization, "no",
 		.help = "pass the Authorization header to scripts as HTTP_AUTHORIZATION"),
-	PERL_KEY("max_header_size", CONF_SIZE, max_header_size, "64K", .min = 1024,
+	PERL_KEY("max_script_header_size", CONF_SIZE, max_script_header_size, "64K", .min = 1024,
 		.max = 16 * 1024 * 1024,
 		.help = "the header block a script prints at most (500 beyond)"),
+	CONF_ALIAS_KEY("max_header_size", "max_script_header_size"),
 	PERL_KEY("timing", CONF_BOOL, timing, "no",
 		.help = "add X-Plxd-Perl to responses: whether the compiled script was reused or "
 			"compiled, and the compile and run times in microseconds"),

@@ -18,7 +18,7 @@ struct perl_conf {
 	char *inc;
 	char *path;
 	int pass_authorization;
-	unsigned long long max_header_size;
+	unsigned long long max_script_header_size;
 	int timing;
 };
 

@@ -12,7 +12,6 @@
 #include "alloc.h"
 #include "cgi_env.h"
 #include "clock.h"
-#include "config.h"
 #include "gateway.h"
 #include "gw_request.h"
 #include "handler.h"
@@ -489,6 +488,9 @@ static void on_ctl(struct loop_watch *w, unsigned events)
 		q->fresh = fresh;
 	}
 	describe_done(q);
+	/* What it wrote to stderr before DONE is in the pipe now; what the
+	 * worker writes after is not the script's. */
+	gw_stderr_end(&q->gw);
 	if (q->stopped) {
 		/* Its output was not wanted: drained, dropped, and the worker
 		 * goes back. */
@@ -756,12 +758,11 @@ static int perl_handle(struct plxd_request *r)
 		.mtime_sec = (int64_t)r->st.st_mtim.tv_sec,
 		.mtime_nsec = (int64_t)r->st.st_mtim.tv_nsec,
 	};
-	const struct server_conf *server = plxd_server_conf(r);
 	struct gw_settings set = {
 		.timeout_ms = conf->timeout_ms,
-		.max_reply_header = (size_t)conf->max_header_size,
-		.spool_limit = server->max_body,
-		.tmp_dir = server->tmp_dir,
+		.max_script_header = (size_t)conf->max_script_header_size,
+		.spool_limit = plxd_max_body(r),
+		.tmp_dir = plxd_tmp_dir(r),
 	};
 	gw_init(&q->gw, &perl_gw_ops, r, q->script, &set);
 	r->data = q;

@@ -23,22 +23,14 @@ struct vars {
 	size_t n, ncap;
 };
 
-/* One IP address in binary, IPv4-mapped IPv6 folded to IPv4. */
-struct ip {
-	int family;
-	unsigned char bytes[16];
-};
-
 static void vars_put(struct vars *vs, const char *name, size_t nlen, const char *value,
 		const char *more);
 static void vars_set(struct vars *vs, const char *name, const char *value);
 static const char *vars_item(const struct vars *vs, size_t i);
 static char **vars_pack(struct vars *vs);
-static int ip_parse(const char *text, size_t len, struct ip *out);
-static int ip_trusted(const struct ip *ip, const char *list);
 static const char *header_value(const struct cgi_env_request *req, const char *name);
-static const char *forwarded_for(const struct cgi_env_request *req, const char *list,
-		char *out, size_t outlen);
+static const char *forwarded_for(const struct cgi_env_request *req,
+		const struct addr_list *list, char *out, size_t outlen);
 static int host_name_valid(const char *s, size_t len);
 static void add_headers(struct vars *vs, const struct cgi_env_request *req,
 		const struct cgi_env_options *opt);
@@ -102,52 +94,6 @@ static char **vars_pack(struct vars *vs)
 	return env;
 }
 
-static int ip_parse(const char *text, size_t len, struct ip *out)
-{
-	char buf[INET6_ADDRSTRLEN + 1];
-	while (len > 0 && (*text == ' ' || *text == '\t'))
-		text++, len--;
-	while (len > 0 && (text[len - 1] == ' ' || text[len - 1] == '\t'))
-		len--;
-	/* "[::1]" as some proxies write it. */
-	if (len >= 2 && text[0] == '[' && text[len - 1] == ']')
-		text++, len -= 2;
-	if (len == 0 || len >= sizeof buf)
-		return -1;
-	memcpy(buf, text, len);
-	buf[len] = '\0';
-	memset(out, 0, sizeof *out);
-	if (inet_pton(AF_INET, buf, out->bytes) == 1) {
-		out->family = AF_INET;
-		return 0;
-	}
-	if (inet_pton(AF_INET6, buf, out->bytes) != 1)
-		return -1;
-	static const unsigned char mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
-	if (memcmp(out->bytes, mapped, sizeof mapped) == 0) {
-		memmove(out->bytes, out->bytes + 12, 4);
-		memset(out->bytes + 4, 0, 12);
-		out->family = AF_INET;
-	} else
-		out->family = AF_INET6;
-	return 0;
-}
-
-static int ip_trusted(const struct ip *ip, const char *list)
-{
-	const char *p = list;
-	while (p && *p) {
-		p += strspn(p, " \t\r\n");
-		size_t len = strcspn(p, " \t\r\n");
-		struct ip t;
-		if (len > 0 && ip_parse(p, len, &t) == 0 && t.family == ip->family &&
-				memcmp(t.bytes, ip->bytes, sizeof t.bytes) == 0)
-			return 1;
-		p += len;
-	}
-	return 0;
-}
-
 /* The last value of a header, or NULL. */
 static const char *header_value(const struct cgi_env_request *req, const char *name)
 {
@@ -163,8 +109,8 @@ static const char *header_value(const struct cgi_env_request *req, const char *n
  * right and stop at the first address that is not a trusted proxy; only
  * that one and those right of it were written by proxies we trust. Lines
  * of a repeated header are one list (RFC 9110 5.3), in order. */
-static const char *forwarded_for(const struct cgi_env_request *req, const char *list,
-		char *out, size_t outlen)
+static const char *forwarded_for(const struct cgi_env_request *req,
+		const struct addr_list *list, char *out, size_t outlen)
 {
 	const char *found = NULL;
 	for (size_t i = req->header_count; i-- > 0;) {
@@ -176,13 +122,13 @@ static const char *forwarded_for(const struct cgi_env_request *req, const char *
 			size_t start = end;
 			while (start > 0 && h->value[start - 1] != ',')
 				start--;
-			struct ip ip;
-			if (ip_parse(h->value + start, end - start, &ip) < 0)
+			struct addr_range ip;
+			if (addr_parse(h->value + start, end - start, &ip) < 0)
 				return found; /* garbage: believe nothing further left */
 			if (inet_ntop(ip.family, ip.bytes, out, (socklen_t)outlen) == NULL)
 				return found;
 			found = out;
-			if (!ip_trusted(&ip, list))
+			if (!addr_list_match_addr(list, &ip))
 				return found;
 			end = start > 0 ? start - 1 : 0;
 		}
@@ -268,10 +214,10 @@ char **cgi_env_build(const struct cgi_env_request *req, const struct cgi_env_opt
 	int remote_port_known = req->remote_port != 0;
 	int https = req->https;
 
-	struct ip peer;
+	struct addr_range peer;
 	if (opt->trusted_proxies && remote_addr &&
-			ip_parse(remote_addr, strlen(remote_addr), &peer) == 0 &&
-			ip_trusted(&peer, opt->trusted_proxies)) {
+			addr_parse(remote_addr, strlen(remote_addr), &peer) == 0 &&
+			addr_list_match_addr(opt->trusted_proxies, &peer)) {
 		const char *fwd = forwarded_for(req, opt->trusted_proxies, client, sizeof client);
 		if (fwd) {
 			remote_addr = fwd;

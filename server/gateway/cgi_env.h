@@ -8,6 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "addr.h"
+
 /* One request header as received. Repeated names appear once per line. */
 struct cgi_env_header {
 	const char *name;
@@ -47,8 +49,8 @@ struct cgi_env_options {
 	const char *path;            /* PATH for the script; NULL or "": unset */
 	const char *server_software; /* SERVER_SOFTWARE; NULL: "plxd" */
 	int pass_authorization;      /* nonzero: Authorization becomes HTTP_AUTHORIZATION */
-	const char *trusted_proxies; /* whitespace-separated IP addresses, NULL: none.
-					When remote_addr is one of them, the nearest
+	const struct addr_list *trusted_proxies; /* [server] trusted_proxies, NULL:
+					none. When remote_addr falls in it, the nearest
 					untrusted X-Forwarded-For address becomes
 					REMOTE_ADDR (REMOTE_PORT is then unset) and
 					X-Forwarded-Proto: https sets HTTPS */

@@ -87,7 +87,7 @@ void gw_init(struct gw *g, const struct gw_ops *ops, struct plxd_request *r,
 	loop_watch_init(&g->err_w);
 	loop_timer_init(&g->deadline);
 	loop_timer_init(&g->settle);
-	cgi_reply_init(&g->reply, set->max_reply_header);
+	cgi_reply_init(&g->reply, set->max_script_header);
 	spool_init(&g->spool, set->tmp_dir, SPOOL_IN_MEMORY);
 }
 
@@ -740,11 +740,17 @@ static void on_err(struct loop_watch *w, unsigned events)
 	relay_stderr(GW_OF(w, err_w), STDERR_BURST);
 }
 
-void gw_fini(struct gw *g)
+void gw_stderr_end(struct gw *g)
 {
 	relay_stderr(g, 16 * STDERR_BURST); /* bounded: a background process may flood it */
 	log_lines_flush(&g->lines, g->script);
 	loop_watch_del(g->loop, &g->err_w);
+	g->err_fd = -1;
+}
+
+void gw_fini(struct gw *g)
+{
+	gw_stderr_end(g);
 	loop_watch_del(g->loop, &g->out_w);
 	loop_timer_stop(g->loop, &g->deadline);
 	loop_timer_stop(g->loop, &g->settle);

@@ -76,7 +76,7 @@ struct gw_ops {
 
 struct gw_settings {
 	uint64_t timeout_ms;       /* the script's time, from gw_init */
-	size_t max_reply_header;   /* the header block it may print */
+	size_t max_script_header;   /* the header block it may print */
 	uint64_t spool_limit;      /* output held before the response can start */
 	const char *tmp_dir;       /* where that goes past memory */
 };
@@ -148,6 +148,10 @@ void gw_output_ready(struct gw *g);
 
 /* g->end has been filled in. */
 void gw_ended(struct gw *g);
+
+/* The script can write no more to its stderr (a worker answered for it):
+ * what is there is relayed now, and what comes later is not its. */
+void gw_stderr_end(struct gw *g);
 
 /* The handler is done with the script: the last of its stderr is logged,
  * and the gateway lets go of everything it watched or held. */

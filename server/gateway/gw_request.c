@@ -1,7 +1,6 @@
 /* A request's CGI environment: see gw_request.h. */
 #include "gw_request.h"
 #include "cgi_env.h"
-#include "config.h"
 #include "handler.h"
 #include "log.h"
 #include "req_limits.h"
@@ -72,7 +71,6 @@ char **gw_request_env(struct plxd_request *r, const char *path, int pass_authori
 	char root[PATH_MAX];
 	snprintf(root, sizeof root, "%.*s", (int)root_len, r->root);
 
-	const struct server_conf *server = plxd_server_conf(r);
 	struct cgi_env_request req = {
 		.method = r->method,
 		.protocol = r->version,
@@ -98,7 +96,7 @@ char **gw_request_env(struct plxd_request *r, const char *path, int pass_authori
 		.header_count = headers.n,
 	};
 
-	char **limits = req_limits_env(plxd_request_limits(r), server->tmp_dir);
+	char **limits = req_limits_env(plxd_request_limits(r), plxd_tmp_dir(r));
 	size_t nlimits = 0;
 	while (limits[nlimits])
 		nlimits++;
@@ -111,7 +109,7 @@ char **gw_request_env(struct plxd_request *r, const char *path, int pass_authori
 		.path = path,
 		.server_software = "plxd/" PLXD_VERSION,
 		.pass_authorization = pass_authorization,
-		.trusted_proxies = server->trusted_proxies,
+		.trusted_proxies = plxd_trusted_proxies(r),
 		.extra = extra,
 	};
 	char **env = cgi_env_build(&req, &opt);

@@ -49,9 +49,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		.content_length = (flags & 8) ? 12 : -1, .https = !!(flags & 2),
 		.headers = headers, .header_count = nh,
 	};
+	/* Parsed once, as plxd parses [server] trusted_proxies at load. */
+	static struct addr_list trusted;
+	static int parsed;
+	if (!parsed) {
+		char err[128];
+		FUZZ_CHECK(addr_list_parse("10.0.0.1 ::1 10.0.0.2 172.16.0.0/12 fd00::/8", &trusted,
+					err, sizeof err) == 0);
+		parsed = 1;
+	}
 	struct cgi_env_options opt = {
 		.path = "/bin", .pass_authorization = flags & 1,
-		.trusted_proxies = "10.0.0.1 ::1 10.0.0.2",
+		.trusted_proxies = &trusted,
 	};
 	char **env = cgi_env_build(&req, &opt);
 	for (size_t i = 0; env[i]; i++) {

@@ -1,6 +1,6 @@
 /* Fuzzes config_load on a file: the input is written to a memfd and read
  * back through /proc/self/fd, with fake handlers whose keys cover every
- * type. A config comes back with no errors, or NULL with errors; either
+ * type (an alias too). A config comes back with no errors, or NULL with errors; either
  * way nothing leaks (ASan) and every route leads to a handler. */
 #include "config.h"
 #include "handler.h"
@@ -20,6 +20,7 @@ struct every_type {
 	unsigned long long size;
 	unsigned long ms;
 	char *list;
+	struct addr_list addrs;
 };
 
 static const char *check_word(const char *value)
@@ -39,6 +40,8 @@ static const struct conf_key keys[] = {
 	KEY("size", CONF_SIZE, size, "1K", .max = 1ULL << 40),
 	KEY("ms", CONF_DURATION, ms, "2s"),
 	KEY("list", CONF_LIST, list, "a b"),
+	KEY("addrs", CONF_ADDRS, addrs, "127.0.0.0/8 ::1"),
+	CONF_ALIAS_KEY("old_size", "size"),
 	CONF_KEYS_END
 };
 

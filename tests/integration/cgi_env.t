@@ -149,5 +149,22 @@ my $u = PlxdTest->start(
 $r = $u->get('/f.pl?env=REMOTE_ADDR&env=HTTPS', { 'X-Forwarded-For' => '198.51.100.7',
     'X-Forwarded-Proto' => 'https' });
 is($r->{content}, "REMOTE_ADDR=127.0.0.1\nHTTPS=(unset)\n", 'X-Forwarded-* ignored from an untrusted peer');
+$u->stop;
+
+# A CIDR range, for .pl and .plx alike (one parsed list, one walk): every
+# hop inside 127.0.0.0/8 is a trusted proxy, the first outside is the client.
+my $range = PlxdTest->start(
+    files => { 'f.pl' => $fixture, 'f.plx' => $fixture },
+    handlers => { '.pl' => 'cgi', '.plx' => 'perl' },
+    server => { trusted_proxies => '10.0.0.0/8 127.0.0.0/8' },
+    sections => { perl => { workers => 1 } },
+);
+for my $script (qw(f.pl f.plx)) {
+    $r = $range->get("/$script?env=REMOTE_ADDR&env=HTTPS", { 'X-Forwarded-For' => '198.51.100.7, 127.3.2.1, 10.1.1.1',
+        'X-Forwarded-Proto' => 'https' });
+    is($r->{content}, "REMOTE_ADDR=198.51.100.7\nHTTPS=on\n", "$script: trusted_proxies = 127.0.0.0/8 trusts the peer and the hops in it");
+    $r = $range->get("/$script?env=REMOTE_ADDR", { 'X-Forwarded-For' => '198.51.100.7, 128.0.0.1, 127.0.0.9' });
+    is($r->{content}, "REMOTE_ADDR=128.0.0.1\n", "$script: the walk stops at the first hop outside the ranges");
+}
 
 done_testing;

@@ -8,6 +8,7 @@ use PlxdTest qw(run_plxd source_dir read_file);
 my ($status, $out, $err) = run_plxd('--version');
 is($status, 0, '--version exits 0');
 like($out, qr/^plxd \d+\.\d+\.\d+ \(\w+\)$/m, '--version prints version and revision');
+like($out, qr/^handler interface [0-9a-f]{8}$/m, '... and the handler interface modules are built for');
 
 ($status, $out, $err) = run_plxd('--help');
 is($status, 0, '--help exits 0');
@@ -31,6 +32,14 @@ like($out, qr/^  load\s+path/m, 'the load key is listed for modules');
 my ($static_help) = $out =~ /^\[static\]\n(.*?)(?=^\[|\z)/ms;
 unlike($static_help // '', qr/^  load\s/m, 'but not for the built-in static handler');
 like($out, qr/changes need a restart/, 'keys that need a restart say so');
+like($out, qr/^  trusted_proxies\s+addresses\s+default: \(empty\)\n.*CIDR ranges \(10\.0\.0\.0\/8, fd00::\/8\)/m,
+    'trusted_proxies: a list of addresses and CIDR ranges');
+for my $section (qw(cgi perl)) {
+    my ($help) = $out =~ /^\[$section\]\n(.*?)(?=^\[|\z)/ms;
+    like($help // '', qr/^  max_script_header_size\s+size\s+default: 64K/m, "[$section] max_script_header_size");
+    like($help // '', qr/^  max_header_size\s+alias\s+the old name of max_script_header_size \(deprecated\)$/m,
+        "[$section] max_header_size, its old name, is listed as such");
+}
 
 ($status, $out, $err) = run_plxd('--bogus');
 is($status >> 8, 1, 'an unknown option exits 1');

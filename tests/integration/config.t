@@ -34,6 +34,15 @@ my @cases = (
     [ "[server]\nroot = root\n[echo]\nmax_sleep = forever\n", 4, qr/\[echo\] max_sleep: 'forever' is not a duration/, 'unmapped handler value validated' ],
     [ "[server]\nroot = root\n[handlers]\n.x = nosuch\n", 4, qr/\[handlers\] \.x: no handler called 'nosuch'/, 'unknown handler' ],
     [ "[server]\nroot = root\n[echo]\nload = /nonexistent/echo.so\n", 0, qr/cannot load handler module \/nonexistent\/echo\.so/, 'bad load path' ],
+    [ "[server]\nroot = root\ntrusted_proxies = 10.0.0.0/8 127.0.0.0/33\n", 3,
+      qr/\[server\] trusted_proxies: '127\.0\.0\.0\/33': the prefix length must be 32 at most/, 'bad trusted_proxies range' ],
+    [ "[server]\nroot = root\ntrusted_proxies = 10.0.0.1/8\n", 3,
+      qr/\[server\] trusted_proxies: '10\.0\.0\.1\/8': the address has bits set past its \/8 prefix/, 'trusted_proxies range with host bits' ],
+    [ "[server]\nroot = root\ntrusted_proxies = proxy.example\n", 3,
+      qr/\[server\] trusted_proxies: 'proxy\.example' is not an IP address/, 'trusted_proxies host name' ],
+    [ "[server]\nroot = root\n[handlers]\n.pl = cgi\n[cgi]\nmax_header_size = 8K\nmax_script_header_size = 8K\n", 7,
+      qr/\[cgi\] max_script_header_size: duplicate key \(first set on line 6 as max_header_size; max_header_size is the old name of max_script_header_size\)/,
+      'an old key name and its new one both set' ],
 );
 for my $c (@cases) {
     my ($text, $line, $re, $name) = @$c;
@@ -46,6 +55,36 @@ for my $c (@cases) {
     isnt($st2, 0, "$name: plxd refuses to start");
     like($err2, qr/not starting/, "$name: and says so");
 }
+
+# A renamed key: [cgi] and [perl] max_header_size is max_script_header_size
+# now. The old name still works, with one deprecation line naming file, line,
+# old and new name: on --check's stderr, and in the error log of a plxd
+# started (or reloaded) with it.
+my $renamed = "[server]\nroot = root\n[handlers]\n.pl = cgi\n.plx = perl\n[cgi]\nmax_header_size = 8K\n"
+    . "[perl]\nworkers = 1\nmax_header_size = 16K\n";
+($status, $out, $err) = check_conf($renamed);
+is($status, 0, 'an old key name passes --check');
+my @deprecated = $err =~ /^(.*deprecated.*)$/mg;
+is_deeply(\@deprecated, [
+    "$dir/plxd.conf:7: [cgi] max_header_size is deprecated: it is now called max_script_header_size",
+    "$dir/plxd.conf:10: [perl] max_header_size is deprecated: it is now called max_script_header_size",
+], '... with one line for each use, naming file, line, old and new key');
+($status, $out, $err) = check_conf($renamed =~ s/max_header_size/max_script_header_size/gr);
+is($status, 0, 'the new name passes --check');
+unlike($err, qr/deprecated/, '... without a warning');
+my $s = PlxdTest->start(conf => $renamed =~ s{root = root}{root = root\nerror_log = error.log\nlog_level = info}r,
+    files => { 'big.pl' => "print \"Content-Type: text/plain\\nX-Big: \", 'x' x 9000, \"\\n\\nbody\";\n" },
+    handlers => {});
+my @logged = $s->error_log =~ /^(.*deprecated.*)$/mg;
+is(scalar @logged, 2, 'a plxd started with it logs the two lines once') or diag(join "\n", @logged);
+like($logged[0] // '', qr/^\S+ \S+ \[warn\] .*plxd\.conf:9: \[cgi\] max_header_size is deprecated: it is now called max_script_header_size$/,
+    '... as warnings, in the error log');
+is($s->get('/big.pl')->{status}, 500, 'and the value set under the old name applies (a 9K header block is over 8K)');
+$s->signal('HUP');
+ok($s->wait_log(qr/configuration reloaded/), 'reloaded');
+@logged = $s->error_log =~ /^(.*deprecated.*)$/mg;
+is(scalar @logged, 4, 'a reload logs them again, once each');
+$s->stop;
 
 ($status, $out, $err) = run_plxd('--check', '--config', "$dir/missing.conf");
 is($status >> 8, 1, 'a missing file fails --check');

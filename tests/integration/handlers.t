@@ -5,6 +5,7 @@
 use strict;
 use warnings;
 use Test::More;
+use Digest::SHA ();
 use File::Copy qw(copy);
 use IO::Select;
 use PlxdTest qw(build_dir wait_for);
@@ -30,6 +31,8 @@ like($res->{content}, qr/^path_info \/more\/path$/m, 'PATH_INFO after the file')
 
 is($s->get('/plain.txt')->{content}, "plain\n", 'unmapped files go to the static handler');
 is($s->get('/missing.echo')->{status}, 404, 'a missing script is 404 before any handler');
+like($s->get('/missing.echo')->{content}, qr{<title>404 Not Found</title>.*<h1>404 Not Found</h1>}s,
+    "plxd's error page names the status with libmicrohttpd's reason phrase");
 
 # Bodies: small (memory), large (temp file), chunked.
 my $small = 'a=1&b=2';
@@ -48,6 +51,7 @@ like($res->{content}, qr/^body_length 300$/m, 'a chunked body is spooled whole')
 my $raw = $s->raw("POST /a.echo HTTP/1.1\r\nHost: x\r\nContent-Length: 3000000\r\n\r\n");
 like($raw, qr{^HTTP/1\.1 413 }, 'Content-Length over max_body is 413');
 like($raw, qr/^Connection: close\r$/mi, 'and closes the connection');
+like($raw, qr{<h1>413 Content Too Large</h1>}, "its page, with libmicrohttpd's phrase for 413 (RFC 9110's)");
 my $chunked = "POST /a.echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n";
 $chunked .= sprintf("%x\r\n%s\r\n", 65536, 'z' x 65536) for 1 .. 40;
 $chunked .= "0\r\n\r\n";
@@ -103,5 +107,46 @@ like($l->get('/x.echo')->{content}, qr/^loaded by path\n/, 'load = PATH loads th
 like($l->error_log, qr/echo: started/, 'start() was called');
 $l->stop;
 like($l->error_log, qr/echo: stopped/, 'stop() was called at shutdown');
+
+# How modules are loaded (server/modules.c): RTLD_LOCAL, so that no module
+# sees another's symbols; libperl global only once a module names it as its
+# global_library. The probes (tests/modules/probe.c) log what they see.
+my $probes = build_dir() . '/tests/modules';
+my $local = PlxdTest->start(
+    sections => { probe_a => { load => "$probes/probe_a.so" }, probe_b => { load => "$probes/probe_b.so" } });
+my $seen = $local->error_log;
+like($seen, qr/probe_b: plxd_probe_a is not visible/, 'a module loaded first is RTLD_LOCAL: the next one does not see its symbols');
+like($seen, qr/probe_a: plxd_probe_b is not visible/, '... nor the other way round');
+like($seen, qr/probe_b: plxd_log is visible/, "plxd's own exported symbols are");
+like($seen, qr/probe_b: Perl_xs_handshake is not visible/, "libperl's are not, when no module asked for them");
+$local->stop;
+SKIP: {
+    skip 'perl has no shared libperl here', 3 unless -e "$probes/probe_perl.so";
+    my $global = PlxdTest->start(
+        sections => { probe_b => { load => "$probes/probe_b.so" }, probe_perl => { load => "$probes/probe_perl.so" } });
+    $seen = $global->error_log;
+    like($seen, qr/probe_perl: Perl_xs_handshake is visible/, 'a module naming libperl as its global_library gets its symbols global');
+    like($seen, qr/probe_b: Perl_xs_handshake is visible/, '... in the global scope, where XS modules look for them');
+    like($seen, qr/probe_perl: plxd_probe_b is not visible/, '... and it is still loaded RTLD_LOCAL itself');
+    $global->stop;
+}
+
+# The module interface's version: a SHA-256 of server/handler.h and the
+# server/ headers it includes (CMakeLists.txt), shown by --version. A module
+# built for another one is refused, naming its file.
+my ($status, $version) = PlxdTest::run_plxd('--version');
+my ($abi) = $version =~ /^handler interface ([0-9a-f]{8})$/m;
+ok($abi, '--version shows the handler interface') or diag($version);
+my $server = PlxdTest::source_dir() . '/server';
+my $handler_h = PlxdTest::read_file("$server/handler.h");
+my @included = grep { -e "$server/$_" } $handler_h =~ /^#include "([A-Za-z0-9_]+\.h)"/mg;
+is($abi, substr(Digest::SHA::sha256_hex(join '', $handler_h, map { PlxdTest::read_file("$server/$_") } @included), 0, 8),
+    '... which is the start of a SHA-256 of handler.h and ' . join(', ', @included));
+my $conf_dir = File::Temp::tempdir(CLEANUP => 1);
+PlxdTest::write_file("$conf_dir/plxd.conf", "[server]\nroot = $conf_dir\n[probe_old]\nload = $probes/probe_old.so\n");
+my ($st, $out, $err) = PlxdTest::run_plxd('--check', '--config', "$conf_dir/plxd.conf");
+is($st >> 8, 1, 'a module built for another handler interface is refused');
+like($err, qr{^\Q$conf_dir\E/plxd\.conf:3: \[probe_old\]: unknown section: \Q$probes\E/probe_old\.so was built for handler interface 00000002, this plxd has $abi: rebuild the module against this plxd's server/handler\.h$}m,
+    '... with a line naming the file and both versions') or diag($err);
 
 done_testing;

@@ -6,6 +6,7 @@ use strict;
 use warnings;
 use Test::More;
 use IO::Select;
+use IO::Socket::IP;
 use Time::HiRes qw(time);
 use PlxdTest qw(wait_for);
 use PlxdRaw qw(read_responses);
@@ -58,6 +59,41 @@ $proxy[2]->syswrite("GET /a.txt HTTP/1.0\r\n\r\n");
 like(PlxdTest::read_until_closed($proxy[2], 30), qr{^HTTP/1\.1 200 }, 'a trusted proxy is not limited');
 close $_ for @mine, @proxy, $third;
 $s->stop;
+
+# trusted_proxies is one parsed list, the limiter's as much as the CGI
+# environment's: a CIDR range exempts every address in it, and an address
+# written another way ("0:0:0:0:0:0:0:1" for ::1) is the same address.
+$s = PlxdTest->start(files => { 'a.txt' => "a\n" },
+    server => { per_ip_connections => 1, trusted_proxies => '127.0.0.2/31', header_timeout => '60s',
+        connection_timeout => '60s' });
+@proxy = map { $s->connect(local => '127.0.0.3') } 1 .. 2;
+$proxy[1]->syswrite("GET /a.txt HTTP/1.0\r\n\r\n");
+like(PlxdTest::read_until_closed($proxy[1], 30), qr{^HTTP/1\.1 200 },
+    'an address inside a trusted CIDR range is not limited');
+@mine = map { $s->connect } 1 .. 2;
+$mine[1]->syswrite("GET /a.txt HTTP/1.0\r\n\r\n");
+is(PlxdTest::read_until_closed($mine[1], 30), '', 'one outside it is (127.0.0.1 is not in 127.0.0.2/31)');
+close $_ for @mine, @proxy;
+$s->stop;
+
+SKIP: {
+    my $probe = IO::Socket::IP->new(LocalHost => '::1', LocalPort => 0, Listen => 1);
+    skip 'this machine has no IPv6 loopback (::1): the [::1]:0 per_ip_connections check is skipped', 3
+        unless $probe;
+    close $probe;
+    $s = PlxdTest->start(files => { 'a.txt' => "a\n" }, listen => '[::1]:0',
+        server => { per_ip_connections => 1, trusted_proxies => '0:0:0:0:0:0:0:1',
+            header_timeout => '60s', connection_timeout => '60s' });
+    my $first = $s->connect;
+    $first->syswrite("GET /a.txt HTTP/1.1\r\n");    # started, holds its connection open
+    my $second = $s->connect;
+    $second->syswrite("GET /a.txt HTTP/1.0\r\n\r\n");
+    like(PlxdTest::read_until_closed($second, 30), qr{^HTTP/1\.1 200 },
+        'trusted_proxies = 0:0:0:0:0:0:0:1: a second connection from ::1 is served');
+    unlike($s->error_log, qr/refused a connection from ::1/, '... and none was refused');
+    close $_ for $first, $second;
+    $s->stop;
+}
 
 # Idle timeout, header deadline, header size. Without the deadline under
 # test, these connections would stay open for good (a trickle is never

@@ -1,4 +1,4 @@
-# PlxdServer, the one way the tests, the tools and bench/run start plxd:
+# PlxdServer, the one way the tests, the tools and the benchmarks start plxd:
 # the listening line read, the process's session and group as asked, a
 # graceful stop's status, SIGKILL after the grace, the processes it left
 # behind ended, and a start that fails saying why.
@@ -79,5 +79,15 @@ ok($s->killed && $told == 1, 'killed reports it, and on_kill was called once');
 my ($kid) = keys %kids;
 ok(wait_for(sub { my $st = (PlxdServer::_stat_fields($kid))[0]; !defined $st || $st eq 'Z' }, 10),
     'its child was ended too');
+
+# No other file starts plxd its own way: no exec of plxd outside PlxdServer.
+my $src = PlxdTest::source_dir();
+opendir my $lib, "$src/tests/lib" or die "tests/lib: $!";
+my @starters = ((map { "tests/lib/$_" } grep { /\.pm$/ && $_ ne 'PlxdServer.pm' } readdir $lib),
+    qw(tests/soak tests/leakcheck tests/loaded bench/run bench/frameworks));
+for my $f (@starters) {
+    my @own = grep { /\bexec\b[^;]*(?:plxd_bin|\{plxd\}|\$plxd\b)/ } split /\n/, PlxdTest::read_file("$src/$f");
+    is_deeply(\@own, [], "$f starts plxd through PlxdServer only");
+}
 
 done_testing;

@@ -1,7 +1,8 @@
 package PlxdServer;
 # The one way plxd is started and stopped, by the integration tests
-# (PlxdTest), the test tools (PlxdTool: tests/soak, tests/leakcheck) and
-# bench/run: fork and exec, optionally in a session or process group of its
+# (PlxdTest, its run_plxd for --check and --help too), the test tools
+# (PlxdTool: tests/soak, tests/leakcheck), bench/run and bench/frameworks:
+# fork and exec, optionally in a session or process group of its
 # own, read the `listening on URL` line it prints on stdout once it accepts
 # connections, and stop it by its PID, SIGTERM then SIGKILL. bench/run starts
 # bench/mhd_floor, which prints the same line, and the peers (spawn: no such

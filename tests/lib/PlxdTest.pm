@@ -87,19 +87,21 @@ sub _ini {
     return $text;
 }
 
-# Runs plxd with arguments to completion (for --check, --help, ...).
-# Returns (exit status, stdout, stderr).
+# Runs plxd with arguments to completion (for --check, --help, ...), through
+# PlxdServer like every other start of plxd: one that is still running after
+# timeout seconds (default 60) is stopped, and the test says so. Returns (exit
+# status, stdout, stderr).
 sub run_plxd {
     my (@args) = @_;
+    my $timeout = 60;
     my $dir = tempdir('plxd-run-XXXXXX', TMPDIR => 1, CLEANUP => 1);
-    my $pid = fork // die "fork: $!";
-    if (!$pid) {
-        open STDOUT, '>', "$dir/out" or die;
-        open STDERR, '>', "$dir/err" or die;
-        exec plxd_bin(), @args or die "exec: $!";
+    my $run = PlxdServer->spawn(name => 'plxd', cmd => [plxd_bin(), @args],
+        stdout => "$dir/out", stderr => "$dir/err");
+    my $status = $run->wait_exit($timeout);
+    if (!defined $status) {
+        $status = $run->stop(grace => 10);
+        fail("plxd @args ended within $timeout s");
     }
-    waitpid $pid, 0;
-    my $status = $?;
     return ($status, read_file("$dir/out"), read_file("$dir/err"));
 }
 

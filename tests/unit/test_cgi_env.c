@@ -19,7 +19,7 @@ struct row {
 	const char *server_name;
 	int https;
 	int pass_authorization;
-	const char *trusted_proxies;
+	const char *trusted_proxies; /* as [server] trusted_proxies is written */
 	/* "NAME=value": must be exactly that; "!NAME": must be unset. */
 	const char *checks[MAX_CHECKS];
 };
@@ -103,6 +103,24 @@ static const struct row rows[] = {
 	{ "X-Forwarded-Proto http clears https", .remote_addr = "10.0.0.1", .https = 1,
 		.headers = { { "X-Forwarded-Proto", "http" } },
 		.trusted_proxies = "10.0.0.1", .checks = { "!HTTPS", "REQUEST_SCHEME=http" } },
+	{ "a CIDR range trusts the peer", .remote_addr = "127.0.0.2",
+		.headers = { { "X-Forwarded-For", "203.0.113.9" } },
+		.trusted_proxies = "127.0.0.0/8", .checks = { "REMOTE_ADDR=203.0.113.9" } },
+	{ "a CIDR range trusts the hops inside it", .remote_addr = "10.1.2.3",
+		.headers = { { "X-Forwarded-For", "198.51.100.1, 10.200.0.1, 10.9.9.9" } },
+		.trusted_proxies = "10.0.0.0/8", .checks = { "REMOTE_ADDR=198.51.100.1" } },
+	{ "the walk stops at the first hop outside the range", .remote_addr = "127.0.0.1",
+		.headers = { { "X-Forwarded-For", "198.51.100.1, 128.0.0.1, 127.9.9.9" } },
+		.trusted_proxies = "127.0.0.0/8", .checks = { "REMOTE_ADDR=128.0.0.1" } },
+	{ "a peer outside the range is not believed", .remote_addr = "128.0.0.1",
+		.headers = { { "X-Forwarded-For", "203.0.113.9" } },
+		.trusted_proxies = "127.0.0.0/8", .checks = { "REMOTE_ADDR=128.0.0.1" } },
+	{ "an IPv6 range", .remote_addr = "fd00::17",
+		.headers = { { "X-Forwarded-For", "2001:db8::5" } },
+		.trusted_proxies = "fd00::/8", .checks = { "REMOTE_ADDR=2001:db8::5" } },
+	{ "::1 written in full is ::1", .remote_addr = "::1",
+		.headers = { { "X-Forwarded-For", "203.0.113.9" } },
+		.trusted_proxies = "0:0:0:0:0:0:0:1", .checks = { "REMOTE_ADDR=203.0.113.9" } },
 };
 
 static int check(char **env, const char *want, const char *row)
@@ -149,12 +167,18 @@ int main(void)
 				: (strstr(w->name, "empty body") ? 0 : -1),
 			.https = w->https, .headers = w->headers, .header_count = nh,
 		};
+		struct addr_list trusted = { 0 };
+		char err[128];
+		if (w->trusted_proxies && addr_list_parse(w->trusted_proxies, &trusted, err,
+					sizeof err) < 0)
+			ok(0, "%s: trusted_proxies: %s", w->name, err);
 		struct cgi_env_options opt = {
 			.path = "/usr/bin:/bin", .server_software = "plxd/test",
 			.pass_authorization = w->pass_authorization,
-			.trusted_proxies = w->trusted_proxies,
+			.trusted_proxies = w->trusted_proxies ? &trusted : NULL,
 		};
 		char **env = cgi_env_build(&req, &opt);
+		addr_list_free(&trusted);
 		for (size_t k = 0; k < MAX_CHECKS && w->checks[k]; k++)
 			check(env, w->checks[k], w->name);
 		check_shape(env, w->name);

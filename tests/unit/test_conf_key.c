@@ -1,5 +1,6 @@
 /* Typed values of key tables: every type parses strictly. */
 #include "conf_key.h"
+#include "addr.h"
 #include "tap.h"
 
 #include <stdlib.h>
@@ -11,6 +12,7 @@ struct sample {
 	unsigned long count;
 	unsigned long long size;
 	unsigned long ms;
+	struct addr_list peers;
 };
 
 static const char *no_spaces(const char *v)
@@ -31,6 +33,11 @@ static const struct conf_key keys[] = {
 	  .offset = offsetof(struct sample, size), .help = "h" },
 	{ .name = "ms", .type = CONF_DURATION, .default_value = "2s",
 	  .offset = offsetof(struct sample, ms), .help = "h" },
+	{ .name = "peers", .type = CONF_ADDRS, .default_value = "127.0.0.1",
+	  .offset = offsetof(struct sample, peers), .help = "h" },
+	CONF_ALIAS_KEY("old_size", "size"),
+	CONF_ALIAS_KEY("old_old_size", "old_size"),
+	CONF_ALIAS_KEY("lost", "nowhere"),
 	CONF_KEYS_END
 };
 
@@ -96,8 +103,39 @@ int main(void)
 	conf_value_copy(conf_key_find(keys, "size"), &t, &s);
 	ok(t.size == s.size, "copied size");
 
+	/* Address lists: parsed at set, compared and copied as lists. */
+	ok(s.peers.n == 1 && s.peers.v[0].prefix == 32, "address list default parsed");
+	ok(set(&s, "peers", "10.0.0.0/8 ::1  fd00::/8") == 0 && s.peers.n == 3
+			&& s.peers.v[0].prefix == 8 && s.peers.v[2].prefix == 8, "address list with ranges");
+	ok(set(&s, "peers", "10.0.0.0/33") < 0 && s.peers.n == 3, "a bad range refused, the old list kept");
+	char why[256];
+	ok(conf_key_set(conf_key_find(keys, "peers"), &s, "10.1.0.0/8", NULL, why, sizeof why) < 0
+			&& strstr(why, "10.1.0.0/8") && strstr(why, "past its /8 prefix"),
+			"the message names the word: %s", why);
+	ok(!conf_value_equal(conf_key_find(keys, "peers"), &s, &t), "differing lists differ");
+	conf_value_copy(conf_key_find(keys, "peers"), &t, &s);
+	ok(conf_value_equal(conf_key_find(keys, "peers"), &s, &t) && t.peers.v != s.peers.v,
+			"a copied list is equal, and its own");
+	ok(set(&t, "peers", "10.0.0.0/8 ::1 fd00::/8") == 0
+			&& conf_value_equal(conf_key_find(keys, "peers"), &s, &t),
+			"the same list written again is equal");
+	ok(set(&t, "peers", "10.0.0.0/8 fd00::/8 ::1") == 0
+			&& !conf_value_equal(conf_key_find(keys, "peers"), &s, &t), "order counts");
+	ok(set(&t, "peers", "") == 0 && t.peers.n == 0, "an empty list");
+	is_str(conf_type_name(CONF_ADDRS), "addresses", "its type name, for --help");
+
+	/* Aliases: the old name finds the current row; a bad alias finds
+	 * nothing; walkers skip alias rows. */
+	const struct conf_key *k = conf_key_find(keys, "old_size");
+	ok(k && strcmp(k->name, "size") == 0, "an alias finds the row it names");
+	ok(set(&s, "old_size", "2K") == 0 && s.size == 2048, "and sets its value");
+	ok(conf_key_find(keys, "old_old_size") == NULL, "an alias of an alias finds nothing");
+	ok(conf_key_find(keys, "lost") == NULL, "an alias of no row finds nothing");
+	ok(conf_value_equal(&keys[7], &s, &t), "an alias row holds no value to compare");
+
 	conf_section_free(keys, &s);
 	conf_section_free(keys, &t);
 	ok(s.name == NULL && s.dir == NULL, "free clears strings");
+	ok(s.peers.v == NULL && s.peers.n == 0 && t.peers.v == NULL, "free clears address lists");
 	return done_testing();
 }

@@ -18,6 +18,7 @@ static const struct conf_key fake_keys[] = {
 	  .offset = offsetof(struct fake_conf, word), .help = "h" },
 	{ .name = "n", .type = CONF_UINT, .default_value = "1", .max = 5,
 	  .offset = offsetof(struct fake_conf, n), .help = "h" },
+	CONF_ALIAS_KEY("count", "n"),
 	CONF_KEYS_END
 };
 
@@ -178,7 +179,17 @@ int main(void)
 	fails("[server]\nmax_connections = lots\n", 2, "[server] max_connections: 'lots' is not a whole number",
 			"bad number");
 	fails("[server]\nlog_level = loud\n", 2, "log_level", "bad log level");
-	fails("[server]\ntrusted_proxies = 10.0.0.1 nothost\n", 2, "trusted_proxies", "bad proxy address");
+	fails("[server]\ntrusted_proxies = 10.0.0.1 nothost\n", 2,
+			"[server] trusted_proxies: 'nothost' is not an IP address", "bad proxy address");
+	fails("[server]\nlisten = 127.0.0.1:0\ntrusted_proxies = 127.0.0.0/33\n", 3,
+			"[server] trusted_proxies: '127.0.0.0/33': the prefix length must be 32 at most",
+			"a range's prefix too long");
+	fails("[server]\ntrusted_proxies = ::1 10.0.0.1/8\n", 2,
+			"[server] trusted_proxies: '10.0.0.1/8': the address has bits set past its /8 prefix",
+			"a range with bits set past its prefix");
+	fails("[server]\ntrusted_proxies = 10.0.0.0/\n", 2,
+			"[server] trusted_proxies: '10.0.0.0/': the prefix length must be a number",
+			"a range without its length");
 	fails("[handlers]\n.pl = nosuch\n", 2, "[handlers] .pl: no handler called 'nosuch'", "unknown handler");
 	fails("[handlers]\npl = fake\n", 2, "expected a file extension", "extension without dot");
 	fails("[server]\nthis line has no equals\n", 2, "syntax error", "syntax error");
@@ -188,6 +199,49 @@ int main(void)
 	fails(longline, 2, "longer than", "overlong line");
 	fails("[server]\nmax_body = 1\nbogus = 2\nlisten = x\n", 3, "bogus", "several errors: first");
 	fails("[server]\nmax_body = 1\nbogus = 2\nlisten = x\n", 4, "listen", "several errors: second");
+
+	/* trusted_proxies is parsed once, at load, into the ranges every user
+	 * matches. */
+	c = load_text("[server]\ntrusted_proxies = 127.0.0.0/8  0:0:0:0:0:0:0:1 ::ffff:10.1.2.3\n",
+			&errors);
+	ok(c && c->server.trusted_proxies.n == 3, "trusted_proxies: three ranges (%s)",
+			errors ? errors : "");
+	if (c && c->server.trusted_proxies.n == 3) {
+		const struct addr_range *v = c->server.trusted_proxies.v;
+		ok(v[0].family == AF_INET && v[0].prefix == 8 && v[0].bytes[0] == 127, "127.0.0.0/8");
+		ok(v[1].family == AF_INET6 && v[1].prefix == 128 && v[1].bytes[15] == 1,
+				"0:0:0:0:0:0:0:1 is ::1");
+		ok(v[2].family == AF_INET && v[2].prefix == 32 && v[2].bytes[3] == 3,
+				"an IPv4-mapped address is the IPv4 address");
+	}
+	config_free(c);
+	c = load_text("[server]\nlisten = 127.0.0.1:0\n", &errors);
+	ok(c && c->server.trusted_proxies.n == 0, "trusted_proxies: none by default");
+	config_free(c);
+
+	/* A renamed key: the old name works, with a warning naming file,
+	 * line, old and new name; both names at once is a duplicate. */
+	c = load_text("[fake]\nword = x\ncount = 3\n", &errors);
+	const struct handler_section *fs = NULL;
+	for (size_t i = 0; c && i < c->nhandlers; i++)
+		if (c->handlers[i].handler == &fake)
+			fs = &c->handlers[i];
+	ok(c && fs && fs->handler == &fake && ((struct fake_conf *)fs->conf)->n == 3,
+			"an old key name sets the key (%s)", errors ? errors : "");
+	char where[256];
+	snprintf(where, sizeof where, "%s:3: [fake] count is deprecated: it is now called n", path);
+	ok(c && c->warnings && strcmp(c->warnings, where) == 0, "one warning, naming file, line and "
+			"both names: %s", c && c->warnings ? c->warnings : "none");
+	config_free(c);
+	c = load_text("[fake]\nn = 3\n", &errors);
+	ok(c && !c->warnings, "no warning under the current name");
+	config_free(c);
+	fails("[fake]\ncount = 3\nn = 4\n", 3,
+			"[fake] n: duplicate key (first set on line 2 as count; count is the old name of n)",
+			"old and new name both set");
+	fails("[fake]\nn = 4\nword = x\ncount = 3\n", 4,
+			"[fake] count: duplicate key (first set on line 2 as n; count is the old name of n)",
+			"new and old name both set");
 
 	c = config_load("/nonexistent/plxd.conf", NULL, 0, find, NULL, &errors);
 	ok(!c && errors && strstr(errors, "/nonexistent/plxd.conf: cannot open: No such file"),

@@ -1,0 +1,66 @@
+/* A handler module for handlers.t's loading checks, built several times
+ * (tests/CMakeLists.txt) with PROBE_NAME, PROBE_SYMBOL, and optionally
+ * PROBE_GLOBAL_LIBRARY (a library it asks plxd to make global) or
+ * PROBE_ABI (a stale interface version). Each exports a symbol of its own
+ * name and, when started, logs which of the symbols below are visible in
+ * the global scope: another probe's stays invisible (modules load
+ * RTLD_LOCAL), plxd's own is visible, libperl's only once a module asked
+ * for it. */
+#include "handler.h"
+#include "log.h"
+
+#include <dlfcn.h>
+
+#ifndef PROBE_ABI
+#define PROBE_ABI PLXD_HANDLER_ABI
+#endif
+#ifndef PROBE_GLOBAL_LIBRARY
+#define PROBE_GLOBAL_LIBRARY NULL
+#endif
+
+/* What another module could resolve to if it were loaded RTLD_GLOBAL. */
+int PROBE_SYMBOL = 1;
+
+struct probe_conf {
+	unsigned long unused;
+};
+
+static const struct conf_key probe_keys[] = {
+	{ .name = "unused", .type = CONF_UINT, .default_value = "0",
+	  .offset = offsetof(struct probe_conf, unused), .help = "nothing" },
+	CONF_KEYS_END
+};
+
+static int probe_start(const void *conf, void **state)
+{
+	(void)conf;
+	static const char *const watched[] = { "plxd_probe_a", "plxd_probe_b", "plxd_log",
+		"Perl_xs_handshake" };
+	for (size_t i = 0; i < sizeof watched / sizeof watched[0]; i++)
+		plxd_log(PLXD_LOG_INFO, "%s: %s is %s", PROBE_NAME, watched[i],
+				dlsym(RTLD_DEFAULT, watched[i]) ? "visible" : "not visible");
+	*state = NULL;
+	return 0;
+}
+
+static int probe_handle(struct plxd_request *r)
+{
+	return plxd_respond_error(r, 404);
+}
+
+static void probe_finished(struct plxd_request *r, enum plxd_end how)
+{
+	(void)r;
+	(void)how;
+}
+
+const struct plxd_handler plxd_handler_module = {
+	.abi = PROBE_ABI,
+	.name = PROBE_NAME,
+	.keys = probe_keys,
+	.conf_size = sizeof(struct probe_conf),
+	.global_library = PROBE_GLOBAL_LIBRARY,
+	.start = probe_start,
+	.handle = probe_handle,
+	.finished = probe_finished,
+};
