@@ -458,7 +458,10 @@ void gw_ended(struct gw *g)
 
 static void on_settle(struct loop_timer *t)
 {
-	settled(GW_OF(t, settle));
+	struct gw *g = GW_OF(t, settle);
+	plxd_log(PLXD_LOG_DEBUG, "%s: its output ended %d ms ago, and how it ended is not known",
+			g->script, SETTLE_MS);
+	settled(g);
 }
 
 static void on_deadline(struct loop_timer *t)

@@ -134,8 +134,10 @@ like($raw, qr/Transfer-Encoding: chunked\r\n(?:.*\r\n)?\r\n7\r\nline 1\n\r\n7\r\
     my $sock = $s->connect;
     $sock->syswrite("POST /f.pl?pidfile=$pidfile&text=whole HTTP/1.1\r\nHost: x\r\n"
         . "Connection: close\r\nContent-Length: 4\r\n\r\n");
-    ok(wait_for(sub { -s $pidfile }), 'the script started');
-    my $pid = do { open my $fh, '<', $pidfile; local $/; my $p = <$fh>; chomp $p; $p };
+    my $read_pid = sub { open my $fh, '<', $pidfile or return; local $/; my $p = <$fh> // '';
+        return $p =~ /^(\d+)\n$/ ? $1 : undef };
+    ok(wait_for(sub { $read_pid->() }), 'the script started');
+    my $pid = $read_pid->();
     # Ended: gone, or a zombie plxd has not reaped yet.
     my $ended = sub {
         open my $fh, '<', "/proc/$pid/stat" or return 1;
