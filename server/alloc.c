@@ -66,3 +66,12 @@ char *xasprintf(const char *fmt, ...)
 		out_of_memory();
 	return p;
 }
+
+char *xconcat(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	char *s = xmalloc(la + lb + 1);
+	memcpy(s, a, la);
+	memcpy(s + la, b, lb + 1);
+	return s;
+}

@@ -12,6 +12,8 @@ void *xcalloc(size_t count, size_t size);
 void *xrealloc(void *ptr, size_t size);
 char *xstrdup(const char *s);
 char *xstrndup(const char *s, size_t n);
+/* a followed by b, in a new string. */
+char *xconcat(const char *a, const char *b);
 char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 #endif

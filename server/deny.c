@@ -7,10 +7,17 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 struct deny_pattern {
 	char *glob;
 	int exception;        /* written "!glob": never deny what it matches */
+	/* A glob of literals with at most one '*' (every default one) is
+	 * matched as a prefix and a suffix, without fnmatch: it runs on every
+	 * segment of every request's path. */
+	int simple;
+	size_t prefix_len, suffix_len; /* around the '*', or the whole glob */
+	int star;
 };
 
 struct deny_list {
@@ -19,7 +26,8 @@ struct deny_list {
 };
 
 static const char *word_problem(const char *word, size_t len);
-static int matches(const char *glob, const char *name);
+static void classify(struct deny_pattern *d);
+static int matches(const struct deny_pattern *d, const char *name, size_t len);
 
 #define BLANKS " \t"
 
@@ -53,10 +61,12 @@ struct deny_list *deny_create(const char *text)
 		if (!word_problem(p, len)) {
 			int exception = p[0] == '!';
 			list->patterns = xrealloc(list->patterns, (list->n + 1) * sizeof *list->patterns);
-			list->patterns[list->n++] = (struct deny_pattern){
+			struct deny_pattern *d = &list->patterns[list->n++];
+			*d = (struct deny_pattern){
 				.glob = xstrndup(p + exception, len - (size_t)exception),
 				.exception = exception,
 			};
+			classify(d);
 		}
 		p += len;
 	}
@@ -73,12 +83,33 @@ void deny_destroy(struct deny_list *list)
 	free(list);
 }
 
+static void classify(struct deny_pattern *d)
+{
+	const char *g = d->glob;
+	if (strpbrk(g, "?[\\"))
+		return;
+	const char *star = strchr(g, '*');
+	if (star && strchr(star + 1, '*'))
+		return;
+	d->simple = 1;
+	d->star = star != NULL;
+	d->prefix_len = star ? (size_t)(star - g) : strlen(g);
+	d->suffix_len = star ? strlen(star + 1) : 0;
+}
+
 /* Without regard to case, as extensions are routed: x.pl.BAK is a backup
  * copy too. A leading dot needs no explicit match (no FNM_PERIOD), so
- * "*.swp" covers ".x.pl.swp". */
-static int matches(const char *glob, const char *name)
+ * "*.swp" covers ".x.pl.swp". name is NUL-terminated at len. */
+static int matches(const struct deny_pattern *d, const char *name, size_t len)
 {
-	return fnmatch(glob, name, FNM_CASEFOLD) == 0;
+	if (!d->simple)
+		return fnmatch(d->glob, name, FNM_CASEFOLD) == 0;
+	if (!d->star)
+		return len == d->prefix_len && strncasecmp(name, d->glob, len) == 0;
+	return len >= d->prefix_len + d->suffix_len
+		&& strncasecmp(name, d->glob, d->prefix_len) == 0
+		&& strncasecmp(name + len - d->suffix_len, d->glob + d->prefix_len + 1,
+				d->suffix_len) == 0;
 }
 
 int deny_name(const struct deny_list *list, const char *name, size_t len)
@@ -91,7 +122,7 @@ int deny_name(const struct deny_list *list, const char *name, size_t len)
 	copy[len] = '\0';
 	int denied = 0;
 	for (size_t i = 0; i < list->n; i++) {
-		if (!matches(list->patterns[i].glob, copy))
+		if (!matches(&list->patterns[i], copy, len))
 			continue;
 		if (list->patterns[i].exception) {
 			denied = 0;

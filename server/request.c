@@ -401,7 +401,7 @@ static unsigned route(struct request *r, const char *target)
 		}
 		return status;
 	}
-	char *path = res.index ? xasprintf("%s%s", r->path, res.index) : NULL;
+	char *path = res.index ? xconcat(r->path, res.index) : NULL;
 	const char *full = path ? path : r->path; /* "/dir/" is served as "/dir/index.html" */
 	const char *slash = memrchr(full, '/', res.name_len);
 	const char *name = slash ? slash + 1 : full;
@@ -425,7 +425,7 @@ static unsigned route(struct request *r, const char *target)
 	r->script_name = xstrndup(r->path, res.name_len);
 	r->pub.script_name = r->script_name;
 	r->pub.path_info = r->path + res.name_len;
-	r->file = xasprintf("%s%s", config->server.root, r->script_name);
+	r->file = xconcat(config->server.root, r->script_name);
 	r->pub.file = r->file;
 	r->pub.root = config->server.root;
 

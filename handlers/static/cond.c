@@ -17,10 +17,37 @@ static int etag_matches(const char *list, const char *etag, int weak_ok);
 
 void cond_format_date(time_t t, char *out, size_t outlen)
 {
-	struct tm tm;
-	gmtime_r(&t, &tm);
-	snprintf(out, outlen, "%s, %02d %s %04d %02d:%02d:%02d GMT", days[tm.tm_wday], tm.tm_mday,
-			months[tm.tm_mon], tm.tm_year + 1900, tm.tm_hour, tm.tm_min, tm.tm_sec);
+	/* The files a thread serves share a few modification times: the last
+	 * one formatted is kept. */
+	static _Thread_local time_t last = (time_t)-1;
+	static _Thread_local char text[32];
+	if (t != last) {
+		struct tm tm;
+		gmtime_r(&t, &tm);
+		snprintf(text, sizeof text, "%s, %02d %s %04d %02d:%02d:%02d GMT", days[tm.tm_wday],
+				tm.tm_mday, months[tm.tm_mon], tm.tm_year + 1900, tm.tm_hour, tm.tm_min,
+				tm.tm_sec);
+		last = t;
+	}
+	size_t len = strnlen(text, sizeof text);
+	if (len >= outlen)
+		len = outlen - 1;
+	memcpy(out, text, len);
+	out[len] = '\0';
+}
+
+/* Writes v in lower-case hex at p; returns the end. */
+static char *put_hex(char *p, uintmax_t v)
+{
+	char digits[2 * sizeof v];
+	size_t n = 0;
+	do {
+		digits[n++] = "0123456789abcdef"[v & 15];
+		v >>= 4;
+	} while (v);
+	while (n)
+		*p++ = digits[--n];
+	return p;
 }
 
 void cond_validators(struct cond_validators *v, const struct stat *st, const struct timespec *now)
@@ -33,9 +60,24 @@ void cond_validators(struct cond_validators *v, const struct stat *st, const str
 		|| (now->tv_sec == m.tv_sec + 1 && now->tv_nsec >= m.tv_nsec);
 	if (!v->usable)
 		return;
-	snprintf(v->etag, sizeof v->etag, "\"%" PRIxMAX "-%" PRIxMAX "-%" PRIxMAX ".%09ld\"",
-			(uintmax_t)st->st_ino, (uintmax_t)st->st_size, (uintmax_t)m.tv_sec,
-			(long)m.tv_nsec);
+	/* "INO-SIZE-MTIME.NSEC" in hex, the nanoseconds in 9 decimal digits:
+	 * written by hand, as it is on every static request. */
+	char *p = v->etag;
+	*p++ = '"';
+	p = put_hex(p, (uintmax_t)st->st_ino);
+	*p++ = '-';
+	p = put_hex(p, (uintmax_t)st->st_size);
+	*p++ = '-';
+	p = put_hex(p, (uintmax_t)m.tv_sec);
+	*p++ = '.';
+	long ns = m.tv_nsec;
+	for (int i = 8; i >= 0; i--) {
+		p[i] = (char)('0' + ns % 10);
+		ns /= 10;
+	}
+	p += 9;
+	*p++ = '"';
+	*p = '\0';
 	cond_format_date(m.tv_sec, v->last_modified, sizeof v->last_modified);
 }
 
