@@ -8,8 +8,9 @@
 # - the Mojolicious and Dancer2 samples with "=" for "||=" (set up per
 #   request), and a plain script that keeps every request's query in a
 #   global, 200 requests each: one warning, right after the 33rd run (the
-#   first compiles, the 32 after it are measured); the PSGI sample set up
-#   per request lets its old application go: none;
+#   first compiles, the 32 after it are measured); the PSGI, Template
+#   Toolkit and CGI::Application samples without their idiom make their
+#   objects again on every request and let the old ones go: none;
 # - traffic mixing a growing script with others, the growing one now and
 #   then twice in a row: its warning, and none for the others.
 use strict;
@@ -17,7 +18,7 @@ use warnings;
 use Test::More;
 use PlxdTest qw(source_dir read_file wait_for);
 
-my @SAMPLES = qw(mojo dancer psgi);
+my @SAMPLES = qw(mojo dancer psgi cgiapp tt);
 my $N = 200;
 
 # Each script logs its runs ("run N"): the warning comes right after the
@@ -28,8 +29,13 @@ my %files = ('hello.plx' => $logs . read_file(source_dir() . '/cgi-bin/hello.plx
 for my $name (@SAMPLES) {
     my $text = read_file(source_dir() . "/cgi-bin/$name.plx");
     $files{"$name.plx"} = $logs . $text;
-    $files{"${name}_naive.plx"} = $logs . ($text =~ s/ \|\|= / = /gr);
+    $files{"${name}_naive.plx"} = $logs . ($name eq 'cgiapp'
+        ? $text =~ s/\bcache => 1\b/cache => 0/gr =~ s/PlxdSample::CGIApp\b/PlxdSample::CGIAppNaive/gr
+        : $text =~ s/ \|\|= / = /gr);
 }
+my $templates = source_dir() . '/cgi-bin/.templates';
+opendir my $dh, $templates or die "$templates: $!";
+$files{".templates/$_"} = read_file("$templates/$_") for grep { -f "$templates/$_" } readdir $dh;
 my $print = 'print "Content-Type: text/plain\n\n", scalar(@seen), "\n";';
 $files{'keeps.plx'} = $logs . "our \@seen; push \@seen, \$ENV{QUERY_STRING};\n$print\n";
 $files{'warms.plx'} = $logs . "our \@seen; push \@seen, \$ENV{QUERY_STRING} if \@seen < 10;\n$print\n";
@@ -69,9 +75,10 @@ for my $name ((map { "${_}_naive" } @SAMPLES), 'keeps') {
     is($ok, $N, "$name.plx: $N answers");
 }
 sync();
-# Plack::Builder's application, built per request, is let go each time:
-# slower, but nothing piles up.
-is(warnings_for('psgi_naive'), 0, 'psgi_naive.plx: nothing grows, no warning');
+# Plack::Builder's application, a Template object, HTML::Template's parsed
+# template, made per request, are let go each time: slower, but nothing
+# piles up.
+is(warnings_for("${_}_naive"), 0, "${_}_naive.plx: nothing grows, no warning") for 'psgi', 'cgiapp', 'tt';
 for my $name ('mojo_naive', 'dancer_naive', 'keeps') {
     # The first request compiles; the 32 after it are measured, and the
     # last of them, right after another run of the script, tells.
