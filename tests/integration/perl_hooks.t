@@ -13,7 +13,8 @@
 # CGI::Carp's; and CGI::Carp's settings are the module's, so a later
 # script's fatalsToBrowser reaches the first one's die. A fresh plxd shows
 # both, with the "will not stay shared" script as the one that loads
-# CGI::Carp (in the first plxd another script loaded it before).
+# CGI::Carp (in the first plxd another script loaded it before). A third
+# loads CGI::Carp in the preload file: its hooks are then every script's.
 use strict;
 use warnings;
 use Test::More;
@@ -197,5 +198,20 @@ is($count->(qr/late\.plx: \[[^\]]+\] late\.plx: late warns \d$/m), 0, 'none of t
 like($t->get('/closures.plx?die')->{content}, qr{^die die\n.*<h1>Software error:</h1>}s,
     "closures.plx?die after late.plx: CGI::Carp's page, another script's setting");
 is($t->get('/closures.pl?die')->{content}, "die die\n", 'closures.pl?die: still none');
+
+$t->stop;
+
+# --- CGI::Carp in the preload file: its hooks are every script's ---
+$files{'carp_preload.pl'} = "use CGI::Carp;\n1;\n";
+my $u = PlxdTest->start(
+    files    => \%files,
+    handlers => { '.pl' => 'cgi', '.plx' => 'perl' },
+    sections => { perl => { workers => 1, preload => 'root/carp_preload.pl' } },
+);
+like($u->get('/plain.plx?1')->{content}, qr/^die=none warn=CODE\(/,
+    "with CGI::Carp preloaded, a script that does not use it gets its warn hook");
+ok(wait_for(sub { $u->error_log =~ /plain\.plx: \[[^\]]+\] plain\.plx: plain warns 1$/m }),
+    "and its warnings in CGI::Carp's format");
+is($u->get('/late.plx?1')->{content}, "warn=CODE die=CODE\n", 'a script that uses it: both hooks');
 
 done_testing;
