@@ -134,6 +134,7 @@ struct perl_interp {
 	const struct perl_transport *transport;
 	struct perl_run *run;   /* the request being served */
 	struct perl_script *script; /* its script, once compiled */
+	struct perl_script *last_script; /* the script of the request before */
 	struct fcgi_state fcgi;
 	int stop;               /* serve no other request */
 };
@@ -181,6 +182,7 @@ static enum perl_outcome ended_by(pTHX_ struct perl_interp *pi, int ret, int sav
 static AV *overrides_hide(pTHX_ struct perl_interp *pi);
 static void overrides_restore(pTHX_ AV *hidden);
 static void run_request(struct perl_interp *pi, struct perl_run *run);
+static void growth_check(pTHX_ struct perl_interp *pi, struct perl_script *s, IV live_before);
 static struct perl_script *script_fetch(pTHX_ struct perl_interp *pi, struct perl_run *run);
 static void run_ends(pTHX_ struct perl_interp *pi, struct perl_script *s);
 static void open_data(pTHX_ struct perl_interp *pi, struct perl_script *s);
@@ -1408,6 +1410,9 @@ static void run_request(struct perl_interp *pi, struct perl_run *run)
 	stdio_begin(aTHX_ pi, run);
 	globals_begin(aTHX_ pi, run);
 	f->turn_forks = pi->forks;
+	/* Live SVs from here (the request's %ENV in place) to the end of the
+	 * request, for growth_check. */
+	IV live_before = (IV)PL_sv_count;
 
 	struct perl_script *script = script_fetch(aTHX_ pi, run);
 	if (script && run->want_running && pi->transport->running)
@@ -1475,7 +1480,32 @@ static void run_request(struct perl_interp *pi, struct perl_run *run)
 	globals_end(aTHX_ pi);
 	FREETMPS;
 	LEAVE;
+	if (script && !run->compiled && !f->answered)
+		growth_check(aTHX_ pi, script, live_before);
+	pi->last_script = script;
 	children_reap(pi);
+}
+
+/* A script whose runs keep leaving more Perl values alive (see
+ * perl_registry_note_run) is told once, in the log, under its own name:
+ * its request is not answered yet. An accept loop that outlived its
+ * request is not measured: its runs span many requests. */
+static void growth_check(pTHX_ struct perl_interp *pi, struct perl_script *s, IV live_before)
+{
+	unsigned n = perl_registry_note_run(s, (IV)PL_sv_count > live_before,
+			pi->last_script == s);
+	if (!n)
+		return;
+	ENTER;
+	SAVETMPS;
+	report(aTHX_ pi, sv_2mortal(newSVpvf("it keeps growing: %u of its last %u runs "
+			"in this worker left more Perl values alive than they found. Setup at "
+			"a script's top level runs on every request, and a framework's routes "
+			"and hooks pile up in its application: build the application once per "
+			"worker, our $app ||= do { ... }; (README: \"Porting to .plx\")",
+			n, (unsigned)PERL_GROWTH_WINDOW)));
+	FREETMPS;
+	LEAVE;
 }
 
 void perl_interp_serve(struct perl_interp *pi, const struct perl_transport *t)

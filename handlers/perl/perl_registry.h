@@ -53,6 +53,11 @@ struct perl_script {
 				   pairs of signal number (0 __WARN__, -1
 				   __DIE__) and handler (undef: none); NULL: no
 				   difference. Kept by perl_interp.c */
+	unsigned runs;          /* runs of this compile that were measured */
+	uint32_t grew;          /* one bit per measured run, newest lowest:
+				   it left more Perl values alive than it found */
+	bool growth_told;       /* the growth warning was given (once per
+				   path and worker, recompiles included) */
 };
 
 struct perl_registry;
@@ -102,6 +107,16 @@ struct perl_stderr_hold {
 void perl_registry_hold_stderr(pTHX_ struct perl_stderr_hold *h);
 void perl_registry_release_stderr(pTHX_ struct perl_stderr_hold *h, const char *path,
 		const char *prefix);
+
+/* After a run of s that did not compile it: grew says whether the
+ * interpreter held more Perl values (SVs) once the request was over than
+ * when it began, again whether the request before was for s too. Returns,
+ * the first time s is found to keep growing (see perl_registry.c), how
+ * many of its last PERL_GROWTH_WINDOW runs grew: the caller logs the
+ * warning. Else 0. A shift and a few compares per run. */
+#define PERL_GROWTH_WINDOW 32
+#define PERL_GROWTH_MIN 24
+unsigned perl_registry_note_run(struct perl_script *s, int grew, int again);
 
 /* Gives the script's named subs the file-level lexicals of the run that
  * just ended's successor (see perl_registry.c for why). Call after every

@@ -5,23 +5,36 @@
 # must find the application built once, with as many routes as the .pl
 # twin, while the requests add up; the same code with "=" for "||=" (the
 # setup at the top level, as the frameworks' own examples write it) builds
-# the application again on every request, and its routes pile up.
+# the application again on every request, and its routes pile up. The
+# same for what the template samples keep: cgiapp (CGI::Application, a new
+# application object per request) has HTML::Template parse its template
+# once (cache => 1; with cache => 0, on every request), tt keeps its
+# Template object and its compiled templates ("our $tt ||= ...").
 use strict;
 use warnings;
 use Test::More;
 use PlxdTest qw(source_dir read_file);
 
-my @SAMPLES = qw(mojo dancer psgi);
+my @SAMPLES = qw(mojo dancer psgi cgiapp tt);
 my $N = 100;
 
+# Each sample's build-once idiom, and the code without it.
+my %IDIOM = (
+    (map { $_ => [qr/^our \$\w+ \|\|= do \{$/m, sub { $_[0] =~ s/ \|\|= / = /gr }] } qw(mojo dancer psgi tt)),
+    # (a package of its own: the worker has one PlxdSample::CGIApp)
+    cgiapp => [qr/\bcache => 1\b/, sub { $_[0] =~ s/\bcache => 1\b/cache => 0/gr =~ s/PlxdSample::CGIApp\b/PlxdSample::CGIAppNaive/gr }],
+);
 my %files;
 for my $name (@SAMPLES) {
     my $text = read_file(source_dir() . "/cgi-bin/$name.plx");
     is(read_file(source_dir() . "/cgi-bin/$name.pl"), $text, "cgi-bin/$name.pl is $name.plx's twin");
-    like($text, qr/^our \$\w+ \|\|= do \{$/m, "$name.plx builds its application once");
+    like($text, $IDIOM{$name}[0], "$name.plx keeps what it builds");
     $files{"$name.pl"} = $files{"$name.plx"} = $text;
-    $files{"${name}_naive.plx"} = $text =~ s/ \|\|= / = /gr;
+    $files{"${name}_naive.plx"} = $IDIOM{$name}[1]->($text);
 }
+my $templates = source_dir() . '/cgi-bin/.templates';
+opendir my $dh, $templates or die "$templates: $!";
+$files{".templates/$_"} = read_file("$templates/$_") for grep { -f "$templates/$_" } readdir $dh;
 
 my $s = PlxdTest->start(
     files    => \%files,
@@ -30,12 +43,13 @@ my $s = PlxdTest->start(
 );
 
 # What a sample page says: (built, routes, served, pid); routes is undef
-# for the PSGI sample, which has none.
+# for the PSGI and template samples, which have none; built is how many
+# times the template was parsed for cgiapp.
 sub figures {
     my ($res) = @_;
     my $t = $res->{content} // '';
     $t =~ s/<[^>]*>//g;
-    my ($built) = $t =~ /built\s+the\s+application\s+(\d+)\s+time/;
+    my ($built) = $t =~ /(?:built\s+the\s+application|built\s+its\s+Template\s+object|parsed\s+the\s+template)\s+(\d+)\s+time/;
     my ($routes) = $t =~ /has\s+(\d+)\s+routes/;
     my ($served) = $t =~ /served\s+(\d+)\s+request/;
     my ($pid) = $t =~ /pid\s+(\d+)/;
@@ -47,7 +61,7 @@ for my $name (@SAMPLES) {
     is($pl->{status}, 200, "$name.pl answers");
     is($pl->{built}, 1, "$name.pl builds the application");
     is($pl->{served}, 1, "$name.pl serves one request per process");
-    ok(defined $pl->{routes}, "$name.pl counts its routes") unless $name eq 'psgi';
+    ok(defined $pl->{routes}, "$name.pl counts its routes") if $name =~ /^(?:mojo|dancer)$/;
 
     my @plx = map { figures($s->get("/$name.plx/")) } 1 .. $N;
     is(scalar(grep { $_->{status} == 200 } @plx), $N, "$name.plx: $N answers");
@@ -57,10 +71,14 @@ for my $name (@SAMPLES) {
     is_deeply([map { $_->{served} } @plx], [1 .. $N], "$name.plx: one worker served them one after another");
     is(scalar(keys %{ { map { $_->{pid} // '' => 1 } @plx } }), 1, "$name.plx: all in one process");
 
-    my $hello = $s->get("/$name.plx/hello/world?name=world");
-    like($hello->{content}, qr/^Hello, world!/, "$name.plx: its second route answers");
-    is($hello->{content}, $s->get("/$name.pl/hello/world")->{content}, "$name.plx: the same answer as .pl")
-        unless $name eq 'psgi';    # its answer has the counters
+    if ($name =~ /^(?:cgiapp|tt)$/) {
+        like($s->get("/$name.plx?name=you")->{content}, qr{<h1>Hello, you!</h1>}, "$name.plx: its parameters are the request's");
+    } else {
+        my $hello = $s->get("/$name.plx/hello/world?name=world");
+        like($hello->{content}, qr/^Hello, world!/, "$name.plx: its second route answers");
+        is($hello->{content}, $s->get("/$name.pl/hello/world")->{content}, "$name.plx: the same answer as .pl")
+            unless $name eq 'psgi';    # its answer has the counters
+    }
 
     # The naive form re-runs the setup on each request.
     my @naive = map { figures($s->get("/${name}_naive.plx/")) } 1 .. 10;

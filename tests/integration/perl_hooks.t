@@ -6,6 +6,15 @@
 # preload's. And the "will not stay shared" warnings of a script's named
 # subs stay out of the log whatever warn hook a module installs, while
 # every other compile-time message gets there, once.
+#
+# What a module does as it loads happens once per worker, for the script
+# that loaded it first (README: "What still differs"): a second script
+# using CGI::Carp in that worker gets no warn hook and no die override of
+# CGI::Carp's; and CGI::Carp's settings are the module's, so a later
+# script's fatalsToBrowser reaches the first one's die. A fresh plxd shows
+# both, with the "will not stay shared" script as the one that loads
+# CGI::Carp (in the first plxd another script loaded it before). A third
+# loads CGI::Carp in the preload file: its hooks are then every script's.
 use strict;
 use warnings;
 use Test::More;
@@ -42,8 +51,9 @@ print "Content-Type: text/plain\n\nterm=", ($SIG{TERM} // 'none'), " hup=",
     ($SIG{HUP} // 'none'), "\n";
 EOF
     # Named subs over file lexicals, compiled after CGI::Carp replaced the
-    # warn hook: "will not stay shared" is filtered; a module's own such
-    # warning, and the script's other compile-time warnings, are not.
+    # warn hook as it loaded: "will not stay shared" is filtered; a
+    # module's own such warning, and the script's other compile-time
+    # warnings, are not.
     'closures' => <<'EOF',
 use strict;
 use warnings;
@@ -57,6 +67,15 @@ BEGIN { print STDERR "begin block says hello\n" }
 my $masked = 1;
 my $masked = 2;
 print "Content-Type: text/plain\n\n", show(), "\n";
+die "closures dies\n" if $first eq 'die';
+EOF
+    # CGI::Carp in a script compiled after another one loaded it.
+    'late' => <<'EOF',
+use CGI::Carp qw(fatalsToBrowser);
+my $q = $ENV{QUERY_STRING};
+warn "late warns $q\n";
+die "late dies $q\n" if $q =~ /die/;
+print "Content-Type: text/plain\n\nwarn=", ref($SIG{__WARN__}), " die=", ref($SIG{__DIE__}), "\n";
 EOF
 );
 
@@ -122,17 +141,77 @@ is($s->get('/plain.plx?x')->{content}, "die=none warn=none term=none usr1=IGNORE
     'not in the next script');
 is($s->get('/own.plx')->{content}, "term=IGNORE hup=IGNORE\n", 'and back in its own');
 
-# --- the "will not stay shared" filter ---
-is($s->get('/closures.plx?one')->{content}, "one one\n", 'named subs see the first run');
-is($s->get('/closures.plx?two')->{content}, "two two\n", 'and the next run');
+$s->stop;
+
+# --- a fresh worker: closures.plx loads CGI::Carp first ---
+my $t = PlxdTest->start(
+    files    => \%files,
+    handlers => { '.pl' => 'cgi', '.plx' => 'perl' },
+    sections => { perl => { workers => 1 } },
+);
+$root = $t->root;
+$log = sub { $t->error_log };
+
+# The "will not stay shared" filter, with CGI::Carp's warn hook installed
+# in the middle of the script's compile.
+is($t->get('/closures.plx?one')->{content}, "one one\n", 'named subs see the first run');
+is($t->get('/closures.plx?two')->{content}, "two two\n", 'and the next run');
 my $file = "$root/closures.plx";
 ok(wait_for(sub { $log->() =~ /closures\.plx: begin block says hello$/m }), 'a BEGIN block\'s stderr is logged');
 ok(wait_for(sub { $log->() =~ /"my" variable \$masked masks earlier declaration in same scope at \Q$file\E line 11/ }),
     'a compile-time warning of the script is logged');
 ok(wait_for(sub { $log->() =~ /Variable "\$y" will not stay shared at (\Q$root\E\/)?Nested\.pm line 3/ }),
     "a module's own \"will not stay shared\" is true, and logged");
+like($log->(), qr/closures\.plx: \[[^\]]+\] closures\.plx: "my" variable \$masked masks/,
+    "CGI::Carp's warn hook was in place during the compile, as it loaded");
 unlike($log->(), qr/will not stay shared at \Q$root\E\/closures\.plx/,
     "the script's own are not, though CGI::Carp replaced the warn hook");
 is($count->(qr/closures\.plx: begin block says hello$/m), 1, 'what the compile printed, once');
+
+# Its die, with CGI::Carp but no fatalsToBrowser: what it printed, and
+# the message in the log, as .pl.
+for my $ext ('pl', 'plx') {
+    my $r = $t->get("/closures.$ext?die");
+    is("$r->{status} $r->{content}", "200 die die\n", "closures.$ext?die: what it printed");
+}
+
+# A second script with CGI::Carp in the worker: CGI::Carp's code that runs
+# as it loads ran for closures.plx, so late.plx gets fatalsToBrowser's die
+# hook (set by the import) but no warn hook, and no CGI::Carp die override;
+# as .pl it gets all of them.
+is($t->get('/late.pl?1')->{content}, "warn=CODE die=CODE\n", 'late.pl: both hooks');
+is($t->get('/late.plx?1')->{content}, "warn= die=CODE\n", 'late.plx: the die hook only');
+is($t->get('/late.plx?2')->{content}, "warn= die=CODE\n", 'in each of its requests');
+for my $ext ('pl', 'plx') {
+    my $r = $t->get("/late.$ext?die");
+    ok($r->{status} == 500 && $r->{content} =~ m{<h1>Software error:</h1>\s*<pre>late dies die\n},
+        "late.$ext: fatalsToBrowser's page for a die");
+}
+ok(wait_for(sub { $log->() =~ /late\.pl: \[[^\]]+\] late\.pl: late warns 1$/m }),
+    "late.pl's warning in CGI::Carp's format");
+ok(wait_for(sub { $log->() =~ /late\.plx: late warns 2$/m }), "late.plx's in perl's own");
+is($count->(qr/late\.plx: \[[^\]]+\] late\.plx: late warns \d$/m), 0, 'none of them through CGI::Carp');
+
+# fatalsToBrowser is a setting of the module, which late.plx's import
+# turned on: closures.plx's die (CGI::Carp's, bound when it compiled) now
+# gives the page too, after what it printed; the same script as .pl not.
+like($t->get('/closures.plx?die')->{content}, qr{^die die\n.*<h1>Software error:</h1>}s,
+    "closures.plx?die after late.plx: CGI::Carp's page, another script's setting");
+is($t->get('/closures.pl?die')->{content}, "die die\n", 'closures.pl?die: still none');
+
+$t->stop;
+
+# --- CGI::Carp in the preload file: its hooks are every script's ---
+$files{'carp_preload.pl'} = "use CGI::Carp;\n1;\n";
+my $u = PlxdTest->start(
+    files    => \%files,
+    handlers => { '.pl' => 'cgi', '.plx' => 'perl' },
+    sections => { perl => { workers => 1, preload => 'root/carp_preload.pl' } },
+);
+like($u->get('/plain.plx?1')->{content}, qr/^die=none warn=CODE\(/,
+    "with CGI::Carp preloaded, a script that does not use it gets its warn hook");
+ok(wait_for(sub { $u->error_log =~ /plain\.plx: \[[^\]]+\] plain\.plx: plain warns 1$/m }),
+    "and its warnings in CGI::Carp's format");
+is($u->get('/late.plx?1')->{content}, "warn=CODE die=CODE\n", 'a script that uses it: both hooks');
 
 done_testing;
