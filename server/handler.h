@@ -189,6 +189,15 @@ struct MHD_Response *plxd_response_stream(struct plxd_request *r, unsigned statu
 /* Whether a response with status to r has no body (RFC 9112 6.3). */
 int plxd_response_bodiless(struct plxd_request *r, unsigned status);
 
+/* Queues a response the handler keeps, to queue it again for other
+ * requests (libmicrohttpd counts its references): plxd adds nothing to it
+ * and does not release it, so it must have been made fit once with
+ * plxd_response_share. Returns 0, or -1 when r needs a response of its own
+ * (one that closes the connection, which a shared one cannot say). */
+int plxd_respond_shared(struct plxd_request *r, unsigned status, struct MHD_Response *response);
+/* Adds what plxd puts on every response (its Server header). */
+void plxd_response_share(struct MHD_Response *response);
+
 /* The connection closes after r's response, whatever keep-alive said: what
  * followed the response on it cannot be trusted. */
 void plxd_connection_close(struct plxd_request *r);

@@ -160,6 +160,21 @@ struct loop *plxd_loop(struct plxd_request *pub)
 	return REQUEST_OF(pub)->loop;
 }
 
+/* Queues response for r (in the access handler, or at any time while the
+ * connection is suspended: a pending request). Returns 0, or -1. */
+static int queue(struct request *r, unsigned status, struct MHD_Response *response)
+{
+	if (MHD_queue_response(r->pub.connection, status, response) != MHD_YES)
+		return -1;
+	r->responded = 1;
+	r->pub.status = status;
+	if (r->pending) {
+		r->pending = 0;
+		resume(r);
+	}
+	return 0;
+}
+
 int plxd_respond(struct plxd_request *pub, unsigned status, struct MHD_Response *response)
 {
 	struct request *r = REQUEST_OF(pub);
@@ -167,22 +182,26 @@ int plxd_respond(struct plxd_request *pub, unsigned status, struct MHD_Response 
 		MHD_destroy_response(response);
 		return -1;
 	}
-	MHD_add_response_header(response, MHD_HTTP_HEADER_SERVER, "plxd/" PLXD_VERSION);
+	plxd_response_share(response);
 	if (r->close)
 		MHD_add_response_header(response, MHD_HTTP_HEADER_CONNECTION, "close");
-	/* libmicrohttpd takes a response in the access handler, or at any
-	 * time while the connection is suspended (a pending request). */
-	enum MHD_Result ok = MHD_queue_response(pub->connection, status, response);
+	int rc = queue(r, status, response);
 	MHD_destroy_response(response);
-	if (ok != MHD_YES)
+	return rc;
+}
+
+void plxd_response_share(struct MHD_Response *response)
+{
+	MHD_add_response_header(response, MHD_HTTP_HEADER_SERVER, "plxd/" PLXD_VERSION);
+}
+
+int plxd_respond_shared(struct plxd_request *pub, unsigned status, struct MHD_Response *response)
+{
+	struct request *r = REQUEST_OF(pub);
+	/* A shared response cannot say Connection: close for one request. */
+	if (r->responded || r->aborted || r->close)
 		return -1;
-	r->responded = 1;
-	pub->status = status;
-	if (r->pending) {
-		r->pending = 0;
-		resume(r);
-	}
-	return 0;
+	return queue(r, status, response);
 }
 
 void plxd_connection_close(struct plxd_request *pub)

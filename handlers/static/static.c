@@ -8,6 +8,7 @@
 #include "alloc.h"
 #include "cond.h"
 #include "deny.h"
+#include "file_cache.h"
 #include "handler.h"
 #include "log.h"
 #include "mime.h"
@@ -226,6 +227,20 @@ static struct MHD_Response *file_response(struct plxd_request *r, uint64_t offse
 	return MHD_create_response_from_buffer((size_t)n, copy, MHD_RESPMEM_MUST_FREE);
 }
 
+/* The headers of a file's 200 or 206. */
+static void add_file_headers(struct MHD_Response *resp, const char *type,
+		const struct cond_validators *v)
+{
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+	/* Browsers must not guess a type (and so run a text file as HTML). */
+	MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_ACCEPT_RANGES, "bytes");
+	if (v->usable) {
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_ETAG, v->etag);
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_LAST_MODIFIED, v->last_modified);
+	}
+}
+
 static int respond_file(struct plxd_request *r)
 {
 	const struct static_conf *conf = r->conf;
@@ -275,19 +290,22 @@ static int respond_file(struct plxd_request *r)
 	}
 	uint64_t length = size ? last - first + 1 : 0;
 
+	const char *type = mime_lookup(state->mime, r->route_name);
+	if (!type)
+		type = conf->default_type;
+	/* A whole small file: its response is made once per thread. */
+	struct file_cache_key key = { .st = &r->st, .owner = state, .type = type };
+	int cacheable = status == 200 && v.usable && size > 0 && size <= SMALL_FILE_MAX;
+	struct MHD_Response *kept = cacheable ? file_cache_get(&key) : NULL;
+	if (kept && plxd_respond_shared(r, 200, kept) == 0) {
+		r->bytes_sent = size;
+		return 0;
+	}
+
 	struct MHD_Response *resp = file_response(r, first, &length);
 	if (!resp)
 		return -1;
-
-	const char *type = mime_lookup(state->mime, r->route_name);
-	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, type ? type : conf->default_type);
-	/* Browsers must not guess a type (and so run a text file as HTML). */
-	MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
-	MHD_add_response_header(resp, MHD_HTTP_HEADER_ACCEPT_RANGES, "bytes");
-	if (v.usable) {
-		MHD_add_response_header(resp, MHD_HTTP_HEADER_ETAG, v.etag);
-		MHD_add_response_header(resp, MHD_HTTP_HEADER_LAST_MODIFIED, v.last_modified);
-	}
+	add_file_headers(resp, type, &v);
 	if (status == 206) {
 		char value[80];
 		snprintf(value, sizeof value, "bytes %" PRIu64 "-%" PRIu64 "/%" PRIu64, first, last,
@@ -295,6 +313,16 @@ static int respond_file(struct plxd_request *r)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_RANGE, value);
 	}
 	r->bytes_sent = length;
+	if (cacheable && !kept && length == size) {
+		plxd_response_share(resp);
+		file_cache_put(&key, resp);
+		if (plxd_respond_shared(r, 200, resp) == 0)
+			return 0;
+		/* Its connection must close: a response of its own. */
+		if (!(resp = file_response(r, 0, &length)))
+			return -1;
+		add_file_headers(resp, type, &v);
+	}
 	return plxd_respond(r, status, resp);
 }
 
