@@ -11,7 +11,7 @@ use IO::Select;
 use POSIX qw(mkfifo);
 use Time::HiRes ();
 use PlxdTest;
-use PlxdRaw qw(responses request_bytes);
+use PlxdRaw qw(responses request_bytes read_responses);
 
 my $hello = "hello world\n"; # 12 bytes
 my $big = join '', map { sprintf "%07d\n", $_ } 0 .. 699_999; # 5.6 MB
@@ -356,6 +356,33 @@ is($e->get('/x.pl~')->{content}, "T\n", 'empty list: leftovers too');
 like($e->get('/.x.pl')->{content}, qr/^echo\n/, 'empty list: a hidden script runs');
 is($e->get('/.pl')->{status}, 404, 'empty list: a file named .pl is still 404');
 unlike($e->get('/.pl')->{content}, qr/SOURCE/, '... and never sent');
+
+# A small file's response is kept per event thread: a change to the file,
+# even one that keeps its size and its modification time, is served at
+# once (the inode's change time moves with every write). Every request on
+# one kept-alive connection, so one thread answers them all.
+{
+    my $c = PlxdTest->start(files => { 'kept.txt' => "one\n" });
+    my $file = $c->root . '/kept.txt';
+    # An hour old: validators (and so the kept response) are used only
+    # for a file unchanged for a second at least (cond.c).
+    my $mtime = time - 3600;
+    utime $mtime, $mtime, $file;
+    my $ka = $c->connect;
+    my $get = sub {
+        $ka->syswrite("GET /kept.txt HTTP/1.1\r\nHost: x\r\n\r\n");
+        my ($res) = read_responses($ka, 1);
+        return $res->{body};
+    };
+    is($get->(), "one\n", 'a small file');
+    is($get->(), "one\n", '... again, from the kept response');
+    PlxdTest::write_file($file, "two\n");
+    utime $mtime, $mtime, $file;
+    is($get->(), "two\n", 'rewritten with the same size and mtime: the new content');
+    PlxdTest::write_file($file, "three\n");
+    is($get->(), "three\n", 'rewritten longer: the new content');
+    $c->stop;
+}
 
 # A pattern with '/' can never match a name: a configuration error.
 my ($status, undef, $err) = PlxdTest::run_plxd('--check', '--config',
