@@ -9,6 +9,7 @@ package PlxdTest;
 #       server   => { max_body => '1K' },           # [server] keys
 #       handlers => { '.echo' => 'echo' },          # [handlers]
 #       sections => { echo => { greeting => 'hi' } },
+#       prefix   => [ 'prlimit', '--nofile=1024' ],     # a command plxd runs under
 #   );
 #   my $res = $s->get('/hello.html');                # HTTP::Tiny response
 #   my $raw = $s->raw("GET / HTTP/1.0\r\n\r\n");     # bytes over a socket
@@ -128,6 +129,7 @@ sub start {
     my $self = bless {
         dir => $dir, root => $root, conf => "$dir/plxd.conf", args => $o{args} || [],
         listen => $o{listen} // '127.0.0.1:0', env => $o{env} || {},
+        prefix => $o{prefix} || [],
     }, $class;
     $self->_spawn;
     $live{"$self"} = $self;
@@ -141,7 +143,8 @@ sub _spawn {
     my $srv = eval {
         PlxdServer->start(
             name   => 'plxd',
-            cmd    => [plxd_bin(), '--config', $self->{conf}, '--listen', $self->{listen}, @{ $self->{args} }],
+            cmd    => [@{ $self->{prefix} }, plxd_bin(), '--config', $self->{conf}, '--listen',
+                       $self->{listen}, @{ $self->{args} }],
             stderr => "$self->{dir}/stderr.log",
             env    => $self->{env},
             timeout => 30,
