@@ -48,7 +48,8 @@ const struct conf_key perl_conf_keys[] = {
 	CONF_ALIAS_KEY("max_header_size", "max_script_header_size"),
 	PERL_KEY("timing", CONF_BOOL, timing, "no",
 		.help = "add X-Plxd-Perl to responses: whether the compiled script was reused or "
-			"compiled, and the compile and run times in microseconds"),
+			"compiled, and the compile and run times in microseconds (so far, marked "
+			"partial, when the headers go out before the script returns)"),
 	CONF_KEYS_END
 };
 

@@ -5,6 +5,7 @@
 use strict;
 use warnings;
 use Test::More;
+use IO::Select;
 use PlxdTest qw(wait_for write_file);
 
 my $s = PlxdTest->start(
@@ -122,6 +123,34 @@ is($s->get('/a_b/c.plx')->{content}, $first, 'the first one is still itself');
 # --- compiled once, then reused ---
 my $r1 = $s->get('/a_b/c.plx');
 like($r1->{headers}{'x-plxd-perl'}, qr/^reused/, 'the second request reuses the compiled script');
+
+# --- the timing header when the headers go out first ---
+# A script that flushes its headers, then waits for a file the test makes
+# once the headers are in: they cannot have waited for its end.
+{
+    my $gate = $s->dir . '/flush.go';
+    write_file($s->root . '/flush.plx', "\$| = 1;\nprint \"Content-Type: text/plain\\n\\n\";\n"
+        . "select(undef, undef, undef, 0.02) until -e '$gate';\nprint \"done\\n\";\n");
+    for my $round ('compiled', 'reused') {
+        unlink $gate;
+        my $sock = $s->connect;
+        $sock->syswrite("GET /flush.plx HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+        my $head = '';
+        my $sel = IO::Select->new($sock);
+        while ($head !~ /\r\n\r\n/ && $sel->can_read(30)) {
+            last unless sysread($sock, my $b, 4096);
+            $head .= $b;
+        }
+        my ($value) = $head =~ /^X-Plxd-Perl: (.*?)\r$/mi;
+        my $want = $round eq 'compiled' ? qr/^compiled; compile=\d+us; run=\d+us; partial$/
+                                         : qr/^reused; run=\d+us; partial$/;
+        like($value // '', $want, "headers flushed early ($round): what is known then, marked partial");
+        write_file($gate, '');
+        my $rest = $head;
+        while ($sel->can_read(30)) { last unless sysread($sock, my $b, 4096); $rest .= $b }
+        like($rest, qr/done\n/, '... and the body follows when the script ends');
+    }
+}
 
 # --- edit and reload ---
 my $edit = $s->root . '/edit.plx';
