@@ -48,7 +48,7 @@ const char *conf_type_name(enum conf_type type)
 	return "?";
 }
 
-int conf_parse_bool(const char *text, int *out)
+static int conf_parse_bool(const char *text, int *out)
 {
 	static const char *const yes[] = { "yes", "on", "true", "1" };
 	static const char *const no[] = { "no", "off", "false", "0" };
@@ -114,7 +114,7 @@ int conf_parse_size(const char *text, unsigned long long *out)
 	return 0;
 }
 
-int conf_parse_duration_ms(const char *text, unsigned long *out)
+static int conf_parse_duration_ms(const char *text, unsigned long *out)
 {
 	unsigned long long v;
 	const char *suffix;

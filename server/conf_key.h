@@ -74,8 +74,6 @@ int conf_value_equal(const struct conf_key *key, const void *a, const void *b);
 void conf_value_copy(const struct conf_key *key, void *dst, const void *src);
 
 /* Value parsers, shared with the command line. Return 0, or -1. */
-int conf_parse_bool(const char *text, int *out);
 int conf_parse_size(const char *text, unsigned long long *out);
-int conf_parse_duration_ms(const char *text, unsigned long *out);
 
 #endif

@@ -83,16 +83,6 @@ static pthread_mutex_t ip_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void *thread_main(void *arg);
 
-uint64_t http_now_ms(void)
-{
-	return clock_ms();
-}
-
-uint64_t http_now_us(void)
-{
-	return clock_us();
-}
-
 unsigned http_open_connections(void)
 {
 	return atomic_load_explicit(&open_connections, memory_order_relaxed);
@@ -618,11 +608,6 @@ int http_start(int fd, const struct server_conf *server, char *err, size_t errle
 fail:
 	http_stop();
 	return -1;
-}
-
-unsigned http_threads(void)
-{
-	return nthreads;
 }
 
 void http_quiesce(void)

@@ -49,9 +49,6 @@ void http_url(int fd, char *out, size_t outlen);
  * here). */
 int http_start(int listen_fd, const struct server_conf *server, char *err, size_t errlen);
 
-/* The number of event threads. */
-unsigned http_threads(void);
-
 /* Stops accepting new connections, and closes the listening socket. */
 void http_quiesce(void);
 
@@ -64,8 +61,6 @@ unsigned http_wait_idle(unsigned long timeout_ms);
 void http_stop(void);
 
 /* For request.c. */
-uint64_t http_now_ms(void);
-uint64_t http_now_us(void);
 unsigned http_open_connections(void);
 struct conn *http_conn(struct MHD_Connection *connection);
 void http_request_started(struct conn *c);

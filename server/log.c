@@ -34,7 +34,7 @@ int log_level_parse(const char *name, enum log_level *out)
 	return -1;
 }
 
-int log_enabled(enum log_level level)
+static int log_enabled(enum log_level level)
 {
 	return (int)level <= atomic_load_explicit(&current_level, memory_order_relaxed);
 }

@@ -22,7 +22,6 @@ void log_close(void);
 void log_chown(unsigned uid, unsigned gid);
 
 int log_level_parse(const char *name, enum log_level *out);
-int log_enabled(enum log_level level);
 
 void plxd_log(enum log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

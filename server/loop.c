@@ -36,6 +36,17 @@ struct loop {
 
 static _Thread_local struct loop *current;
 
+/* Milliseconds from now until deadline_ms, 0 once it has passed, capped so
+ * that it fits poll's and epoll_wait's int timeout. */
+static int ms_until(uint64_t deadline_ms)
+{
+	uint64_t now = clock_ms();
+	if (deadline_ms <= now)
+		return 0;
+	uint64_t left = deadline_ms - now;
+	return left > 0x7fffffff ? 0x7fffffff : (int)left;
+}
+
 static void wake_read(struct loop_watch *w, unsigned events);
 static void run_posts(struct loop *l);
 static void run_timers(struct loop *l);
@@ -281,7 +292,7 @@ int loop_run_once(struct loop *l, int timeout_ms)
 {
 	current = l;
 	if (l->heap_n > 0) {
-		int until = clock_ms_until(l->heap[1]->at_ms);
+		int until = ms_until(l->heap[1]->at_ms);
 		if (timeout_ms < 0 || until < timeout_ms)
 			timeout_ms = until;
 	}

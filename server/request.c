@@ -547,7 +547,7 @@ static struct request *request_begin(struct MHD_Connection *connection, const ch
 	r->pub.query = "";
 	r->pub.path_info = "";
 	r->start_us = r->conn && r->conn->request_start_us ? r->conn->request_start_us
-							   : http_now_us();
+							   : clock_us();
 	if (r->conn) {
 		r->pub.client = (struct sockaddr *)&r->conn->peer;
 		r->pub.local = (struct sockaddr *)&r->conn->local;
@@ -775,7 +775,7 @@ void request_completed(void *cls, struct MHD_Connection *connection, void **con_
 		.bytes = strcmp(r->pub.method, "HEAD") == 0 ? 0 : r->pub.bytes_sent,
 		.referer = plxd_request_header(&r->pub, "Referer"),
 		.user_agent = plxd_request_header(&r->pub, "User-Agent"),
-		.duration_us = http_now_us() - r->start_us,
+		.duration_us = clock_us() - r->start_us,
 	};
 	log_access(&entry);
 

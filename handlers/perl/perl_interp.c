@@ -29,6 +29,7 @@
  * and, when it is for the same script, sets it up and lets the loop go on;
  * otherwise the loop ends and the script returns. */
 #include "perl_interp.h"
+#include "clock.h"
 #include "perl_registry.h"
 #include "alloc.h"
 #include "perl_worker_pm.h" /* worker_pm: PLXD/Worker.pm */
@@ -83,7 +84,7 @@ struct fcgi_state {
 				     the loop: served once the script returns */
 	struct perl_stderr_hold after; /* fd 2 while the script runs on after
 					  its request was answered */
-	uint64_t turn_start;    /* now_us() when the current request began */
+	uint64_t turn_start;    /* clock_us() when the current request began */
 	unsigned long turn_forks;
 };
 
@@ -152,7 +153,6 @@ static void on_fork_parent(void);
 static void on_sigpipe(int sig);
 static void install_sigpipe(void);
 static void children_reap(struct perl_interp *pi);
-static uint64_t now_us(void);
 static void env_sync(pTHX_ struct perl_interp *pi, char *const *env);
 static void env_prune(pTHX_ HV *hv, char *const *env, size_t n);
 static void environ_set(struct perl_interp *pi, char *const *env, size_t n);
@@ -314,13 +314,6 @@ static void install_sigpipe(void)
 	sigemptyset(&sa.sa_mask);
 	sa.sa_flags = SA_RESTART;
 	sigaction(SIGPIPE, &sa, NULL);
-}
-
-static uint64_t now_us(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
 }
 
 /* Runs fn under a JMPENV of ours. Returns 0 when fn returned, 2 when exit
@@ -1299,7 +1292,7 @@ static struct perl_script *script_fetch(pTHX_ struct perl_interp *pi, struct per
 	if (script)
 		return script;
 
-	uint64_t t0 = now_us();
+	uint64_t t0 = clock_us();
 	struct compile_arg a = { .pi = pi, .path = run->script };
 	struct perl_stderr_hold hold;
 	AV *hidden = overrides_hide(aTHX_ pi);
@@ -1309,7 +1302,7 @@ static struct perl_script *script_fetch(pTHX_ struct perl_interp *pi, struct per
 	perl_registry_release_stderr(aTHX_ &hold, run->script, NULL);
 	overrides_restore(aTHX_ hidden);
 	run->compiled = 1;
-	run->compile_us = now_us() - t0;
+	run->compile_us = clock_us() - t0;
 	if (ret != 0) {
 		/* exit in a BEGIN block: the output so far is the response;
 		 * the script is compiled again next time. (A die there is the
@@ -1417,7 +1410,7 @@ static void run_request(struct perl_interp *pi, struct perl_run *run)
 	struct perl_script *script = script_fetch(aTHX_ pi, run);
 	if (script && run->want_running && pi->transport->running)
 		pi->transport->running(pi->transport->ctx, run);
-	f->turn_start = now_us();
+	f->turn_start = clock_us();
 	if (script) {
 		pi->script = script;
 		if (script->switches)
@@ -1453,7 +1446,7 @@ static void run_request(struct perl_interp *pi, struct perl_run *run)
 		perl_registry_rebind(aTHX_ script);
 	}
 	run->exit_status = pi->exit_status;
-	run->run_us = now_us() - f->turn_start;
+	run->run_us = clock_us() - f->turn_start;
 	run->forked = pi->forks != f->turn_forks;
 
 	if (forked_child) {
@@ -1644,7 +1637,7 @@ static int fcgi_answer(pTHX_ struct perl_interp *pi)
 	struct perl_run *run = pi->run;
 	run->outcome = PERL_OK;
 	run->exit_status = 0;
-	run->run_us = now_us() - f->turn_start;
+	run->run_us = clock_us() - f->turn_start;
 	run->forked = pi->forks != f->turn_forks;
 	stdio_end(aTHX_ pi, run, 1);
 	alarm(0);
@@ -1686,7 +1679,7 @@ static void fcgi_turn_begin(pTHX_ struct perl_interp *pi, struct perl_run *run)
 		PUTBACK;
 		call_sv((SV *)pi->cgi_pm_reset, G_VOID | G_DISCARD | G_EVAL);
 	}
-	f->turn_start = now_us();
+	f->turn_start = clock_us();
 	f->turn_forks = pi->forks;
 }
 
@@ -1768,7 +1761,7 @@ int perl_interp_modules_changed(struct perl_interp *pi)
 {
 	dTHXa(pi->perl);
 	modules_record(aTHX_ pi);
-	uint64_t now = now_us() / 1000;
+	uint64_t now = clock_us() / 1000;
 	if (now < pi->next_module_check_ms)
 		return 0;
 	pi->next_module_check_ms = now + 1000;

@@ -1,8 +1,8 @@
 /* The Perl worker pool: see perl_pool.h.
  *
  * Workers are spawned with posix_spawn (glibc: clone(CLONE_VM|CLONE_VFORK)
- * and exec), never fork(): plxd runs a thread per connection, and a forked
- * copy of a threaded process inherits locks other threads held. Each
+ * and exec), never fork(): plxd is threaded, and a forked copy of a
+ * threaded process inherits locks other threads held. Each
  * worker gets a process group of its own (a timeout kills it with every
  * program its script started), default signal dispositions, an empty
  * signal mask, and a minimal environment (none of plxd's: no PERL5LIB,
@@ -11,8 +11,9 @@
  *
  * A slot is IDLE (ready), BUSY (lent to a request), DOWN (its process must
  * end and be replaced) or STARTING (the keeper is replacing it). Requests
- * only ever take IDLE slots; the keeper thread does all ending, reaping and
- * spawning, so a request never waits for a worker to start. */
+ * only ever take IDLE slots, or wait in a queue without a thread of their
+ * own; the keeper thread does all ending, reaping and spawning, so a
+ * request never waits for a worker to start. */
 #include "spawn_child.h"
 #include "perl_pool.h"
 #include "perl_wire.h"

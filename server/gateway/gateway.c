@@ -59,7 +59,10 @@ static void relay_stderr(struct gw *g, size_t limit);
 
 #define GW_OF(ptr, member) ((struct gw *)(void *)((char *)(ptr) - offsetof(struct gw, member)))
 
-void gw_log_failure(const char *script, unsigned status, const char *why, const char *how)
+/* "SCRIPT: answered STATUS: WHY; HOW": the one form of a failed script's
+ * log line, whichever handler ran it. */
+static void gw_log_failure(const char *script, unsigned status, const char *why,
+		const char *how)
 {
 	plxd_log(PLXD_LOG_ERROR, "%s: answered %u: %s%s%s", script, status, why,
 			how && how[0] ? "; " : "", how ? how : "");

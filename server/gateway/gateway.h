@@ -162,8 +162,5 @@ void gw_fini(struct gw *g);
  * both handlers say it. */
 void gw_log_end(const struct gw *g);
 
-/* Logs "SCRIPT: answered STATUS: WHY; HOW", the one form of a failed
- * script's log line in every handler. */
-void gw_log_failure(const char *script, unsigned status, const char *why, const char *how);
 
 #endif

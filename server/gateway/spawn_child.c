@@ -1,4 +1,4 @@
-/* Starting and ending CGI children. posix_spawn (glibc: clone(CLONE_VM |
+/* Starting and ending children (scripts, workers). posix_spawn (glibc: clone(CLONE_VM |
  * CLONE_VFORK)), never fork, so a spawn costs the same however large plxd
  * grows; the exit is watched through a pidfd, so no SIGCHLD handler and no
  * sleeping poll loop is needed, and no one else's children are waited for. */
@@ -6,7 +6,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -190,11 +189,6 @@ fail:
 	return -1;
 }
 
-void spawn_close_in(struct spawn_child *c)
-{
-	close_fd(&c->in);
-}
-
 void spawn_signal(struct spawn_child *c, int sig)
 {
 	/* Until the leader is reaped its pid, and so the group id, cannot be
@@ -246,48 +240,4 @@ int spawn_reap_if_exited(struct spawn_child *c)
 	c->exited = c->reaped = 1;
 	c->status = wait_status(&info);
 	return 1;
-}
-
-/* Waits up to ms for the child to exit (without reaping it). Returns 1
- * when it has. */
-static int wait_exit(struct spawn_child *c, int ms)
-{
-	struct pollfd p = { .fd = c->pidfd, .events = POLLIN };
-	int n;
-	while ((n = poll(&p, 1, ms)) < 0 && errno == EINTR)
-		;
-	if (n > 0)
-		c->exited = 1;
-	return n > 0;
-}
-
-void spawn_end(struct spawn_child *c, unsigned grace_ms, int kill_group)
-{
-	/* Closing its stdout first: a script still printing gets EPIPE/SIGPIPE
-	 * and usually ends by itself. */
-	close_fd(&c->in);
-	close_fd(&c->out);
-	close_fd(&c->err);
-	if (c->pid > 0 && !c->reaped) {
-		int exited = c->exited || wait_exit(c, 0);
-		if (!exited || kill_group) {
-			spawn_signal(c, SIGTERM);
-			if (!exited)
-				wait_exit(c, (int)grace_ms);
-			spawn_signal(c, SIGKILL);
-		}
-		/* Blocks at most as long as SIGKILL takes. */
-		siginfo_t info;
-		for (;;) {
-			memset(&info, 0, sizeof info);
-			if (waitid(P_PIDFD, (id_t)c->pidfd, &info, WEXITED) == 0 || errno != EINTR)
-				break;
-		}
-		c->exited = c->reaped = 1;
-		if (info.si_code == CLD_EXITED)
-			c->status = (info.si_status & 0xff) << 8;
-		else if (info.si_pid)
-			c->status = info.si_status & 0x7f;
-	}
-	close_fd(&c->pidfd);
 }

@@ -1,6 +1,7 @@
-/* Process plumbing for CGI children: start a script with pipes on its
- * stdin, stdout and stderr, in its own process group, and end it (TERM, then
- * KILL to the group) and reap it. No libmicrohttpd, no HTTP. */
+/* Process plumbing for scripts and workers: start a program with pipes on
+ * its stdin, stdout and stderr, in its own process group, signal the group,
+ * learn how it ended and reap it, through a pidfd (no SIGCHLD, no one
+ * else's children). Never blocks. No libmicrohttpd, no HTTP. */
 #ifndef PLXD_SPAWN_CHILD_H
 #define PLXD_SPAWN_CHILD_H
 
@@ -59,9 +60,6 @@ int spawn_start(const struct spawn_spec *spec, struct spawn_child *c);
  * with the Perl handler, which spawns its workers the same way. */
 int spawn_attr_init(posix_spawnattr_t *attr);
 
-/* Closes the child's stdin (the script sees the end of its input). */
-void spawn_close_in(struct spawn_child *c);
-
 /* Sends sig to the child's process group, unless it has been reaped (its
  * group id could then name someone else's processes). */
 void spawn_signal(struct spawn_child *c, int sig);
@@ -75,13 +73,5 @@ int spawn_peek_exit(struct spawn_child *c);
 /* Reaps the child if it has exited; returns 1 when reaped, 0 when it still
  * runs. Never blocks. */
 int spawn_reap_if_exited(struct spawn_child *c);
-
-/* Ends the child however it stands: if it still runs, TERM to its group,
- * up to grace_ms for it to exit, then KILL to the group; with kill_group
- * the group gets TERM and KILL even when the child itself already exited
- * (background processes still holding its output). Reaps it and closes
- * every descriptor. Safe to call on a child never started or already
- * ended. */
-void spawn_end(struct spawn_child *c, unsigned grace_ms, int kill_group);
 
 #endif
