@@ -328,7 +328,7 @@ static const struct entry *last_entry(struct parse *p, const char *section, cons
 static struct handler_section *find_section(struct config *c, const char *name)
 {
 	for (size_t i = 0; i < c->nhandlers; i++)
-		if (strcmp(c->handlers[i].handler->name, name) == 0)
+		if (strcmp(c->handlers[i].name, name) == 0)
 			return &c->handlers[i];
 	return NULL;
 }
@@ -343,7 +343,14 @@ static struct handler_section *add_section(struct parse *p, struct config *c, co
 		return s;
 	const struct entry *load = last_entry(p, name, "load");
 	char err[512] = "";
-	const struct plxd_handler *h = find(name, load ? load->value : NULL, err, sizeof err, ctx);
+	/* [perl:thread] is an instance of the perl handler. */
+	const char *colon = strchr(name, ':');
+	char *module = xstrndup(name, colon ? (size_t)(colon - name) : strlen(name));
+	const struct plxd_handler *h = colon && (!colon[1] || strchr(colon + 1, ':')) ? NULL
+		: find(module, load ? load->value : NULL, err, sizeof err, ctx);
+	if (!h && colon && !err[0])
+		snprintf(err, sizeof err, "an instance is named HANDLER:NAME");
+	free(module);
 	if (!h) {
 		add_error(p, "%s: %s", why_needed, err[0] ? err : "no such handler");
 		return NULL;
@@ -351,7 +358,8 @@ static struct handler_section *add_section(struct parse *p, struct config *c, co
 	/* The array only grows before routes point into it (see config_load). */
 	c->handlers = xrealloc(c->handlers, (c->nhandlers + 1) * sizeof *c->handlers);
 	s = &c->handlers[c->nhandlers++];
-	*s = (struct handler_section){ .handler = h, .conf = xcalloc(1, h->conf_size),
+	*s = (struct handler_section){ .name = xstrdup(name), .handler = h,
+		.conf = xcalloc(1, h->conf_size),
 		.load = load ? xstrdup(load->value) : NULL };
 	if (conf_section_defaults(h->keys, s->conf, base_dir, err, sizeof err) < 0)
 		add_error(p, "handler %s: bad default: %s", name, err);
@@ -536,7 +544,7 @@ struct config *config_load(const char *file, const struct config_override *overr
 	add_routes(&p, c, base_dir, find, ctx);
 	add_section(&p, c, "static", base_dir, find, ctx, "the static handler");
 	for (size_t i = 0; i < c->nhandlers; i++)
-		set_values(&p, c->handlers[i].handler->name, c->handlers[i].handler->keys,
+		set_values(&p, c->handlers[i].name, c->handlers[i].handler->keys,
 				c->handlers[i].conf, base_dir);
 
 	/* Routes point into the handlers array only now that it has stopped
@@ -576,6 +584,7 @@ void config_free(struct config *c)
 		conf_section_free(c->handlers[i].handler->keys, c->handlers[i].conf);
 		free(c->handlers[i].conf);
 		free(c->handlers[i].load);
+		free(c->handlers[i].name);
 	}
 	free(c->handlers);
 	for (size_t i = 0; i < c->nroutes; i++)

@@ -40,7 +40,11 @@ struct server_conf {
 extern const struct conf_key server_keys[];
 
 /* One handler's configuration: its [section], defaults filled in. */
+/* A handler's section: [NAME] for a handler NAME, or [NAME:INSTANCE] for
+ * another instance of it, started apart with settings of its own (two perl
+ * pools, say); [handlers] routes to either by the section's name. */
 struct handler_section {
+	char *name;        /* the section's name */
 	const struct plxd_handler *handler;
 	void *conf;        /* handler->conf_size bytes, filled by handler->keys */
 	char *load;        /* the section's load = PATH, or NULL */

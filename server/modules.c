@@ -37,13 +37,21 @@ struct loaded {
 	const struct plxd_handler *handler;
 	void *dl;        /* NULL for built-ins */
 	void *global_dl; /* its global_library, or NULL */
+};
+
+/* A started handler: one per section name ([perl] and [perl:thread] are
+ * two), in the order they started. */
+struct instance {
+	char *name;
+	const struct plxd_handler *handler;
 	void *state;
-	int started;
 };
 
 /* Touched by the main thread only (start-up, reload, shutdown). */
 static struct loaded *loaded;
 static size_t nloaded;
+static struct instance *instances;
+static size_t ninstances;
 
 static struct loaded *find_loaded(const char *name)
 {
@@ -166,33 +174,41 @@ int modules_apply(struct config *config)
 {
 	for (size_t i = 0; i < config->nhandlers; i++) {
 		struct handler_section *s = &config->handlers[i];
-		struct loaded *l = find_loaded(s->handler->name);
-		if (!l)
-			l = remember(s->handler, NULL, NULL);
-		if (l->started) {
-			if (l->handler->reconfigure && l->handler->reconfigure(l->state, s->conf) < 0)
-				plxd_log(PLXD_LOG_ERROR, "handler %s kept its old settings", l->handler->name);
+		struct instance *in = NULL;
+		for (size_t k = 0; k < ninstances && !in; k++)
+			if (strcmp(instances[k].name, s->name) == 0)
+				in = &instances[k];
+		if (in) {
+			if (in->handler->reconfigure && in->handler->reconfigure(in->state, s->conf) < 0)
+				plxd_log(PLXD_LOG_ERROR, "handler %s kept its old settings", s->name);
 		} else {
-			if (l->handler->start && l->handler->start(s->conf, &l->state) < 0) {
-				plxd_log(PLXD_LOG_ERROR, "handler %s failed to start", l->handler->name);
+			void *state = NULL;
+			if (s->handler->start && s->handler->start(s->conf, &state) < 0) {
+				plxd_log(PLXD_LOG_ERROR, "handler %s failed to start", s->name);
 				return -1;
 			}
-			l->started = 1;
+			instances = xrealloc(instances, (ninstances + 1) * sizeof *instances);
+			in = &instances[ninstances++];
+			*in = (struct instance){ .name = xstrdup(s->name), .handler = s->handler,
+				.state = state };
 		}
 		/* Requests find the state through their config, never through
 		 * this registry, which a reload may grow under them. */
-		s->state = l->state;
+		s->state = in->state;
 	}
 	return 0;
 }
 
 void modules_stop_all(void)
 {
-	for (size_t i = nloaded; i-- > 0;) {
-		if (loaded[i].started && loaded[i].handler->stop)
-			loaded[i].handler->stop(loaded[i].state);
-		loaded[i].started = 0;
+	for (size_t i = ninstances; i-- > 0;) {
+		if (instances[i].handler->stop)
+			instances[i].handler->stop(instances[i].state);
+		free(instances[i].name);
 	}
+	free(instances);
+	instances = NULL;
+	ninstances = 0;
 }
 
 void modules_unload(void)

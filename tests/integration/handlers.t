@@ -8,6 +8,7 @@ use Test::More;
 use Digest::SHA ();
 use File::Copy qw(copy);
 use IO::Select;
+use File::Temp ();
 use PlxdTest qw(build_dir wait_for);
 
 my $s = PlxdTest->start(
@@ -148,5 +149,33 @@ my ($st, $out, $err) = PlxdTest::run_plxd('--check', '--config', "$conf_dir/plxd
 is($st >> 8, 1, 'a module built for another handler interface is refused');
 like($err, qr{^\Q$conf_dir\E/plxd\.conf:3: \[probe_old\]: unknown section: \Q$probes\E/probe_old\.so was built for handler interface 00000002, this plxd has $abi: rebuild the module against this plxd's server/handler\.h$}m,
     '... with a line naming the file and both versions') or diag($err);
+
+# Instances: [echo:two] is a second echo handler, started apart with its own
+# settings, and [handlers] routes to it by that name.
+{
+    my $i = PlxdTest->start(
+        files    => { 'x.one' => '', 'x.two' => '' },
+        handlers => { '.one' => 'echo', '.two' => 'echo:two' },
+        sections => { echo => { greeting => 'first' }, 'echo:two' => { greeting => 'second' } },
+    );
+    like($i->get('/x.one')->{content}, qr/^first\n/, 'an instance: [echo] answers .one');
+    like($i->get('/x.two')->{content}, qr/^second\n/, '... and [echo:two], with its own settings, .two');
+    $i->get('/x.two') for 1 .. 3;
+    my ($one) = $i->get('/x.one?stats')->{content} =~ /^handled (\d+)/m;
+    my ($two) = $i->get('/x.two?stats')->{content} =~ /^handled (\d+)/m;
+    is($one, 2, '... each with a state of its own (first: 2 requests)');
+    is($two, 5, '... (second: 5)');
+    ok($i->wait_log(qr/echo: started, greeting 'second'/), '... started apart');
+    $i->stop;
+    for my $bad ([ 'echo:', 'an instance is named HANDLER:NAME' ], [ 'echo:a:b', 'an instance is named HANDLER:NAME' ],
+            [ 'nosuch:x', 'nosuch' ]) {
+        my ($name, $why) = @$bad;
+        my $dir = File::Temp::tempdir(CLEANUP => 1);
+        PlxdTest::write_file("$dir/plxd.conf", "[handlers]\n.z = $name\n");
+        my ($status, undef, $err) = PlxdTest::run_plxd('--check', '--config', "$dir/plxd.conf");
+        isnt($status, 0, "[handlers] .z = $name: refused");
+        like($err, qr/plxd\.conf:2:.*\Q$why\E/, '... naming file, line and why');
+    }
+}
 
 done_testing;
