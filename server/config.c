@@ -78,7 +78,8 @@ const struct conf_key server_keys[] = {
 		.tests = "integration/limits.t integration/hostile.t"),
 	SERVER_KEY("body_timeout", CONF_DURATION, body_timeout_ms, "20s", .max = 3600 * 1000,
 		.help = "a request body must be in within this, extended by a second for each "
-			"body_min_rate bytes received; 0 for no limit (slow clients)",
+			"body_min_rate bytes received, as Apache's `RequestReadTimeout "
+			"body=20,MinRate=500`; 0 for no limit (slow clients)",
 		.limit = "the connection is closed and logged, and a CGI script reading the body is "
 			"ended with it; a fast upload of any size is never cut",
 		.tests = "integration/limits.t integration/cgi_body.t"),
