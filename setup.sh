@@ -16,9 +16,10 @@ RUN_PACKAGES="build-essential cmake pkg-config git libmicrohttpd-dev libinih-dev
 # gnuplot and fonts for bench/run's chart, headless Chromium for the front page,
 # valgrind for tests/leakcheck; the Perl web libraries that
 # tests/integration/compat.t runs as .pl and .plx (with the frameworks above),
-# CGI::Fast and FCGI for FastCGI-style scripts (CGI::Carp comes with CGI.pm).
+# CGI::Fast and FCGI for FastCGI-style scripts (CGI::Carp comes with CGI.pm);
+# groff for the install test, which renders the man pages with warnings on.
 TEST_PACKAGES="clang libclang-rt-14-dev apache2-utils wrk hyperfine curl nginx-light
-  gnuplot-nox fonts-dejavu-core chromium chromium-driver valgrind
+  gnuplot-nox fonts-dejavu-core chromium chromium-driver valgrind groff-base
   libcgi-application-perl libhtml-template-perl libcgi-session-perl libcgi-formbuilder-perl
   libtemplate-perl libcgi-fast-perl libfcgi-perl"
 

@@ -32,8 +32,12 @@ struct conf_key {
 	unsigned long long min, max; /* for UINT, SIZE and DURATION; max 0: no limit */
 	conf_check_fn *check;
 	unsigned flags;            /* CONF_RESTART */
-	const char *help;
+	const char *help;          /* what it sets; `code` spans allowed */
 	const char *alias_of;      /* CONF_ALIAS only: the key's current name */
+	const char *limit;         /* what happens at the limit; NULL: not a limit */
+	const char *tests;         /* space-separated paths under tests/ that check
+				      the key's behaviour, or "code:FILE" (read
+				      against FILE, no test); for doc/configuration.md */
 };
 
 /* The running server cannot apply a new value on reload (SIGHUP). */

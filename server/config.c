@@ -34,49 +34,95 @@ static const char *check_log_level(const char *value);
 const struct conf_key server_keys[] = {
 	SERVER_KEY("listen", CONF_STRING, listen, "127.0.0.1:8080", .check = check_listen,
 		.flags = CONF_RESTART,
-		.help = "address and port to accept connections on: 127.0.0.1:8080, [::1]:0, *:80 (port 0: any free port)"),
+		.help = "address and port to accept connections on: `127.0.0.1:8080`, `[::1]:0`, "
+			"`*:80` (port 0: any free port)",
+		.tests = "integration/startup.t integration/config.t"),
 	SERVER_KEY("threads", CONF_UINT, threads, "0", .max = 256, .flags = CONF_RESTART,
-		.help = "event threads that carry every connection; 0: one per CPU core"),
+		.help = "event threads that carry every connection; 0: one per CPU core",
+		.tests = "integration/engine.t"),
 	SERVER_KEY("root", CONF_PATH, root, PLXD_DEFAULT_ROOT,
-		.help = "document root, served at /"),
+		.help = "document root, served at /",
+		.tests = "integration/static.t unit/test_resolve.c"),
 	SERVER_KEY("user", CONF_STRING, user, "", .flags = CONF_RESTART,
-		.help = "when started as root, switch to this user after binding (scripts run as it too)"),
+		.help = "when started as root, switch to this user after binding (scripts run as it too)",
+		.tests = "integration/privileges.t"),
 	SERVER_KEY("follow_symlinks_outside", CONF_BOOL, follow_symlinks_outside, "no",
-		.help = "serve files through symbolic links that lead outside root (otherwise 403)"),
+		.help = "serve files through symbolic links that lead outside root (otherwise 403)",
+		.tests = "integration/attacks.t unit/test_resolve.c"),
 	SERVER_KEY("max_connections", CONF_UINT, max_connections, "512", .min = 1, .max = 65536,
 		.flags = CONF_RESTART,
-		.help = "open connections at most; one opened beyond it gets 503 with Retry-After, those already open are served on (an idle connection costs memory, not a thread)"),
+		.help = "open connections at most (an idle connection costs memory, not a thread); "
+			"plxd raises its soft open-files limit to fit, and logs when the hard limit is lower",
+		.limit = "a connection opened beyond it gets 503 with `Retry-After: 1` and is closed "
+			"(up to 1/8 more, at least 16, are accepted just to say so; beyond that new "
+			"sockets are closed unanswered); those already open are served on",
+		.tests = "integration/limits.t integration/hostile.t integration/engine.t"),
 	SERVER_KEY("per_ip_connections", CONF_UINT, per_ip_connections, "0", .max = 65536,
 		.flags = CONF_RESTART,
-		.help = "open connections at most from one client address, 0 for no limit; never applies to trusted_proxies"),
+		.help = "open connections at most from one client address, 0 for no limit; never "
+			"applies to trusted_proxies",
+		.limit = "a new connection from that address is closed at accept, unanswered, and "
+			"logged",
+		.tests = "integration/limits.t"),
 	SERVER_KEY("connection_timeout", CONF_DURATION, connection_timeout_ms, "30s",
 		.min = 1000, .max = 3600 * 1000, .flags = CONF_RESTART,
-		.help = "close a connection idle this long (keep-alive or a stalled client)"),
+		.help = "close a connection idle this long (keep-alive or a stalled client)",
+		.limit = "the connection is closed; the timer restarts on every byte, so this alone "
+			"bounds a slow reader, not a trickle",
+		.tests = "integration/limits.t"),
 	SERVER_KEY("header_timeout", CONF_DURATION, header_timeout_ms, "10s", .max = 3600 * 1000,
-		.help = "close a connection whose request line and headers took longer than this, 0 for no limit (slow clients)"),
+		.help = "close a connection whose request line and headers took longer than this, 0 "
+			"for no limit (slow clients); counted from the connection's start or its "
+			"previous request's end",
+		.limit = "the connection is closed, however the bytes trickle in",
+		.tests = "integration/limits.t integration/hostile.t"),
 	SERVER_KEY("body_timeout", CONF_DURATION, body_timeout_ms, "20s", .max = 3600 * 1000,
-		.help = "a request body must be in within this, extended by a second for each body_min_rate bytes received; 0 for no limit (slow clients)"),
+		.help = "a request body must be in within this, extended by a second for each "
+			"body_min_rate bytes received, as Apache's `RequestReadTimeout "
+			"body=20,MinRate=500`; 0 for no limit (slow clients)",
+		.limit = "the connection is closed and logged, and a CGI script reading the body is "
+			"ended with it; a fast upload of any size is never cut",
+		.tests = "integration/limits.t integration/cgi_body.t"),
 	SERVER_KEY("body_min_rate", CONF_SIZE, body_min_rate, "500",
-		.help = "bytes per second of request body that extend body_timeout; 0: the whole body within body_timeout"),
+		.help = "bytes per second of request body that extend body_timeout; 0: the whole "
+			"body within body_timeout",
+		.tests = "integration/limits.t"),
 	SERVER_KEY("max_header_size", CONF_SIZE, max_header_size, "32K", .min = 4096,
 		.max = 1024 * 1024, .flags = CONF_RESTART,
-		.help = "memory for a request line and headers; longer gets 414 or 431"),
+		.help = "memory for a request line and headers (libmicrohttpd's per-connection "
+			"buffer)",
+		.limit = "414 for a longer request line, 431 for longer headers",
+		.tests = "integration/limits.t integration/attacks.t"),
 	SERVER_KEY("max_body", CONF_SIZE, max_body, "64M",
-		.help = "request body size at most; larger gets 413"),
+		.help = "request body size at most; also what a CGI script may print while its "
+			"request body is still arriving",
+		.limit = "413 at once, and the connection closed, when Content-Length says so (any "
+			"length up to 2^64 - 1); a chunked body that grows past it has its connection "
+			"closed there, logged, with 413 in the access log",
+		.tests = "integration/hostile.t integration/framing.t integration/cgi_body.t"),
 	SERVER_KEY("shutdown_timeout", CONF_DURATION, shutdown_timeout_ms, "10s", .max = 3600 * 1000,
-		.help = "on SIGTERM or SIGINT, wait this long for requests in flight to finish"),
+		.help = "on SIGTERM or SIGINT, wait this long for requests in flight to finish",
+		.limit = "the connections of requests still running are closed, and plxd exits 0",
+		.tests = "integration/logs_signals.t integration/cgi_limits.t"),
 	SERVER_KEY("trusted_proxies", CONF_ADDRS, trusted_proxies, "",
 		.help = "reverse proxies whose X-Forwarded-For and X-Forwarded-Proto are believed, "
 			"and to which per_ip_connections never applies: IP addresses and CIDR ranges "
-			"(10.0.0.0/8, fd00::/8) separated by spaces"),
+			"(`10.0.0.0/8`, `fd00::/8`) separated by spaces",
+		.tests = "integration/balancer.t integration/cgi_env.t unit/test_addr.c unit/test_config.c"),
 	SERVER_KEY("error_log", CONF_PATH, error_log, "-",
-		.help = "error log file, - for stderr"),
+		.help = "error log file, `-` for stderr",
+		.tests = "integration/logs_signals.t"),
 	SERVER_KEY("access_log", CONF_PATH, access_log, "-",
-		.help = "access log file (Combined Log Format plus microseconds), - for stderr, empty for none"),
+		.help = "access log file (Combined Log Format plus microseconds), `-` for stderr, "
+			"empty for none",
+		.tests = "integration/logs_signals.t"),
 	SERVER_KEY("log_level", CONF_STRING, log_level, "info", .check = check_log_level,
-		.help = "error, warn, info or debug"),
+		.help = "error, warn, info or debug",
+		.tests = "unit/test_config.c code:server/log.c"),
 	SERVER_KEY("tmp_dir", CONF_PATH, tmp_dir, "/tmp",
-		.help = "folder for request bodies too large to keep in memory"),
+		.help = "folder for request bodies too large to keep in memory (over 64 KiB), "
+			"script output spooled before its response, and PLXD::Request's uploads",
+		.tests = "integration/hostile.t integration/request_plx.t"),
 	CONF_KEYS_END
 };
 

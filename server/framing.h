@@ -43,7 +43,7 @@ void framing_begin(struct framing *f, const char *method, const char *version);
  * line's: so a request whose lines end both in CRLF and in bare LF is
  * refused too, as a bare LF could hide a line made only of ':'. Where a
  * bare LF and such a line (or a NUL) even out, the buffer holds what a
- * CRLF leaves and nothing can be told (README, "What plxd cannot close").
+ * CRLF leaves and nothing can be told (doc/security.md, "What plxd cannot close").
  * A head not laid out like this (another libmicrohttpd) refuses every
  * request. */
 void framing_head(struct framing *f, const char *head, size_t head_len, const char *version);

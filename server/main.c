@@ -2,6 +2,7 @@
  * reloads, SIGTERM and SIGINT stop gracefully). */
 #include "alloc.h"
 #include "config.h"
+#include "help.h"
 #include "modules.h"
 #include "http.h"
 #include "log.h"
@@ -29,58 +30,6 @@ struct options {
 	int check;
 };
 
-static void usage(FILE *out)
-{
-	fprintf(out,
-		"usage: plxd [--config FILE] [--listen ADDR:PORT] [--root DIR] [--check]\n"
-		"            [--version] [--help]\n"
-		"\n"
-		"  -c, --config FILE    configuration file (default %s)\n"
-		"  -l, --listen ADDR:PORT  address to listen on, overrides [server] listen;\n"
-		"                       port 0 picks a free port\n"
-		"  -r, --root DIR       document root, overrides [server] root\n"
-		"      --check          validate the configuration and exit (0 valid, 1 not)\n"
-		"  -V, --version        print the version and the handler interface and exit\n"
-		"  -h, --help           print this help and every configuration key\n",
-		PLXD_DEFAULT_CONFIG);
-}
-
-static void print_keys(FILE *out, const char *section, const struct conf_key *keys)
-{
-	fprintf(out, "\n[%s]\n", section);
-	for (; keys->name; keys++) {
-		if (keys->type == CONF_ALIAS) {
-			fprintf(out, "  %-24s %-9s the old name of %s (deprecated)\n", keys->name,
-					conf_type_name(keys->type), keys->alias_of);
-			continue;
-		}
-		fprintf(out, "  %-24s %-9s default: %s%s\n      %s\n", keys->name,
-				conf_type_name(keys->type),
-				keys->default_value && *keys->default_value ? keys->default_value : "(empty)",
-				keys->flags & CONF_RESTART ? "  (changes need a restart)" : "",
-				keys->help);
-	}
-}
-
-static void print_handler_keys(const struct plxd_handler *h, int builtin, void *ctx)
-{
-	print_keys(ctx, h->name, h->keys);
-	if (!builtin) /* built-in handlers have no file to load */
-		fprintf(ctx, "  %-24s %-9s default: %s\n      %s\n", "load", "path", "(found by name)",
-			"shared object to load this handler from");
-}
-
-static void help(void)
-{
-	usage(stdout);
-	printf("\nConfiguration keys (INI; sizes take K, M or G; durations ms, s, m or h):\n");
-	print_keys(stdout, "server", server_keys);
-	print_keys(stdout, "request", req_limits_keys);
-	printf("\n[handlers]\n  .EXT = HANDLER           files ending in .EXT (any case) go to HANDLER;\n"
-	       "                           others are served by the static handler\n");
-	modules_each_known(print_handler_keys, stdout);
-}
-
 static int parse_args(int argc, char **argv, struct options *o)
 {
 	static const struct option longopts[] = {
@@ -89,7 +38,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{ "root", required_argument, NULL, 'r' },
 		{ "check", no_argument, NULL, 'k' },
 		{ "version", no_argument, NULL, 'V' },
-		{ "help", no_argument, NULL, 'h' },
+		{ "help", optional_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
@@ -111,17 +60,24 @@ static int parse_args(int argc, char **argv, struct options *o)
 			printf("plxd %s (%s)\nhandler interface %08x\n", PLXD_VERSION, PLXD_GIT_REVISION,
 					PLXD_HANDLER_ABI);
 			exit(0);
-		case 'h':
-			help();
+		case 'h': {
+			enum help_format format = HELP_TEXT;
+			if (optarg && help_format_parse(optarg, &format) < 0) {
+				fprintf(stderr, "plxd: --help=%s: expected text, markdown, man8 or man5\n",
+						optarg);
+				return -1;
+			}
+			help_print(stdout, format);
 			exit(0);
+		}
 		default:
-			usage(stderr);
+			help_usage(stderr);
 			return -1;
 		}
 	}
 	if (optind < argc) {
 		fprintf(stderr, "plxd: unexpected argument '%s'\n", argv[optind]);
-		usage(stderr);
+		help_usage(stderr);
 		return -1;
 	}
 	return 0;

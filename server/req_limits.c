@@ -15,14 +15,21 @@
 /* Sizes are kept below 2^53 so that Perl holds them exactly. */
 const struct conf_key req_limits_keys[] = {
 	REQ_KEY("max_fields", CONF_UINT, max_fields, "1000", .min = 1, .max = 1000000,
-		.help = "parameters (query string, form fields and uploads together) in one request; "
-			"more gets 400"),
+		.help = "parameters (query string, form fields and uploads together) in one request",
+		.limit = "400 from PLXD::Request, naming the problem",
+		.tests = "integration/request_cli.t integration/request_plx.t unit/test_req_urlencoded.c"),
 	REQ_KEY("max_field_size", CONF_SIZE, max_field_size, "1M", .min = 1, .max = 1ULL << 40,
-		.help = "bytes in one parameter's name or value, decoded (uploads excepted); more gets 400"),
+		.help = "bytes in one parameter's name or value, decoded (uploads excepted)",
+		.limit = "400 from PLXD::Request",
+		.tests = "integration/request_cli.t unit/test_req_urlencoded.c unit/test_req_multipart.c"),
 	REQ_KEY("max_upload_size", CONF_SIZE, max_upload_size, "64M", .max = 1ULL << 50,
-		.help = "bytes in one uploaded file; more gets 400 (0: no uploads at all)"),
+		.help = "bytes in one uploaded file (0: no uploads at all)",
+		.limit = "400 from PLXD::Request",
+		.tests = "integration/request_cli.t unit/test_req_multipart.c"),
 	REQ_KEY("max_total", CONF_SIZE, max_total, "64M", .max = 1ULL << 50,
-		.help = "bytes of query string and request body together; more gets 400 before the body is read"),
+		.help = "bytes of query string and request body together",
+		.limit = "400 from PLXD::Request, before the body is read",
+		.tests = "integration/request_cli.t unit/test_req_limits.c"),
 	CONF_KEYS_END
 };
 

@@ -29,10 +29,13 @@ struct echo_state {
 static const struct conf_key echo_keys[] = {
 	{ .name = "greeting", .type = CONF_STRING, .default_value = "echo",
 	  .offset = offsetof(struct echo_conf, greeting),
-	  .help = "first line of every answer (shows which configuration served it)" },
+	  .help = "first line of every answer (shows which configuration served it)",
+	  .tests = "integration/handlers.t integration/logs_signals.t" },
 	{ .name = "max_sleep", .type = CONF_DURATION, .default_value = "10s",
 	  .offset = offsetof(struct echo_conf, max_sleep_ms), .max = 60 * 1000,
-	  .help = "longest wait a request's sleep=MS may ask for" },
+	  .help = "longest wait a request's `sleep=MS` may ask for",
+	  .limit = "a longer sleep is cut to it",
+	  .tests = "integration/handlers.t code:handlers/echo/echo.c" },
 	CONF_KEYS_END
 };
 

@@ -13,43 +13,66 @@ static const char *check_inc(const char *value);
 const struct conf_key perl_conf_keys[] = {
 	PERL_KEY("workers", CONF_UINT, workers, "0", .max = 256, .flags = CONF_RESTART,
 		.help = "worker processes, one Perl interpreter each, started with plxd; "
-			"0: one per CPU core"),
+			"0: one per CPU core",
+		.tests = "integration/perl_basic.t integration/logs_signals.t"),
 	PERL_KEY("queue", CONF_UINT, queue, "100", .max = 100000,
-		.help = "requests that may wait for a busy worker; beyond, 503 with Retry-After"),
+		.help = "requests that may wait for a busy worker",
+		.limit = "503 with Retry-After, at once",
+		.tests = "integration/perl_faults.t integration/hostile.t"),
 	PERL_KEY("queue_timeout", CONF_DURATION, queue_timeout_ms, "10s", .max = 3600 * 1000,
-		.help = "how long a request waits for a worker before it gets 503"),
+		.help = "how long a request waits for a worker",
+		.limit = "503 with Retry-After",
+		.tests = "integration/perl_faults.t integration/hostile.t"),
 	PERL_KEY("timeout", CONF_DURATION, timeout_ms, "60s", .min = 100, .max = 24 * 3600 * 1000,
-		.help = "a script running longer gets 504 (the connection is closed if its "
-			"headers were sent) and its worker is killed and replaced"),
+		.help = "how long a script may run",
+		.limit = "504 (the connection is closed if its headers were sent); its worker, and "
+			"every process it started, is killed and replaced",
+		.tests = "integration/perl_faults.t integration/script_failures.t"),
 	PERL_KEY("start_timeout", CONF_DURATION, start_timeout_ms, "30s", .min = 100,
 		.max = 3600 * 1000,
-		.help = "a new worker must have loaded Perl and the preload file within this"),
+		.help = "a new worker must have loaded Perl and the preload file within this",
+		.limit = "the worker is killed and logged; at start-up, plxd does not start",
+		.tests = "code:handlers/perl/perl_pool.c"),
 	PERL_KEY("max_requests", CONF_UINT, max_requests, "0", .max = 1ul << 40,
-		.help = "a worker is replaced after serving this many requests; 0: never"),
+		.help = "requests a worker serves at most; 0: no limit",
+		.limit = "the worker is replaced after its request",
+		.tests = "integration/perl_faults.t"),
 	PERL_KEY("max_rss", CONF_SIZE, max_rss, "512M",
-		.help = "a worker whose peak resident memory passes this is replaced after its "
-			"request; 0: no limit"),
+		.help = "peak resident memory of a worker; 0: no limit",
+		.limit = "the worker is replaced after its request",
+		.tests = "integration/perl_faults.t"),
 	PERL_KEY("max_memory", CONF_SIZE, max_memory, "2G",
-		.help = "address space of a worker (RLIMIT_AS): an allocation beyond fails, the "
-			"request gets 500 and the worker is replaced; 0: no limit"),
+		.help = "address space of a worker (RLIMIT_AS); 0: no limit",
+		.limit = "the allocation fails: the request gets 500 and the worker is replaced",
+		.tests = "integration/perl_faults.t"),
 	PERL_KEY("preload", CONF_PATH, preload, "",
 		.help = "Perl file each worker requires once before serving (like mod_perl's "
-			"PerlRequire): load shared modules here; it must return true"),
+			"PerlRequire): load shared modules here; it must return true, and if it "
+			"dies plxd does not start",
+		.tests = "integration/perl_faults.t integration/perl_hooks.t"),
 	PERL_KEY("inc", CONF_LIST, inc, "", .check = check_inc,
-		.help = "absolute folders put in front of @INC, in order"),
+		.help = "absolute folders put in front of @INC, in order; a module loaded from "
+			"outside Perl's own folders that changes on disk retires its worker (checked "
+			"at most once a second)",
+		.tests = "integration/perl_faults.t"),
 	PERL_KEY("path", CONF_STRING, path, "/usr/local/bin:/usr/bin:/bin",
 		.help = "PATH in the scripts' environment (nothing else of plxd's environment "
-			"is passed)"),
+			"is passed)",
+		.tests = "unit/test_cgi_env.c code:handlers/perl/perl_handler.c"),
 	PERL_KEY("pass_authorization", CONF_BOOL, pass_authorization, "no",
-		.help = "pass the Authorization header to scripts as HTTP_AUTHORIZATION"),
+		.help = "pass the Authorization header to scripts as HTTP_AUTHORIZATION",
+		.tests = "unit/test_cgi_env.c code:handlers/perl/perl_handler.c"),
 	PERL_KEY("max_script_header_size", CONF_SIZE, max_script_header_size, "64K", .min = 1024,
 		.max = 16 * 1024 * 1024,
-		.help = "the header block a script prints at most (500 beyond)"),
+		.help = "the header block a script prints at most",
+		.limit = "500, and a log line naming the script",
+		.tests = "unit/test_cgi_reply.c integration/config.t"),
 	CONF_ALIAS_KEY("max_header_size", "max_script_header_size"),
 	PERL_KEY("timing", CONF_BOOL, timing, "no",
 		.help = "add X-Plxd-Perl to responses: whether the compiled script was reused or "
 			"compiled, and the compile and run times in microseconds (so far, marked "
-			"partial, when the headers go out before the script returns)"),
+			"partial, when the headers go out before the script returns)",
+		.tests = "integration/perl_registry.t"),
 	CONF_KEYS_END
 };
 

@@ -58,10 +58,13 @@ static int respond_file(struct plxd_request *r);
 static const struct conf_key static_keys[] = {
 	{ .name = "mime_types", .type = CONF_PATH, .default_value = "/etc/mime.types",
 	  .offset = offsetof(struct static_conf, mime_types), .flags = CONF_RESTART,
-	  .help = "file of content types by extension (Debian's media-types); if it cannot be read, a small built-in table is used" },
+	  .help = "file of content types by extension (Debian's media-types), read once at "
+		  "start; if it cannot be read, a small built-in table is used",
+	  .tests = "integration/static.t unit/test_mime.c" },
 	{ .name = "default_type", .type = CONF_STRING, .default_value = "application/octet-stream",
 	  .offset = offsetof(struct static_conf, default_type),
-	  .help = "Content-Type of files whose extension mime_types does not name" },
+	  .help = "Content-Type of files whose extension mime_types does not name",
+	  .tests = "integration/static.t" },
 	/* Hidden names as Apache (.ht*) and nginx setups (/\.(?!well-known))
 	 * refuse them, and the leftovers H5BP's server configs block. */
 	{ .name = "deny", .type = CONF_LIST,
@@ -70,7 +73,8 @@ static const struct conf_key static_keys[] = {
 	  .help = "names no handler serves, scripts included (404): fnmatch patterns, each "
 		  "matched against every segment of the path in any case; !PATTERN excepts a "
 		  "name; empty denies nothing (a file named only like an extension, .pl, is "
-		  "refused anyway)" },
+		  "refused anyway)",
+	  .tests = "integration/static.t integration/attacks.t unit/test_deny.c" },
 	CONF_KEYS_END
 };
 

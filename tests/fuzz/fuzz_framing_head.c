@@ -6,7 +6,7 @@
  * NUL or CR, no folding, then an empty line), ends where libmicrohttpd's
  * ends and holds the same fields. Out of reach, and so not checked: in a
  * CRLF head, a NUL byte or a line holding only ':' can stand in for the
- * CR a bare LF lacks, as both leave one NUL (README, "What plxd cannot
+ * CR a bare LF lacks, as both leave one NUL (doc/security.md, "What plxd cannot
  * close"); CRLF heads with both a bare LF and a NUL or a line starting
  * with ':' are left out, and so are heads without fields (below). */
 #include "framing.h"

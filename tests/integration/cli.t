@@ -1,5 +1,6 @@
 # The command line: --version, --help (every key, from the same tables the
-# parser uses), unknown options.
+# parser uses), unknown options; --help=markdown is doc/configuration.md as
+# checked in, byte for byte, and --help=man8 and man5 are man pages.
 use strict;
 use warnings;
 use Test::More;
@@ -40,6 +41,43 @@ for my $section (qw(cgi perl)) {
     like($help // '', qr/^  max_header_size\s+alias\s+the old name of max_script_header_size \(deprecated\)$/m,
         "[$section] max_header_size, its old name, is listed as such");
 }
+
+like($out, qr/^  max_connections .*\n.*\n      at the limit: a connection opened beyond it gets 503/m,
+    'a limit says what happens at it');
+
+# doc/configuration.md is what the binary prints: every section, the
+# handlers' included, with the tables' help, limits and tests. A change to a
+# key table without the page (or the page without the table) fails here.
+($status, $out, $err) = run_plxd('--help=markdown');
+is($status, 0, '--help=markdown exits 0');
+my $page = read_file(source_dir() . '/doc/configuration.md');
+my @want = split /\n/, $page, -1;
+my @got = split /\n/, $out, -1;
+my ($first) = grep { ($want[$_] // "\0") ne ($got[$_] // "\0") } 0 .. ($#want > $#got ? $#want : $#got);
+ok(!defined $first, 'doc/configuration.md is what plxd --help=markdown prints')
+    or diag("first difference at line " . ($first + 1) . ":\n  doc/configuration.md: "
+        . ($want[$first] // '(end of file)') . "\n  plxd --help=markdown: "
+        . ($got[$first] // '(end of output)')
+        . "\nregenerate it: build/plxd --help=markdown > doc/configuration.md");
+for my $section (qw(server request handlers static cgi perl echo)) {
+    like($out, qr/^## `\[$section\]`$/m, "the page has [$section]");
+}
+# Every key row names what checks it (tests/doc_claims resolves the paths).
+my @rows = grep { /^\| `[a-z_]+` \|/ } split /\n/, $out;
+ok(@rows > 50, 'the page has a row per key');
+is_deeply([grep { !/\| [^|]*(?:\.\.\/tests\/|code: )[^|]* \|$/ } @rows], [], 'every row names a test or the code');
+
+for my $page ([ man8 => qr/^\.TH PLXD 8 /m, qr/^\.SH OPTIONS$/m ],
+        [ man5 => qr/^\.TH PLXD\.CONF 5 /m, qr/^\.SS \[perl\]$/m ]) {
+    my ($format, @like) = @$page;
+    ($status, $out, $err) = run_plxd("--help=$format");
+    is($status, 0, "--help=$format exits 0");
+    like($out, $_, "--help=$format is a man page") for @like;
+    unlike($out, qr/[^\x00-\x7f]/, "--help=$format is ASCII, as groff reads it");
+}
+($status, $out, $err) = run_plxd('--help=html');
+is($status >> 8, 1, 'an unknown --help format exits 1');
+like($err, qr/expected text, markdown, man8 or man5/, 'and names the formats');
 
 ($status, $out, $err) = run_plxd('--bogus');
 is($status >> 8, 1, 'an unknown option exits 1');

@@ -25,7 +25,7 @@
 # loads is the script's that loaded it. carp comes first, so that its first
 # request loads CGI::Carp in the worker, as its .pl twin does in its
 # process; a later script that uses CGI::Carp (CGI::Fast does) gets neither
-# its warn hook nor its die override (README: "What still differs between
+# its warn hook nor its die override (doc/perl.md: "What still differs between
 # .pl and .plx"), which none of the later ones relies on.
 use strict;
 use warnings;

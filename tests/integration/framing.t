@@ -10,7 +10,7 @@
 # is never answered. libmicrohttpd also cuts a header value at a NUL and
 # ends the head at a line with an empty name: plxd finds both in its read
 # buffer (server/framing.c), and these cases break if its layout changes;
-# what it cannot tell there is shown as it goes on the wire (README, "What
+# what it cannot tell there is shown as it goes on the wire (doc/security.md, "What
 # plxd cannot close"). Then: Content-Length at and past max_body, up to
 # 2^64; libmicrohttpd's own 400 and 413 pages, as they go on the wire;
 # HTTP/1.0 keep-alive.
@@ -44,7 +44,7 @@ my @cases = (
     [ 'two equal Content-Length',
       "POST /x.pl HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\ncontent-length: 3\r\n\r\nabc$smuggled", 400 ],
     # libmicrohttpd answers this one itself, with its status line and
-    # headers twice (README, "What plxd cannot close").
+    # headers twice (doc/security.md, "What plxd cannot close").
     [ 'list-valued Content-Length',
       "POST /x.pl HTTP/1.1\r\nHost: a\r\nContent-Length: 0, $len\r\n\r\n$smuggled", 400,
       'libmicrohttpd' ],
@@ -203,7 +203,7 @@ like($ok[1]{body}, qr/^body\nhi\z/m, 'bare LF throughout: the body');
 # In a request whose lines end in CRLF, a NUL or a line holding only ':'
 # can stand in for the CR a bare LF lacks: libmicrohttpd leaves one NUL for
 # each, so its buffer holds exactly what a CRLF leaves. These requests pass;
-# the README says what a front end must refuse. Pinned here as they go.
+# doc/security.md says what a front end must refuse. Pinned here as they go.
 {
     my $raw = $s->raw("GET /a.txt HTTP/1.1\r\nHost: a\r\n:\n"
         . "GET /smuggled.txt HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n", 10);
@@ -253,7 +253,7 @@ like($lim->error_log, qr/refused POST \/x\.pl: Content-Length 922337203685477580
 # A Content-Length libmicrohttpd cannot read (not digits, a list, empty) or
 # that is 2^64 or more is answered by libmicrohttpd before plxd is called,
 # and 0.9.75 sends the status line and headers of that answer twice, then
-# the page, then closes. Pinned as it goes on the wire (README, "What plxd
+# the page, then closes. Pinned as it goes on the wire (doc/security.md, "What plxd
 # cannot close"): a client reading the first block takes the second for
 # the start of the body.
 for my $c ([ 'abc', 400 ], [ '0, 5', 400 ], [ '', 400 ], [ '18446744073709551616', 413 ],

@@ -1,6 +1,6 @@
 # The framework samples of cgi-bin/ (mojo, dancer, psgi: Mojolicious::Lite,
 # Dancer2 and a plain PSGI application through Plack::Handler::CGI) build
-# their application once per process ("our $app ||= do { ... }", README:
+# their application once per process ("our $app ||= do { ... }", doc/perl.md:
 # "Porting to .plx"). Under [perl] workers = 1, 100 requests of each .plx
 # must find the application built once, with as many routes as the .pl
 # twin, while the requests add up; the same code with "=" for "||=" (the

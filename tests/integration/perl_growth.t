@@ -1,4 +1,4 @@
-# The growth warning (README: "Porting to .plx"): a script whose runs keep
+# The growth warning (doc/perl.md: "Porting to .plx"): a script whose runs keep
 # leaving more Perl values alive in its worker, as a framework application
 # set up at the script's top level does (its routes pile up), is named in
 # the log once, with the build-once idiom; a script that builds its

@@ -8,7 +8,7 @@
 # every other compile-time message gets there, once.
 #
 # What a module does as it loads happens once per worker, for the script
-# that loaded it first (README: "What still differs"): a second script
+# that loaded it first (doc/perl.md: "What still differs"): a second script
 # using CGI::Carp in that worker gets no warn hook and no die override of
 # CGI::Carp's; and CGI::Carp's settings are the module's, so a later
 # script's fatalsToBrowser reaches the first one's die. A fresh plxd shows

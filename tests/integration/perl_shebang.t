@@ -1,4 +1,4 @@
-# The switches of a script's #! line, row by row of the README's table:
+# The switches of a script's #! line, row by row of doc/perl.md's table:
 # each runs as .pl (`perl SCRIPT`, where perl reads them itself) and as
 # .plx, and the two must agree: the same status and body, and for a script
 # perl refuses, the same reason in the log. Where .plx cannot do what perl

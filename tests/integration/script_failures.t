@@ -1,5 +1,5 @@
 # The same script behaviour gets the same answer and the same log line from
-# both script handlers (.pl per request, .plx persistent): the README's
+# both script handlers (.pl per request, .plx persistent): doc/cgi.md's
 # table of script failures, row by row. A failure of the script itself
 # before its headers is 500, a timeout 504; what a script printed before it
 # died or exited is its response, as under CGI.

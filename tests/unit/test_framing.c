@@ -164,7 +164,7 @@ static const struct raw_row raw_rows[] = {
 };
 
 /* Where plxd cannot tell: in a CRLF request, a NUL or a lone ':' followed
- * by a bare LF leaves the same two NULs as a CRLF (README, "What plxd
+ * by a bare LF leaves the same two NULs as a CRLF (doc/security.md, "What plxd
  * cannot close"). */
 static const struct raw_row raw_blind[] = {
 	RAW("NUL before a bare LF", "GET /a HTTP/1.1\r\nX: a\0\nHost: a\r\n\r\n", 0),

@@ -39,7 +39,7 @@ if ($page eq '/') {
     $object->method;    # perl's own error: caught only through $SIG{__DIE__}
 } elsif ($page eq '/croak') {
     # Not alone in its block: perl names the line of a croak alone in an
-    # elsif block differently in a program and in a sub (README).
+    # elsif block differently in a program and in a sub (doc/perl.md).
     my $what = 'a croak';
     croak "compat: $what";
 } elsif ($page eq '/warn') {
