@@ -189,6 +189,15 @@ struct MHD_Response *plxd_response_stream(struct plxd_request *r, unsigned statu
 /* Whether a response with status to r has no body (RFC 9112 6.3). */
 int plxd_response_bodiless(struct plxd_request *r, unsigned status);
 
+/* How many bytes of response headers fit in r's connection memory beside
+ * its request: a handler passing on headers it did not write (a script's)
+ * refuses more with a 500 rather than have the connection cut. */
+size_t plxd_reply_header_room(struct plxd_request *r);
+
+/* Whether the client asked HEAD: a local redirect's GET answers it too, so
+ * its response still ends at its headers. */
+int plxd_request_head(struct plxd_request *r);
+
 /* Queues a response the handler keeps, to queue it again for other
  * requests (libmicrohttpd counts its references): plxd adds nothing to it
  * and does not release it, so it must have been made fit once with

@@ -85,6 +85,7 @@ struct request {
 	int suspended;
 	int aborted;          /* given up: the client left, or plxd stops */
 	int close_after;      /* plxd_connection_close */
+	int head;             /* the client asked HEAD (a local redirect asks GET) */
 	enum plxd_end end;    /* how it ended when plxd decided (aborted) */
 	struct loop_watch client; /* the socket, for a hang-up while suspended */
 	struct request *wprev, *wnext; /* its thread's suspended requests */
@@ -296,8 +297,25 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 
 int plxd_response_bodiless(struct plxd_request *pub, unsigned status)
 {
-	return strcmp(pub->method, "HEAD") == 0 || status == 304 || status == 204
+	return REQUEST_OF(pub)->head || status == 304 || status == 204
 		|| (status >= 100 && status < 200);
+}
+
+size_t plxd_reply_header_room(struct plxd_request *pub)
+{
+	/* libmicrohttpd builds the response's head in the connection's memory
+	 * ([server] max_header_size), beside the request's head and what it
+	 * parsed of it (cookies again, value by value). */
+	const union MHD_ConnectionInfo *head = MHD_get_connection_info(pub->connection,
+			MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);
+	size_t pool = (size_t)REQUEST_OF(pub)->site->config->server.max_header_size;
+	size_t used = 2 * (head ? head->header_size : 0) + 1024;
+	return pool > used ? pool - used : 0;
+}
+
+int plxd_request_head(struct plxd_request *pub)
+{
+	return REQUEST_OF(pub)->head;
 }
 
 struct MHD_Response *plxd_response_stream(struct plxd_request *pub, unsigned status,
@@ -542,6 +560,7 @@ static struct request *request_begin(struct MHD_Connection *connection, const ch
 	r->pub.connection = connection;
 	r->pub.method = method;
 	r->pub.version = version;
+	r->head = strcmp(method, "HEAD") == 0;
 	r->target = xstrdup(r->conn && r->conn->target ? r->conn->target : "/");
 	r->pub.target = r->target;
 	r->pub.query = "";
@@ -772,7 +791,7 @@ void request_completed(void *cls, struct MHD_Connection *connection, void **con_
 		.version = r->pub.version,
 		/* No response queued: nginx's 499 when the client left first. */
 		.status = r->pub.status ? r->pub.status : (how == PLXD_END_CLIENT_GONE ? 499 : 500),
-		.bytes = strcmp(r->pub.method, "HEAD") == 0 ? 0 : r->pub.bytes_sent,
+		.bytes = r->head ? 0 : r->pub.bytes_sent,
 		.referer = plxd_request_header(&r->pub, "Referer"),
 		.user_agent = plxd_request_header(&r->pub, "User-Agent"),
 		.duration_us = clock_us() - r->start_us,

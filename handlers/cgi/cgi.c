@@ -134,9 +134,11 @@ static const struct conf_key cgi_keys[] = {
 		.tests = "integration/cgi_limits.t"),
 	CGI_KEY("max_script_header_size", CONF_SIZE, max_script_header_size, "64K", .min = 1024,
 		.max = 16 * 1024 * 1024,
-		.help = "the header block a script prints at most",
+		.help = "the header block a script prints at most; also bounded by what [server] "
+			"max_header_size leaves beside the request (the connection's memory holds "
+			"both heads, a request's cookies twice)",
 		.limit = "500, and a log line naming the script",
-		.tests = "unit/test_cgi_reply.c integration/config.t"),
+		.tests = "unit/test_cgi_reply.c integration/config.t integration/gateway_edges.t"),
 	CONF_ALIAS_KEY("max_header_size", "max_script_header_size"),
 	CGI_KEY("limit_cpu", CONF_UINT, limit_cpu, "0", .max = 24 * 3600,
 		.help = "RLIMIT_CPU of scripts in seconds, 0 for none; set before the script's first "

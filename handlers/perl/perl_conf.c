@@ -64,9 +64,11 @@ const struct conf_key perl_conf_keys[] = {
 		.tests = "unit/test_cgi_env.c code:handlers/perl/perl_handler.c"),
 	PERL_KEY("max_script_header_size", CONF_SIZE, max_script_header_size, "64K", .min = 1024,
 		.max = 16 * 1024 * 1024,
-		.help = "the header block a script prints at most",
+		.help = "the header block a script prints at most; also bounded by what [server] "
+			"max_header_size leaves beside the request (the connection's memory holds "
+			"both heads, a request's cookies twice)",
 		.limit = "500, and a log line naming the script",
-		.tests = "unit/test_cgi_reply.c integration/config.t"),
+		.tests = "unit/test_cgi_reply.c integration/config.t integration/gateway_edges.t"),
 	CONF_ALIAS_KEY("max_header_size", "max_script_header_size"),
 	PERL_KEY("timing", CONF_BOOL, timing, "no",
 		.help = "add X-Plxd-Perl to responses: whether the compiled script was reused or "

@@ -272,6 +272,17 @@ static int send_request(void *ctx, struct perl_worker *w)
 	return 0;
 }
 
+/* Gives back a worker the request never reached. */
+static void untried(struct perl_req *q, enum perl_release how, const char *why)
+{
+	if (q->in >= 0) {
+		close(q->in);
+		q->in = -1;
+	}
+	perl_pool_release(q->st->pool, q->w, how, why);
+	q->w = NULL;
+}
+
 /* A worker was had (w), the request sent on it or not (e). Returns 0 when
  * sent, -1 when the attempt failed and another may be made. */
 static int took(struct perl_req *q, struct perl_worker *w, int e)
@@ -282,15 +293,22 @@ static int took(struct perl_req *q, struct perl_worker *w, int e)
 		return 0;
 	}
 	if (e == EMSGSIZE) {
-		give_back(q, PERL_RELEASE_IDLE, NULL);
+		untried(q, PERL_RELEASE_IDLE, NULL);
 		plxd_log(PLXD_LOG_ERROR, "%s: request too large for a perl worker: answered 431",
 				q->script);
 		gw_refuse(&q->gw, 431);
 		return 1;
 	}
-	char why[128];
-	snprintf(why, sizeof why, "sending a request failed: %s", strerror(e));
-	give_back(q, e == EPIPE || e == ECONNRESET ? PERL_RELEASE_KILL : PERL_RELEASE_IDLE, why);
+	if (e == EPIPE || e == ECONNRESET) {
+		/* It died while idle, before the keeper saw it. */
+		plxd_log(PLXD_LOG_WARN, "perl worker %d was gone (sending a request: %s): "
+				"another is tried", (int)w->pid, strerror(e));
+		untried(q, PERL_RELEASE_KILL, NULL);
+	} else {
+		char why[128];
+		snprintf(why, sizeof why, "sending a request failed: %s", strerror(e));
+		untried(q, PERL_RELEASE_IDLE, why);
+	}
 	return -1;
 }
 

@@ -444,11 +444,30 @@ static void serve_waiter(struct perl_waiter *wt)
 	loop_post(wt->loop, waiter_ready, wt);
 }
 
+/* With the lock held: idle workers that died (killed from outside, an
+ * out-of-memory kill) are marked for replacing now, not found dead by the
+ * next request. */
+static void idle_dead_down(struct perl_pool *p)
+{
+	for (unsigned i = 0; i < p->n; i++) {
+		struct slot *s = &p->slots[i];
+		struct pollfd pf = { .fd = s->w.pidfd, .events = POLLIN };
+		if (s->state != SLOT_IDLE || s->w.pidfd < 0 || poll(&pf, 1, 0) <= 0)
+			continue;
+		plxd_log(PLXD_LOG_WARN, "perl worker %d died while idle: replacing it", (int)s->w.pid);
+		s->state = SLOT_DOWN;
+		s->end = END_NONE;
+		s->retry_at_ms = 0;
+		p->idle--;
+	}
+}
+
 static void *keeper_main(void *arg)
 {
 	struct perl_pool *p = arg;
 	pthread_mutex_lock(&p->lock);
 	while (!p->stopping) {
+		idle_dead_down(p);
 		struct slot *s = NULL;
 		uint64_t now = clock_ms(), next = 0;
 		for (unsigned i = 0; i < p->n; i++) {
@@ -463,20 +482,17 @@ static void *keeper_main(void *arg)
 				next = c->retry_at_ms;
 		}
 		if (!s) {
-			if (next) {
-				struct timespec ts;
-				clock_gettime(CLOCK_MONOTONIC, &ts);
-				uint64_t wait = next - now;
-				ts.tv_sec += (time_t)(wait / 1000);
-				ts.tv_nsec += (long)(wait % 1000) * 1000000;
-				if (ts.tv_nsec >= 1000000000) {
-					ts.tv_sec++;
-					ts.tv_nsec -= 1000000000;
-				}
-				pthread_cond_timedwait(&p->keeper_cond, &p->lock, &ts);
-			} else {
-				pthread_cond_wait(&p->keeper_cond, &p->lock);
+			/* A second at most: idle workers are looked at then. */
+			uint64_t wait = next && next - now < 1000 ? next - now : 1000;
+			struct timespec ts;
+			clock_gettime(CLOCK_MONOTONIC, &ts);
+			ts.tv_sec += (time_t)(wait / 1000);
+			ts.tv_nsec += (long)(wait % 1000) * 1000000;
+			if (ts.tv_nsec >= 1000000000) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000;
 			}
+			pthread_cond_timedwait(&p->keeper_cond, &p->lock, &ts);
 			continue;
 		}
 		s->state = SLOT_STARTING;

@@ -45,8 +45,10 @@ static void advance(struct gw *g);
 static void output_ended(struct gw *g);
 static void fail(struct gw *g, unsigned status, const char *why);
 static void fail_now(struct gw *g);
+static void answer_error(struct gw *g, unsigned status);
 static void respond(struct gw *g);
 static void redirect(struct gw *g);
+static void check_tail(struct gw *g);
 static void stop(struct gw *g, enum gw_stop how);
 static void feed(struct gw *g);
 static ssize_t stream(void *cls, uint64_t pos, char *buf, size_t max);
@@ -90,7 +92,11 @@ void gw_init(struct gw *g, const struct gw_ops *ops, struct plxd_request *r,
 	loop_watch_init(&g->err_w);
 	loop_timer_init(&g->deadline);
 	loop_timer_init(&g->settle);
-	cgi_reply_init(&g->reply, set->max_script_header);
+	/* The header block is also bounded by what the connection can hold
+	 * of the response's head, beside its request's. */
+	size_t room = plxd_reply_header_room(r);
+	g->header_room_binds = room < set->max_script_header;
+	cgi_reply_init(&g->reply, g->header_room_binds ? (room ? room : 1) : set->max_script_header);
 	spool_init(&g->spool, set->tmp_dir, SPOOL_IN_MEMORY);
 }
 
@@ -122,8 +128,8 @@ void gw_started(struct gw *g, int in_fd, int out_fd, int err_fd)
 void gw_refuse(struct gw *g, unsigned status)
 {
 	loop_timer_stop(g->loop, &g->deadline);
-	if (g->phase < FAILING && g->r)
-		plxd_respond_error(g->r, status);
+	if (g->phase < FAILING)
+		answer_error(g, status);
 	g->phase = OVER;
 	g->stopped = 1;
 }
@@ -144,6 +150,10 @@ static void close_in(struct gw *g)
 
 unsigned gw_body(struct gw *g, const char *data, size_t len, size_t *taken)
 {
+	if (g->deferred) {
+		*taken = len;
+		return g->deferred; /* plxd drops the rest and answers it */
+	}
 	if (g->phase >= FAILING || g->feed_done) {
 		*taken = len; /* nobody reads it: dropped */
 		return 0;
@@ -229,10 +239,16 @@ static void on_in(struct loop_watch *w, unsigned events)
 int gw_handle(struct gw *g)
 {
 	g->handled = 1;
+	if (g->deferred && g->r) {
+		plxd_respond_error(g->r, g->deferred);
+		return 0;
+	}
 	feed(g);
 	if (g->phase == HELD)
 		advance(g);
-	return g->r && g->phase < SENT ? PLXD_PENDING : 0;
+	/* Pending also when a local redirect handed the request to another
+	 * handler meanwhile: plxd knows whether a response was queued. */
+	return PLXD_PENDING;
 }
 
 /* ---- reading the output ---- */
@@ -323,7 +339,10 @@ static void take(struct gw *g, const char *data, size_t n)
 		if (rr == CGI_REPLY_MORE)
 			return;
 		if (rr == CGI_REPLY_ERROR) {
-			fail(g, 500, g->reply.error);
+			fail(g, 500, g->header_room_binds && strcmp(g->reply.error,
+					"header block too large") == 0
+				? "header block too large for the connection's memory beside its "
+				  "request ([server] max_header_size)" : g->reply.error);
 			return;
 		}
 		g->phase = HELD;
@@ -355,7 +374,7 @@ static void advance(struct gw *g)
 {
 	if (!g->handled || !g->r)
 		return;
-	if (g->out_eof && !g->end.known) {
+	if (g->out_eof && !g->end.known && !g->settled) {
 		/* Ended: a response sent whole must not hide a script killed
 		 * mid-output, so first learn how it ended (SETTLE_MS at most). */
 		if (!loop_timer_armed(&g->settle))
@@ -373,7 +392,7 @@ static void advance(struct gw *g)
 	}
 	/* HEAD says what GET would send: a length the script did not give is
 	 * counted (a 1xx, 204 or 304 has none to say). */
-	if (strcmp(g->r->method, "HEAD") == 0 && rep->content_length < 0 && !g->out_eof &&
+	if (plxd_request_head(g->r) && rep->content_length < 0 && !g->out_eof &&
 			rep->status >= 200 && rep->status != 204 && rep->status != 304) {
 		g->counted = g->spool.len;
 		g->phase = COUNT;
@@ -420,19 +439,33 @@ static void fail(struct gw *g, unsigned status, const char *why)
 	g->fail_status = status;
 	g->fail_why = why;
 	loop_watch_del(g->loop, &g->out_w);
-	if (!g->end.known && status == 500) {
+	if (!g->end.known && !g->settled && status == 500) {
 		loop_timer_set(g->loop, &g->settle, clock_ms() + SETTLE_MS, on_settle);
 		return;
 	}
 	fail_now(g);
 }
 
+/* Answers status for a failed script. While its request body still
+ * arrives no response can be queued (libmicrohttpd takes none before the
+ * body's end): the body is let in and dropped, and the answer follows it. */
+static void answer_error(struct gw *g, unsigned status)
+{
+	if (!g->r)
+		return;
+	if (g->handled) {
+		plxd_respond_error(g->r, status);
+		return;
+	}
+	g->deferred = status;
+	plxd_body_resume(g->r); /* gw_body refuses the rest with it */
+}
+
 static void fail_now(struct gw *g)
 {
 	loop_timer_stop(g->loop, &g->settle);
 	gw_log_failure(g->script, g->fail_status, g->fail_why, g->end.known ? g->end.how : "");
-	if (g->r)
-		plxd_respond_error(g->r, g->fail_status);
+	answer_error(g, g->fail_status);
 	stop(g, GW_STOP_ABANDON);
 }
 
@@ -440,10 +473,10 @@ static void fail_now(struct gw *g)
  * it goes on. */
 static void settled(struct gw *g)
 {
+	g->settled = 1; /* known as far as it will be: not waited for again */
 	if (g->phase == FAILING) {
 		fail_now(g);
 	} else if (g->phase == HELD) {
-		g->end.known = 1; /* as far as it will be */
 		advance(g);
 	} else if (g->phase == STREAM && g->stream_waits && g->r) {
 		g->stream_waits = 0;
@@ -453,6 +486,14 @@ static void settled(struct gw *g)
 
 void gw_ended(struct gw *g)
 {
+	if (g->in_fd >= 0 && !g->feed_done) {
+		/* The script is gone: what is left of the body has no reader
+		 * (a program it left behind may hold its stdin, never reading). */
+		g->feed_done = 1;
+		close_in(g);
+		if (!g->handled && g->r)
+			plxd_body_resume(g->r);
+	}
 	if (!loop_timer_armed(&g->settle))
 		return;
 	loop_timer_stop(g->loop, &g->settle);
@@ -475,8 +516,7 @@ static void on_deadline(struct loop_timer *t)
 			(unsigned long long)g->set.timeout_ms);
 	if (g->phase < FAILING) {
 		gw_log_failure(g->script, 504, why, "");
-		if (g->r)
-			plxd_respond_error(g->r, 504);
+		answer_error(g, 504);
 		stop(g, GW_STOP_TIMEOUT);
 		return;
 	}
@@ -523,6 +563,7 @@ static void redirect(struct gw *g)
 {
 	struct plxd_request *r = g->r;
 	char *target = xstrdup(g->reply.location);
+	target[strcspn(target, "#")] = '\0'; /* a fragment is the browser's, not a path's */
 	plxd_log(PLXD_LOG_DEBUG, "%s: local redirect to %s", g->script, target);
 	/* This script and its request part here: its handler lets it go (and
 	 * may free g) before the new target runs, which may be a script
@@ -580,6 +621,8 @@ static void respond(struct gw *g)
 	plxd_respond(r, status, resp);
 	if (g->phase == SENT)
 		loop_watch_del(g->loop, &g->out_w);
+	else if (declared == 0)
+		check_tail(g); /* an empty body: libmicrohttpd never asks the reader */
 }
 
 /* The end of the output while streaming. */
@@ -593,7 +636,7 @@ static ssize_t stream_end(struct gw *g)
 		stop(g, GW_STOP_ABANDON);
 		return MHD_CONTENT_READER_END_WITH_ERROR;
 	}
-	if (!g->end.known && !loop_timer_armed(&g->settle) && !g->out_cut) {
+	if (!g->end.known && !g->settled && !loop_timer_armed(&g->settle) && !g->out_cut) {
 		/* A script killed mid-output must not look complete: wait a
 		 * moment to learn how it ended. */
 		loop_timer_set(g->loop, &g->settle, clock_ms() + SETTLE_MS, on_settle);

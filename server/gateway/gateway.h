@@ -108,6 +108,10 @@ struct gw {
 	int handled;               /* handle() ran: the request is complete */
 	int stream_waits;          /* the reader waits for output */
 	unsigned fail_status;      /* a failure waiting for the end to be known */
+	unsigned deferred;         /* an error answered after the request body */
+	int settled;               /* waited SETTLE_MS for the end: no more */
+	int header_room_binds;     /* the connection's memory, not the setting,
+				      bounds the header block */
 	const char *fail_why;
 	char why[96];
 	char *feed_buf;            /* request body on its way to stdin */
