@@ -601,8 +601,10 @@ static void respond(struct gw *g)
 		r->bytes_sent = len;
 		g->phase = SENT;
 	} else {
+		/* A script cut short (killed mid-output) streams without a length,
+		 * so that the missing end can say so. */
 		uint64_t size = declared >= 0 ? (uint64_t)declared
-			: g->out_eof ? have : MHD_SIZE_UNKNOWN;
+			: g->out_eof && !g->end.cut ? have : MHD_SIZE_UNKNOWN;
 		resp = plxd_response_stream(r, status, size, stream, g);
 		g->phase = STREAM;
 		/* More than it announced is already here: the connection will
