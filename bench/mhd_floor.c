@@ -47,7 +47,8 @@ static int listen_socket(void)
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	int on = 1;
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
-	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sockaddr_in sin = { .sin_family = AF_INET,
+		.sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	if (fd < 0 || bind(fd, (struct sockaddr *)&sin, sizeof sin) < 0 || listen(fd, 511) < 0) {
 		perror("listen");
 		exit(1);
@@ -104,6 +105,7 @@ int main(int argc, char **argv)
 			MHD_RESPMEM_PERSISTENT);
 	int fd = listen_socket();
 	if (strcmp(mode, "pool") == 0) {
+		/* clang-format off */
 		if (!MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_TURBO,
 				0, NULL, NULL, answer, NULL, MHD_OPTION_LISTEN_SOCKET, fd,
 				MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_END))
@@ -120,6 +122,7 @@ int main(int argc, char **argv)
 			l->daemon = MHD_start_daemon(MHD_USE_EPOLL | MHD_USE_TURBO
 					| MHD_USE_NO_LISTEN_SOCKET, 0, NULL, NULL, answer, NULL,
 					MHD_OPTION_END);
+			/* clang-format on */
 			if (!l->daemon)
 				return 1;
 			pthread_create(&l->thread, NULL, run_loop, l);

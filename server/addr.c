@@ -88,8 +88,8 @@ static int range_parse(const char *word, size_t len, struct addr_range *out, cha
 	int mapped = out->family == AF_INET && memchr(word, ':', alen);
 	unsigned written = bits, max = mapped ? 128 : out->family == AF_INET ? 32 : 128;
 	if (bits > max || (mapped && bits < 96)) {
-		snprintf(err, errlen, "'%.*s': the prefix length must be %s%u at most", (int)len, word,
-				mapped ? "96 at least and " : "", max);
+		snprintf(err, errlen, "'%.*s': the prefix length must be %s%u at most", (int)len,
+				word, mapped ? "96 at least and " : "", max);
 		return -1;
 	}
 	if (mapped)
@@ -99,7 +99,8 @@ static int range_parse(const char *word, size_t len, struct addr_range *out, cha
 	unsigned width = out->family == AF_INET ? 32 : 128;
 	for (unsigned b = bits; b < width; b++)
 		if (out->bytes[b / 8] & (0x80 >> (b % 8))) {
-			snprintf(err, errlen, "'%.*s': the address has bits set past its /%u prefix",
+			snprintf(err, errlen,
+					"'%.*s': the address has bits set past its /%u prefix",
 					(int)len, word, written);
 			return -1;
 		}
@@ -144,8 +145,8 @@ int addr_list_equal(const struct addr_list *a, const struct addr_list *b)
 	if (a->n != b->n)
 		return 0;
 	for (size_t i = 0; i < a->n; i++)
-		if (a->v[i].family != b->v[i].family || a->v[i].prefix != b->v[i].prefix ||
-				memcmp(a->v[i].bytes, b->v[i].bytes, sizeof a->v[i].bytes) != 0)
+		if (a->v[i].family != b->v[i].family || a->v[i].prefix != b->v[i].prefix
+				|| memcmp(a->v[i].bytes, b->v[i].bytes, sizeof a->v[i].bytes) != 0)
 			return 0;
 	return 1;
 }
@@ -161,7 +162,8 @@ void addr_list_copy(struct addr_list *dst, const struct addr_list *src)
 int addr_list_match_addr(const struct addr_list *l, const struct addr_range *a)
 {
 	for (size_t i = 0; i < l->n; i++)
-		if (l->v[i].family == a->family && prefix_equal(l->v[i].bytes, a->bytes, l->v[i].prefix))
+		if (l->v[i].family == a->family
+				&& prefix_equal(l->v[i].bytes, a->bytes, l->v[i].prefix))
 			return 1;
 	return 0;
 }

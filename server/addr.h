@@ -12,9 +12,9 @@
 
 /* One address, or a range when prefix is shorter than the address. */
 struct addr_range {
-	int family;               /* AF_INET or AF_INET6 */
-	unsigned char bytes[16];  /* network order; IPv4 in the first 4 */
-	unsigned prefix;          /* leading bits that must match: 32 or 128 for one address */
+	int family;              /* AF_INET or AF_INET6 */
+	unsigned char bytes[16]; /* network order; IPv4 in the first 4 */
+	unsigned prefix;         /* leading bits that must match: 32 or 128 for one address */
 };
 
 struct addr_list {

@@ -35,15 +35,24 @@ const struct conf_key *conf_key_find(const struct conf_key *keys, const char *na
 const char *conf_type_name(enum conf_type type)
 {
 	switch (type) {
-	case CONF_STRING: return "string";
-	case CONF_PATH: return "path";
-	case CONF_BOOL: return "yes|no";
-	case CONF_UINT: return "number";
-	case CONF_SIZE: return "size";
-	case CONF_DURATION: return "duration";
-	case CONF_LIST: return "list";
-	case CONF_ADDRS: return "addresses";
-	case CONF_ALIAS: return "alias";
+	case CONF_STRING:
+		return "string";
+	case CONF_PATH:
+		return "path";
+	case CONF_BOOL:
+		return "yes|no";
+	case CONF_UINT:
+		return "number";
+	case CONF_SIZE:
+		return "size";
+	case CONF_DURATION:
+		return "duration";
+	case CONF_LIST:
+		return "list";
+	case CONF_ADDRS:
+		return "addresses";
+	case CONF_ALIAS:
+		return "alias";
 	}
 	return "?";
 }
@@ -97,10 +106,17 @@ int conf_parse_size(const char *text, unsigned long long *out)
 	unsigned long long unit = 1;
 	if (*suffix) {
 		switch (toupper((unsigned char)*suffix)) {
-		case 'K': unit = 1ULL << 10; break;
-		case 'M': unit = 1ULL << 20; break;
-		case 'G': unit = 1ULL << 30; break;
-		default: return -1;
+		case 'K':
+			unit = 1ULL << 10;
+			break;
+		case 'M':
+			unit = 1ULL << 20;
+			break;
+		case 'G':
+			unit = 1ULL << 30;
+			break;
+		default:
+			return -1;
 		}
 		suffix++;
 		if (*suffix == 'B' || *suffix == 'b')
@@ -156,8 +172,8 @@ static char *absolute_path(const char *text, const char *base_dir)
 	return xasprintf("%s/%s", base_dir, text);
 }
 
-int conf_key_set(const struct conf_key *key, void *section, const char *text,
-		const char *base_dir, char *err, size_t errlen)
+int conf_key_set(const struct conf_key *key, void *section, const char *text, const char *base_dir,
+		char *err, size_t errlen)
 {
 	void *field = (char *)section + key->offset;
 	unsigned long long number;
@@ -178,7 +194,7 @@ int conf_key_set(const struct conf_key *key, void *section, const char *text,
 		}
 		free(*(char **)field);
 		*(char **)field = key->type == CONF_PATH ? absolute_path(text, base_dir)
-							  : xstrdup(text);
+							 : xstrdup(text);
 		return 0;
 	case CONF_BOOL:
 		if (conf_parse_bool(text, &flag) < 0) {
@@ -198,7 +214,9 @@ int conf_key_set(const struct conf_key *key, void *section, const char *text,
 		return 0;
 	case CONF_SIZE:
 		if (conf_parse_size(text, &number) < 0) {
-			snprintf(err, errlen, "'%s' is not a size (bytes, or a number with K, M or G)", text);
+			snprintf(err, errlen,
+					"'%s' is not a size (bytes, or a number with K, M or G)",
+					text);
 			return -1;
 		}
 		if (in_range(key, number, err, errlen) < 0)
@@ -207,7 +225,9 @@ int conf_key_set(const struct conf_key *key, void *section, const char *text,
 		return 0;
 	case CONF_DURATION:
 		if (conf_parse_duration_ms(text, &ms) < 0) {
-			snprintf(err, errlen, "'%s' is not a duration (seconds, or a number with ms, s, m or h)", text);
+			snprintf(err, errlen,
+					"'%s' is not a duration (seconds, or a number with ms, s, m or h)",
+					text);
 			return -1;
 		}
 		if (in_range(key, ms, err, errlen) < 0)
@@ -233,14 +253,15 @@ int conf_section_defaults(const struct conf_key *keys, void *section, const char
 	for (; keys && keys->name; keys++) {
 		const char *text = keys->default_value ? keys->default_value : "";
 		int is_text = keys->type == CONF_STRING || keys->type == CONF_PATH
-			|| keys->type == CONF_LIST;
+				|| keys->type == CONF_LIST;
 		if (!keys->default_value && !is_text)
 			continue;
 		/* Defaults are not checked: an empty string often means "off". */
 		if (is_text) {
 			char **field = (char **)((char *)section + keys->offset);
 			free(*field);
-			*field = keys->type == CONF_PATH ? absolute_path(text, base_dir) : xstrdup(text);
+			*field = keys->type == CONF_PATH ? absolute_path(text, base_dir)
+							 : xstrdup(text);
 			continue;
 		}
 		if (conf_key_set(keys, section, text, NULL, err, errlen) < 0)
@@ -252,12 +273,14 @@ int conf_section_defaults(const struct conf_key *keys, void *section, const char
 void conf_section_free(const struct conf_key *keys, void *section)
 {
 	for (; keys && keys->name; keys++) {
-		if (keys->type == CONF_STRING || keys->type == CONF_PATH || keys->type == CONF_LIST) {
+		if (keys->type == CONF_STRING || keys->type == CONF_PATH
+				|| keys->type == CONF_LIST) {
 			char **field = (char **)((char *)section + keys->offset);
 			free(*field);
 			*field = NULL;
 		} else if (keys->type == CONF_ADDRS) {
-			addr_list_free((struct addr_list *)(void *)((char *)section + keys->offset));
+			addr_list_free((struct addr_list *)(void *)((char *)section
+					+ keys->offset));
 		}
 	}
 }
@@ -265,11 +288,15 @@ void conf_section_free(const struct conf_key *keys, void *section)
 static size_t value_size(enum conf_type type)
 {
 	switch (type) {
-	case CONF_BOOL: return sizeof(int);
+	case CONF_BOOL:
+		return sizeof(int);
 	case CONF_UINT:
-	case CONF_DURATION: return sizeof(unsigned long);
-	case CONF_SIZE: return sizeof(unsigned long long);
-	default: return sizeof(char *);
+	case CONF_DURATION:
+		return sizeof(unsigned long);
+	case CONF_SIZE:
+		return sizeof(unsigned long long);
+	default:
+		return sizeof(char *);
 	}
 }
 
@@ -283,7 +310,8 @@ int conf_value_equal(const struct conf_key *key, const void *a, const void *b)
 	const char *fa = (const char *)a + key->offset;
 	const char *fb = (const char *)b + key->offset;
 	if (is_string(key->type)) {
-		const char *sa = *(char *const *)(const void *)fa, *sb = *(char *const *)(const void *)fb;
+		const char *sa = *(char *const *)(const void *)fa,
+			   *sb = *(char *const *)(const void *)fb;
 		return strcmp(sa ? sa : "", sb ? sb : "") == 0;
 	}
 	if (key->type == CONF_ADDRS)

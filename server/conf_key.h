@@ -27,15 +27,15 @@ typedef const char *conf_check_fn(const char *value);
 struct conf_key {
 	const char *name;
 	enum conf_type type;
-	const char *default_value; /* parsed like a value from the file; NULL: empty */
-	size_t offset;             /* where the value goes in the section's struct */
+	const char *default_value;   /* parsed like a value from the file; NULL: empty */
+	size_t offset;               /* where the value goes in the section's struct */
 	unsigned long long min, max; /* for UINT, SIZE and DURATION; max 0: no limit */
 	conf_check_fn *check;
-	unsigned flags;            /* CONF_RESTART */
-	const char *help;          /* what it sets; `code` spans allowed */
-	const char *alias_of;      /* CONF_ALIAS only: the key's current name */
-	const char *limit;         /* what happens at the limit; NULL: not a limit */
-	const char *tests;         /* space-separated paths under tests/ that check
+	unsigned flags;       /* CONF_RESTART */
+	const char *help;     /* what it sets; `code` spans allowed */
+	const char *alias_of; /* CONF_ALIAS only: the key's current name */
+	const char *limit;    /* what happens at the limit; NULL: not a limit */
+	const char *tests;    /* space-separated paths under tests/ that check
 				      the key's behaviour, or "code:FILE" (read
 				      against FILE, no test); for doc/configuration.md */
 };
@@ -44,12 +44,18 @@ struct conf_key {
 #define CONF_RESTART 1u
 
 /* Tables end with a row whose name is NULL. */
-#define CONF_KEYS_END { .name = NULL }
+#define CONF_KEYS_END        \
+	{                    \
+		.name = NULL \
+	}
 
 /* A renamed key: the old name keeps working, and config_load logs a
  * deprecation line naming file, line, old and new name where it is used.
  * The row holds nothing: walkers of a table skip CONF_ALIAS rows. */
-#define CONF_ALIAS_KEY(old, current) { .name = old, .type = CONF_ALIAS, .alias_of = current }
+#define CONF_ALIAS_KEY(old, current)                                 \
+	{                                                            \
+		.name = old, .type = CONF_ALIAS, .alias_of = current \
+	}
 
 /* The row called name, or NULL. An alias row is followed to the row it
  * names: the caller tells that an old name was used by the returned row's
@@ -58,8 +64,8 @@ const struct conf_key *conf_key_find(const struct conf_key *keys, const char *na
 
 /* Parses text into the field the row names. base_dir resolves relative PATH
  * values. Returns 0, or -1 with a message in err. */
-int conf_key_set(const struct conf_key *key, void *section, const char *text,
-		const char *base_dir, char *err, size_t errlen);
+int conf_key_set(const struct conf_key *key, void *section, const char *text, const char *base_dir,
+		char *err, size_t errlen);
 
 /* Sets every key of the table to its default; relative PATH defaults are
  * resolved against base_dir. Returns 0, or -1 with err (only a bad default

@@ -27,10 +27,13 @@
 static const char *check_listen(const char *value);
 static const char *check_log_level(const char *value);
 
-#define SERVER_KEY(n, t, field, def, ...) \
-	{ .name = n, .type = t, .offset = offsetof(struct server_conf, field), \
-	  .default_value = def, __VA_ARGS__ }
+#define SERVER_KEY(n, t, field, def, ...)                                            \
+	{                                                                            \
+		.name = n, .type = t, .offset = offsetof(struct server_conf, field), \
+		.default_value = def, __VA_ARGS__                                    \
+	}
 
+/* clang-format off */
 const struct conf_key server_keys[] = {
 	SERVER_KEY("listen", CONF_STRING, listen, "127.0.0.1:8080", .check = check_listen,
 		.flags = CONF_RESTART,
@@ -125,6 +128,7 @@ const struct conf_key server_keys[] = {
 		.tests = "integration/hostile.t integration/request_plx.t"),
 	CONF_KEYS_END
 };
+/* clang-format on */
 
 int config_parse_listen(const char *text, char *host, size_t hostlen, unsigned *port)
 {
@@ -231,7 +235,8 @@ static void add_error(struct parse *p, const char *fmt, ...)
 	p->nerrors++;
 }
 
-static void add_warning(struct parse *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void add_warning(struct parse *p, const char *fmt, ...)
+		__attribute__((format(printf, 2, 3)));
 static void add_warning(struct parse *p, const char *fmt, ...)
 {
 	va_list ap;
@@ -249,7 +254,7 @@ static void add_warning(struct parse *p, const char *fmt, ...)
 
 /* Where an entry came from, for messages: "conf/plxd.conf:12" or "--listen". */
 static void entry_error(struct parse *p, const struct entry *e, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+		__attribute__((format(printf, 3, 4)));
 static void entry_error(struct parse *p, const struct entry *e, const char *fmt, ...)
 {
 	char msg[512];
@@ -285,14 +290,18 @@ static char *read_line(char *str, int num, void *stream)
 		add_error(p, "%s:%u: line is longer than %d characters", p->file, p->line, num - 2);
 		text = "";
 	} else if (lead > 0 && !blank_or_comment) {
-		add_error(p, "%s:%u: indented line: continuation lines are not supported, "
-			"write each key on its own line from the first column", p->file, p->line);
+		add_error(p,
+				"%s:%u: indented line: continuation lines are not supported, "
+				"write each key on its own line from the first column",
+				p->file, p->line);
 		text = "";
 	} else if (first == '[') {
 		char *close = strchr(text, ']');
 		if (close) {
-			p->sections = xrealloc(p->sections, (p->nsections + 1) * sizeof *p->sections);
-			p->sections[p->nsections].name = xstrndup(text + 1, (size_t)(close - text - 1));
+			p->sections = xrealloc(p->sections,
+					(p->nsections + 1) * sizeof *p->sections);
+			p->sections[p->nsections].name =
+					xstrndup(text + 1, (size_t)(close - text - 1));
 			p->sections[p->nsections].line = p->line;
 			p->nsections++;
 		}
@@ -306,7 +315,9 @@ static int on_value(void *user, const char *section, const char *key, const char
 	struct parse *p = user;
 	p->entries = xrealloc(p->entries, (p->nentries + 1) * sizeof *p->entries);
 	p->entries[p->nentries++] = (struct entry){
-		.section = xstrdup(section), .key = xstrdup(key), .value = xstrdup(value),
+		.section = xstrdup(section),
+		.key = xstrdup(key),
+		.value = xstrdup(value),
 		.line = p->line,
 	};
 	return 1;
@@ -333,7 +344,7 @@ static void read_file(struct parse *p)
 static int is_key_section(const char *name)
 {
 	return strcmp(name, "server") == 0 || strcmp(name, "handlers") == 0
-		|| strcmp(name, "request") == 0;
+			|| strcmp(name, "request") == 0;
 }
 
 static int same_key(const struct entry *a, const struct entry *b)
@@ -352,7 +363,8 @@ static void reject_duplicates(struct parse *p)
 		for (size_t j = 0; j < i; j++) {
 			if (!p->entries[i].origin && !p->entries[j].origin
 					&& same_key(&p->entries[i], &p->entries[j])) {
-				entry_error(p, &p->entries[i], "duplicate key (first set on line %u)",
+				entry_error(p, &p->entries[i],
+						"duplicate key (first set on line %u)",
 						p->entries[j].line);
 				p->entries[i].used = 1;
 				break;
@@ -366,7 +378,8 @@ static const struct entry *last_entry(struct parse *p, const char *section, cons
 {
 	const struct entry *found = NULL;
 	for (size_t i = 0; i < p->nentries; i++)
-		if (strcmp(p->entries[i].section, section) == 0 && strcmp(p->entries[i].key, key) == 0)
+		if (strcmp(p->entries[i].section, section) == 0
+				&& strcmp(p->entries[i].key, key) == 0)
 			found = &p->entries[i];
 	return found;
 }
@@ -392,8 +405,9 @@ static struct handler_section *add_section(struct parse *p, struct config *c, co
 	/* [perl:thread] is an instance of the perl handler. */
 	const char *colon = strchr(name, ':');
 	char *module = xstrndup(name, colon ? (size_t)(colon - name) : strlen(name));
-	const struct plxd_handler *h = colon && (!colon[1] || strchr(colon + 1, ':')) ? NULL
-		: find(module, load ? load->value : NULL, err, sizeof err, ctx);
+	const struct plxd_handler *h = colon && (!colon[1] || strchr(colon + 1, ':'))
+			? NULL
+			: find(module, load ? load->value : NULL, err, sizeof err, ctx);
 	if (!h && colon && !err[0])
 		snprintf(err, sizeof err, "an instance is named HANDLER:NAME");
 	free(module);
@@ -404,7 +418,8 @@ static struct handler_section *add_section(struct parse *p, struct config *c, co
 	/* The array only grows before routes point into it (see config_load). */
 	c->handlers = xrealloc(c->handlers, (c->nhandlers + 1) * sizeof *c->handlers);
 	s = &c->handlers[c->nhandlers++];
-	*s = (struct handler_section){ .name = xstrdup(name), .handler = h,
+	*s = (struct handler_section){ .name = xstrdup(name),
+		.handler = h,
 		.conf = xcalloc(1, h->conf_size),
 		.load = load ? xstrdup(load->value) : NULL };
 	if (conf_section_defaults(h->keys, s->conf, base_dir, err, sizeof err) < 0)
@@ -420,10 +435,12 @@ static int renamed_twice(struct parse *p, struct entry *e, const struct conf_key
 {
 	for (struct entry *o = p->entries; o < p->entries + p->nentries; o++) {
 		if (o == e || o->origin || e->origin || strcmp(o->section, e->section) != 0
-				|| strcmp(o->key, e->key) == 0 || conf_key_find(keys, o->key) != key)
+				|| strcmp(o->key, e->key) == 0
+				|| conf_key_find(keys, o->key) != key)
 			continue;
 		struct entry *later = o->line > e->line ? o : e, *first = later == o ? e : o;
-		entry_error(p, later, "duplicate key (first set on line %u as %s; %s is the old name of %s)",
+		entry_error(p, later,
+				"duplicate key (first set on line %u as %s; %s is the old name of %s)",
 				first->line, first->key, e->key, key->name);
 		return 1;
 	}
@@ -442,13 +459,14 @@ static void set_values(struct parse *p, const char *section, const struct conf_k
 			continue;
 		const struct conf_key *key = conf_key_find(keys, e->key);
 		if (!key) {
-			entry_error(p, e, "unknown key (plxd --help lists the keys of each section)");
+			entry_error(p, e,
+					"unknown key (plxd --help lists the keys of each section)");
 			continue;
 		}
 		if (strcmp(key->name, e->key) != 0 && !renamed_twice(p, e, key, keys)) {
 			if (e->origin)
-				add_warning(p, "%s: [%s] %s is deprecated: it is now called %s", e->origin,
-						section, e->key, key->name);
+				add_warning(p, "%s: [%s] %s is deprecated: it is now called %s",
+						e->origin, section, e->key, key->name);
 			else
 				add_warning(p, "%s:%u: [%s] %s is deprecated: it is now called %s",
 						p->file, e->line, section, e->key, key->name);
@@ -487,7 +505,8 @@ static void add_routes(struct parse *p, struct config *c, const char *base_dir,
 		}
 		char why[512];
 		snprintf(why, sizeof why, "%s:%u: [handlers] %s", p->file, e->line, e->key);
-		struct handler_section *section = add_section(p, c, e->value, base_dir, find, ctx, why);
+		struct handler_section *section =
+				add_section(p, c, e->value, base_dir, find, ctx, why);
 		if (!section)
 			continue;
 		c->routes = xrealloc(c->routes, (c->nroutes + 1) * sizeof *c->routes);
@@ -497,7 +516,8 @@ static void add_routes(struct parse *p, struct config *c, const char *base_dir,
 			*s = (char)tolower((unsigned char)*s);
 		r->ext_len = strlen(r->ext);
 		r->section = NULL; /* set once the handlers array stops moving */
-		p->route_sections = xrealloc(p->route_sections, c->nroutes * sizeof *p->route_sections);
+		p->route_sections =
+				xrealloc(p->route_sections, c->nroutes * sizeof *p->route_sections);
 		p->route_sections[c->nroutes - 1] = (size_t)(section - c->handlers);
 	}
 }
@@ -529,8 +549,8 @@ static const char *fallback_deny(const struct config *c)
 	const struct conf_key *key = conf_key_find(c->fallback->handler->keys, "deny");
 	if (!key || key->type != CONF_LIST)
 		return "";
-	const char *text = *(char *const *)(const void *)((const char *)c->fallback->conf
-			+ key->offset);
+	const char *text = *(
+			char *const *)(const void *)((const char *)c->fallback->conf + key->offset);
 	return text ? text : "";
 }
 
@@ -561,8 +581,10 @@ struct config *config_load(const char *file, const struct config_override *overr
 	for (size_t i = 0; i < noverrides; i++) {
 		p.entries = xrealloc(p.entries, (p.nentries + 1) * sizeof *p.entries);
 		p.entries[p.nentries++] = (struct entry){
-			.section = xstrdup(overrides[i].section), .key = xstrdup(overrides[i].key),
-			.value = xstrdup(overrides[i].value), .origin = overrides[i].origin,
+			.section = xstrdup(overrides[i].section),
+			.key = xstrdup(overrides[i].key),
+			.value = xstrdup(overrides[i].value),
+			.origin = overrides[i].origin,
 		};
 	}
 	reject_duplicates(&p);
@@ -604,8 +626,8 @@ struct config *config_load(const char *file, const struct config_override *overr
 	 * reported as unknown sections, or given on the command line. */
 	for (size_t i = 0; i < p.nentries; i++)
 		if (!p.entries[i].used && p.entries[i].origin)
-			entry_error(&p, &p.entries[i], "unknown setting [%s] %s", p.entries[i].section,
-					p.entries[i].key);
+			entry_error(&p, &p.entries[i], "unknown setting [%s] %s",
+					p.entries[i].section, p.entries[i].key);
 
 	if (p.nerrors) {
 		*errors = p.errors;

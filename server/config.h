@@ -44,29 +44,29 @@ extern const struct conf_key server_keys[];
  * another instance of it, started apart with settings of its own (two perl
  * pools, say); [handlers] routes to either by the section's name. */
 struct handler_section {
-	char *name;        /* the section's name */
+	char *name; /* the section's name */
 	const struct plxd_handler *handler;
-	void *conf;        /* handler->conf_size bytes, filled by handler->keys */
-	char *load;        /* the section's load = PATH, or NULL */
-	void *state;       /* the running handler's state, set by modules_apply */
+	void *conf;  /* handler->conf_size bytes, filled by handler->keys */
+	char *load;  /* the section's load = PATH, or NULL */
+	void *state; /* the running handler's state, set by modules_apply */
 };
 
 /* One [handlers] row: files ending in ext go to section's handler. */
 struct route {
-	char *ext;         /* lower case, with its leading dot */
+	char *ext; /* lower case, with its leading dot */
 	size_t ext_len;
 	struct handler_section *section;
 };
 
 struct config {
-	char *file;        /* as given, for messages */
+	char *file; /* as given, for messages */
 	/* Lines worth logging that are no error (an old key name used), one
 	 * per line, each naming file, line and key; NULL when there are none.
 	 * config_load cannot log them itself: plxd opens its logs only once it
 	 * has a configuration. */
 	char *warnings;
 	struct server_conf server;
-	struct req_limits request;  /* [request]: limits for parsing parameters */
+	struct req_limits request; /* [request]: limits for parsing parameters */
 	struct handler_section *handlers;
 	size_t nhandlers;
 	struct route *routes;
@@ -80,12 +80,12 @@ struct config {
 /* Finds (loading it if need be) the handler called name; load is the
  * section's load = PATH or NULL. Returns NULL with a message in err when
  * there is no such handler. */
-typedef const struct plxd_handler *config_find_fn(const char *name, const char *load,
-		char *err, size_t errlen, void *ctx);
+typedef const struct plxd_handler *config_find_fn(const char *name, const char *load, char *err,
+		size_t errlen, void *ctx);
 
 /* A value given on the command line; it replaces the file's. */
 struct config_override {
-	const char *origin;  /* "--listen", for messages */
+	const char *origin; /* "--listen", for messages */
 	const char *section;
 	const char *key;
 	const char *value;

@@ -11,7 +11,7 @@
 
 struct deny_pattern {
 	char *glob;
-	int exception;        /* written "!glob": never deny what it matches */
+	int exception; /* written "!glob": never deny what it matches */
 	/* A glob of literals with at most one '*' (every default one) is
 	 * matched as a prefix and a suffix, without fnmatch: it runs on every
 	 * segment of every request's path. */
@@ -60,7 +60,8 @@ struct deny_list *deny_create(const char *text)
 		size_t len = strcspn(p, BLANKS);
 		if (!word_problem(p, len)) {
 			int exception = p[0] == '!';
-			list->patterns = xrealloc(list->patterns, (list->n + 1) * sizeof *list->patterns);
+			list->patterns = xrealloc(list->patterns,
+					(list->n + 1) * sizeof *list->patterns);
 			struct deny_pattern *d = &list->patterns[list->n++];
 			*d = (struct deny_pattern){
 				.glob = xstrndup(p + exception, len - (size_t)exception),
@@ -107,9 +108,10 @@ static int matches(const struct deny_pattern *d, const char *name, size_t len)
 	if (!d->star)
 		return len == d->prefix_len && strncasecmp(name, d->glob, len) == 0;
 	return len >= d->prefix_len + d->suffix_len
-		&& strncasecmp(name, d->glob, d->prefix_len) == 0
-		&& strncasecmp(name + len - d->suffix_len, d->glob + d->prefix_len + 1,
-				d->suffix_len) == 0;
+			&& strncasecmp(name, d->glob, d->prefix_len) == 0
+			&& strncasecmp(name + len - d->suffix_len, d->glob + d->prefix_len + 1,
+					   d->suffix_len)
+			== 0;
 }
 
 int deny_name(const struct deny_list *list, const char *name, size_t len)

@@ -45,9 +45,11 @@ static int is_token(const char *s, size_t len)
  * sees them. Case-sensitive, as methods are. */
 static int known_method(const char *method)
 {
+	/* clang-format off */
 	static const char *const known[] = {
 		"GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH",
 	};
+	/* clang-format on */
 	for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
 		if (strcmp(method, known[i]) == 0)
 			return 1;
@@ -132,7 +134,8 @@ void framing_field(struct framing *f, const char *name, size_t name_len, const c
 			problem(f, 400, "Content-Length is not a number");
 	} else if (name_len == 17 && strncasecmp(name, "Transfer-Encoding", 17) == 0) {
 		f->transfer_encodings++;
-		if (f->transfer_encodings > 1 || value_len != 7 || strncasecmp(value, "chunked", 7) != 0)
+		if (f->transfer_encodings > 1 || value_len != 7
+				|| strncasecmp(value, "chunked", 7) != 0)
 			problem(f, 501, "a transfer coding other than chunked");
 	} else if (name_len == 4 && strncasecmp(name, "Host", 4) == 0) {
 		f->hosts++;
@@ -186,7 +189,8 @@ void framing_head(struct framing *f, const char *head, size_t head_len, const ch
 	/* libmicrohttpd accepts only "HTTP/x.y" as a version, and nothing
 	 * after it on the line but the line end. */
 	size_t vlen = version && within(f, version, 0)
-		? strnlen(version, (size_t)(f->head_end - version)) : 0;
+			? strnlen(version, (size_t)(f->head_end - version))
+			: 0;
 	if (!head || vlen != 8 || !within(f, version, vlen)) {
 		problem(f, 400, "the request head is not laid out as libmicrohttpd 0.9.75 leaves it");
 		f->head = NULL;
@@ -205,15 +209,16 @@ void framing_field_at(struct framing *f, const char *name, size_t name_len, cons
 	/* In its line: the name after the previous line, then its ':' (a NUL
 	 * now), blanks, the value. A folded field's name was moved. */
 	int in_line = within(f, name, name_len) && within(f, value, value_len)
-		&& (uintptr_t)name >= (uintptr_t)f->line_end
-		&& (uintptr_t)value > (uintptr_t)name + name_len;
+			&& (uintptr_t)name >= (uintptr_t)f->line_end
+			&& (uintptr_t)value > (uintptr_t)name + name_len;
 	if (!in_line) {
 		framing_field(f, name, name_len, value, value_len, 1);
 		return;
 	}
 	for (const char *p = name + name_len + 1; p < value; p++) {
 		if (*p != ' ' && *p != '\t') {
-			problem(f, 400, "the request head is not laid out as libmicrohttpd 0.9.75 "
+			problem(f, 400,
+					"the request head is not laid out as libmicrohttpd 0.9.75 "
 					"leaves it");
 			break;
 		}
@@ -228,7 +233,8 @@ unsigned framing_end(struct framing *f, const char **why)
 	/* The last line, then the empty one: any other line there is one
 	 * libmicrohttpd took for the end of the head. */
 	if (f->head)
-		line_ends(f, f->line_end, f->head_end, 2, "NUL in a header value, or a line that "
+		line_ends(f, f->line_end, f->head_end, 2,
+				"NUL in a header value, or a line that "
 				"ends the head for libmicrohttpd (an empty name, or a NUL first)");
 	if (f->content_lengths && f->transfer_encodings)
 		problem(f, 400, "both Content-Length and Transfer-Encoding");

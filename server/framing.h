@@ -12,17 +12,17 @@
  * plxd itself goes through framing_head and framing_field_at instead of
  * framing_field, so that what libmicrohttpd hides is seen too. */
 struct framing {
-	int http10;                 /* HTTP/1.0: no Host needed, no chunked body */
-	unsigned content_lengths;   /* Content-Length fields seen */
+	int http10;               /* HTTP/1.0: no Host needed, no chunked body */
+	unsigned content_lengths; /* Content-Length fields seen */
 	unsigned transfer_encodings;
 	unsigned hosts;
-	unsigned status;            /* first problem found: 400 or 501; 0 if none */
+	unsigned status; /* first problem found: 400 or 501; 0 if none */
 	const char *why;
 	/* The request head in libmicrohttpd's read buffer (framing_head);
 	 * head is NULL when fields come as plain strings. */
 	const char *head, *head_end;
-	const char *line_end;       /* where the last line read so far ends its content */
-	size_t eol;                 /* bytes of a line end in this head: 2 (CRLF), 1 (LF), 0 unknown */
+	const char *line_end; /* where the last line read so far ends its content */
+	size_t eol;           /* bytes of a line end in this head: 2 (CRLF), 1 (LF), 0 unknown */
 };
 
 void framing_begin(struct framing *f, const char *method, const char *version);

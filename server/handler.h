@@ -103,24 +103,24 @@ struct plxd_request {
 	struct stat st;          /* of fd */
 	const struct sockaddr *client;
 	const struct sockaddr *local;
-	int64_t content_length;  /* from Content-Length; -1 for a chunked body */
-	uint64_t body_length;    /* bytes of request body received (or spooled) */
+	int64_t content_length; /* from Content-Length; -1 for a chunked body */
+	uint64_t body_length;   /* bytes of request body received (or spooled) */
 
-	const void *conf;        /* this handler's config section, for this request */
-	void *state;             /* what start() made */
-	void *data;              /* the handler's own; free it in finished() */
+	const void *conf; /* this handler's config section, for this request */
+	void *state;      /* what start() made */
+	void *data;       /* the handler's own; free it in finished() */
 
-	unsigned status;         /* set by plxd_respond() */
-	uint64_t bytes_sent;     /* body bytes, for the access log; set by
+	unsigned status;     /* set by plxd_respond() */
+	uint64_t bytes_sent; /* body bytes, for the access log; set by
 				    plxd_respond() from the response size, a
 				    streaming handler adds its own count */
 };
 
 struct plxd_handler {
-	unsigned abi;                 /* PLXD_HANDLER_ABI */
-	const char *name;             /* as named in [handlers] and its [section] */
-	const struct conf_key *keys;  /* its [section]'s keys, CONF_KEYS_END last */
-	size_t conf_size;             /* bytes of the struct those keys fill */
+	unsigned abi;                /* PLXD_HANDLER_ABI */
+	const char *name;            /* as named in [handlers] and its [section] */
+	const struct conf_key *keys; /* its [section]'s keys, CONF_KEYS_END last */
+	size_t conf_size;            /* bytes of the struct those keys fill */
 	/* Optional: a shared library (its soname, "libperl.so.5.36") whose
 	 * symbols this module needs global. plxd loads every module
 	 * RTLD_LOCAL, then opens this library RTLD_GLOBAL (loading it, or
@@ -183,8 +183,8 @@ int plxd_respond(struct plxd_request *r, unsigned status, struct MHD_Response *r
  * its headers; for HEAD, size should be what GET would send. Add headers,
  * then plxd_respond. Returns NULL when libmicrohttpd has no memory. */
 typedef ssize_t plxd_reader_fn(void *cls, uint64_t pos, char *buf, size_t max);
-struct MHD_Response *plxd_response_stream(struct plxd_request *r, unsigned status,
-		uint64_t size, plxd_reader_fn *read, void *cls);
+struct MHD_Response *plxd_response_stream(struct plxd_request *r, unsigned status, uint64_t size,
+		plxd_reader_fn *read, void *cls);
 
 /* Whether a response with status to r has no body (RFC 9112 6.3). */
 int plxd_response_bodiless(struct plxd_request *r, unsigned status);
@@ -236,8 +236,8 @@ ssize_t plxd_body_read(struct plxd_request *r, void *buf, size_t len);
  * configuration it was routed by (a reload may change them for the next
  * request). Modules read the core's configuration only through these.
  * Valid until finished() returns. */
-const char *plxd_tmp_dir(struct plxd_request *r);   /* tmp_dir: folder for temp files */
-uint64_t plxd_max_body(struct plxd_request *r);     /* max_body: bytes of request body */
+const char *plxd_tmp_dir(struct plxd_request *r); /* tmp_dir: folder for temp files */
+uint64_t plxd_max_body(struct plxd_request *r);   /* max_body: bytes of request body */
 /* trusted_proxies, parsed at load: match a peer with addr_list_match. */
 const struct addr_list *plxd_trusted_proxies(struct plxd_request *r);
 

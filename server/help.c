@@ -54,14 +54,15 @@ static void print_man5(FILE *f);
 /* ---- what is said -------------------------------------------------------- */
 
 struct help_option {
-	char shortopt;      /* 0: none */
+	char shortopt; /* 0: none */
 	const char *longopt;
-	const char *arg;    /* NULL: none; "[=FORMAT]": optional */
+	const char *arg; /* NULL: none; "[=FORMAT]": optional */
 	const char *help;
 	const char *tests;
 };
 
 /* The options main.c's getopt table takes, in the same order. */
+/* clang-format off */
 static const struct help_option options[] = {
 	{ 'c', "config", "FILE",
 	  "the configuration file (default `@CONFIG@`); when there is none, every key has its "
@@ -87,7 +88,9 @@ static const struct help_option options[] = {
 	  "doc/configuration.md, `man8` the page plxd(8), `man5` the page plxd.conf(5)",
 	  "integration/cli.t integration/install.t" },
 };
+/* clang-format on */
 
+/* clang-format off */
 static const char *const description[] = {
 	"plxd is a small web server that runs Perl scripts two ways: `.pl` and `.cgi` files as "
 	"classic CGI (RFC 3875), a new process for every request, and `.plx` files in persistent "
@@ -99,6 +102,7 @@ static const char *const description[] = {
 	"prints one line to standard output: `listening on http://ADDRESS:PORT/`.",
 	NULL
 };
+/* clang-format on */
 
 struct help_signal {
 	const char *name;
@@ -106,6 +110,7 @@ struct help_signal {
 	const char *tests;
 };
 
+/* clang-format off */
 static const struct help_signal signals[] = {
 	{ "`SIGHUP`",
 	  "reopen both logs (after a rotation), read the configuration again and apply it to the "
@@ -125,7 +130,9 @@ static const struct help_signal signals[] = {
 	  "ignored: a client or a script that goes away is an EPIPE error, never the end of plxd.",
 	  "code:server/main.c" },
 };
+/* clang-format on */
 
+/* clang-format off */
 static const char *const exit_status[] = {
 	"0 after a graceful stop, and for `--check` with a valid configuration, `--help` and "
 	"`--version`; 1 for an invalid configuration, a bad option, or a start that failed "
@@ -133,7 +140,9 @@ static const char *const exit_status[] = {
 	"error or in the error log.",
 	NULL
 };
+/* clang-format on */
 
+/* clang-format off */
 static const char *const file_format[] = {
 	"The configuration is an INI file, read with libinih: a `[section]` line starts a "
 	"section, each `key = value` line sets a key, and lines that start with `;` or `#` are "
@@ -161,7 +170,9 @@ static const char *const file_format[] = {
 	"every file is then a static file, scripts included.",
 	NULL
 };
+/* clang-format on */
 
+/* clang-format off */
 static const char *const reading_tables[] = {
 	"Each section below lists its keys with their type (and range), their default, and "
 	"what a reload (SIGHUP) does with a new value: `applies` (to the requests that start "
@@ -170,6 +181,7 @@ static const char *const reading_tables[] = {
 	"it was read against where no test checks it.",
 	NULL
 };
+/* clang-format on */
 
 /* Sections of plxd's own, before [handlers] and the handlers' sections
  * (which come from the handler registry). A new section of plxd's own is
@@ -180,6 +192,7 @@ struct help_section {
 	const char *about;
 };
 
+/* clang-format off */
 static const struct help_section core_sections[] = {
 	{ "server", server_keys,
 	  "The address plxd listens on, the document root, the connection and request limits, "
@@ -192,17 +205,18 @@ static const struct help_section core_sections[] = {
 	  "script run outside plxd gets the defaults. A request over one gets a 400 that names "
 	  "the problem." },
 };
+/* clang-format on */
 
 static const char handlers_about[] =
-	"Each line maps a file extension to a handler. The extension is matched against the "
-	"name of the file a request's path resolves to, in any case (`/X.PL` runs `X.PL`, "
-	"never sends it); a file whose extension no line names is served by the built-in "
-	"static handler. A handler other than static is a module, `NAME.so`, looked for in "
-	"`modules/` beside the plxd binary (a build tree), then in the installed module "
-	"folder; `load = PATH` in its section names the file instead. `HANDLER:NAME` is "
-	"another instance of a handler, with a `[HANDLER:NAME]` section of its own: started "
-	"apart, with settings and state of its own (`.plz = perl:other` runs a second perl "
-	"pool beside `[perl]`'s).";
+		"Each line maps a file extension to a handler. The extension is matched against the "
+		"name of the file a request's path resolves to, in any case (`/X.PL` runs `X.PL`, "
+		"never sends it); a file whose extension no line names is served by the built-in "
+		"static handler. A handler other than static is a module, `NAME.so`, looked for in "
+		"`modules/` beside the plxd binary (a build tree), then in the installed module "
+		"folder; `load = PATH` in its section names the file instead. `HANDLER:NAME` is "
+		"another instance of a handler, with a `[HANDLER:NAME]` section of its own: started "
+		"apart, with settings and state of its own (`.plz = perl:other` runs a second perl "
+		"pool beside `[perl]`'s).";
 
 /* ---- inline markup ------------------------------------------------------- */
 
@@ -245,7 +259,7 @@ static void put_text(struct out *o, const char *s)
 		}
 		if (strncmp(s, "@CONFIG@", 8) == 0) {
 			const char *path = o->format == HELP_MARKDOWN ? PLXD_DOC_CONFIG
-								     : PLXD_DEFAULT_CONFIG;
+								      : PLXD_DEFAULT_CONFIG;
 			for (const char *c = path; *c; c++)
 				put_char(o, *c, code);
 			s += 7;
@@ -297,8 +311,10 @@ static void put_paragraph(struct out *o, const char *s)
 	for (char *p = buf; *p;) {
 		size_t n = strcspn(p, " ");
 		int risky = strchr("-+*#>|=<", p[0]) != NULL
-			|| (p[0] >= '0' && p[0] <= '9' && (p[strspn(p, "0123456789")] == '.'
-							 || p[strspn(p, "0123456789")] == ')'));
+				|| (p[0] >= '0' && p[0] <= '9'
+						&& (p[strspn(p, "0123456789")] == '.'
+								|| p[strspn(p, "0123456789")]
+										== ')'));
 		if (col && col + 1 + n > 96 && !risky) {
 			fputc('\n', o->f);
 			col = 0;
@@ -357,11 +373,11 @@ static void put_tests_cell(struct out *o, const char *tests)
 			if (*q == '/')
 				base = q + 1;
 		if (strncmp(p, "code:", 5) == 0)
-			fprintf(o->f, "%scode: [%.*s](../%.*s)", first ? "" : ", ", (int)(p + n - base),
-					base, (int)(n - 5), p + 5);
+			fprintf(o->f, "%scode: [%.*s](../%.*s)", first ? "" : ", ",
+					(int)(p + n - base), base, (int)(n - 5), p + 5);
 		else
-			fprintf(o->f, "%s[%.*s](../tests/%.*s)", first ? "" : ", ", (int)(p + n - base),
-					base, (int)n, p);
+			fprintf(o->f, "%s[%.*s](../tests/%.*s)", first ? "" : ", ",
+					(int)(p + n - base), base, (int)n, p);
 		first = 0;
 		p += n;
 	}
@@ -408,7 +424,8 @@ static void format_type(char *out, size_t outlen, const struct conf_key *k)
 	}
 	char lo[32], hi[32];
 	void (*fmt)(char *, size_t, unsigned long long) = k->type == CONF_SIZE ? format_size
-		: k->type == CONF_DURATION ? format_duration : NULL;
+			: k->type == CONF_DURATION                             ? format_duration
+									       : NULL;
 	if (fmt) {
 		fmt(lo, sizeof lo, k->min);
 		fmt(hi, sizeof hi, k->max);
@@ -426,7 +443,9 @@ static void format_type(char *out, size_t outlen, const struct conf_key *k)
 
 /* The row plxd adds to every module's section. */
 static const struct conf_key load_key = {
-	.name = "load", .type = CONF_PATH, .flags = CONF_RESTART,
+	.name = "load",
+	.type = CONF_PATH,
+	.flags = CONF_RESTART,
 	.help = "the shared object to load this handler from, instead of `NAME.so` in the module "
 		"folders",
 	.tests = "integration/handlers.t integration/config.t",
@@ -439,8 +458,9 @@ static void text_key(struct out *o, const struct conf_key *k)
 				conf_type_name(k->type), k->alias_of);
 		return;
 	}
-	const char *def = k == &load_key ? "(found by name)"
-		: k->default_value && *k->default_value ? k->default_value : "(empty)";
+	const char *def = k == &load_key                        ? "(found by name)"
+			: k->default_value && *k->default_value ? k->default_value
+								: "(empty)";
 	fprintf(o->f, "  %-24s %-9s default: %s%s\n      ", k->name, conf_type_name(k->type), def,
 			k->flags & CONF_RESTART ? "  (changes need a restart)" : "");
 	put_text(o, k->help);
@@ -457,7 +477,8 @@ static void markdown_key(struct out *o, const struct conf_key *k)
 	char type[96];
 	o->in_cell = 1;
 	if (k->type == CONF_ALIAS) {
-		fprintf(o->f, "| `%s` | alias | | as `%s` | the old name of `%s`: it still works, and "
+		fprintf(o->f,
+				"| `%s` | alias | | as `%s` | the old name of `%s`: it still works, and "
 				"logs a deprecation line naming file, line and both names | ",
 				k->name, k->alias_of, k->alias_of);
 		put_tests_cell(o, "integration/config.t");
@@ -492,8 +513,10 @@ static void man_key(struct out *o, const struct conf_key *k)
 	char type[96];
 	fprintf(o->f, ".TP\n.B %s\n", k->name);
 	if (k->type == CONF_ALIAS) {
-		fprintf(o->f, "The old name of \\fB%s\\fR: it still works, and logs a deprecation "
-				"line naming file, line and both names.\n", k->alias_of);
+		fprintf(o->f,
+				"The old name of \\fB%s\\fR: it still works, and logs a deprecation "
+				"line naming file, line and both names.\n",
+				k->alias_of);
 		return;
 	}
 	format_type(type, sizeof type, k);
@@ -531,7 +554,8 @@ static void section_keys(struct out *o, const struct conf_key *keys, int module)
 {
 	if (o->format == HELP_MARKDOWN)
 		fputs("| key | type | default | on reload | what it sets, and what happens at the "
-		      "limit | test |\n|---|---|---|---|---|---|\n", o->f);
+		      "limit | test |\n|---|---|---|---|---|---|\n",
+				o->f);
 	for (const struct conf_key *k = keys; k && k->name; k++)
 		put_key(o, k);
 	if (module)
@@ -599,30 +623,34 @@ static void all_sections(struct out *o)
 	if (o->format == HELP_TEXT)
 		fputs("  .EXT = HANDLER           files ending in .EXT (any case) go to HANDLER;\n"
 		      "                           others are served by the static handler\n"
-		      "  .EXT = HANDLER:NAME      ... to the instance [HANDLER:NAME] of HANDLER\n", o->f);
+		      "  .EXT = HANDLER:NAME      ... to the instance [HANDLER:NAME] of HANDLER\n",
+				o->f);
 	else if (o->format == HELP_MARKDOWN) {
 		fputs("| line | what it does | test |\n|---|---|---|\n"
 		      "| `.EXT = HANDLER` | files whose name ends in `.EXT`, in any case, go to "
-		      "HANDLER: `.pl = cgi`, `.cgi = cgi`, `.plx = perl` | ", o->f);
+		      "HANDLER: `.pl = cgi`, `.cgi = cgi`, `.plx = perl` | ",
+				o->f);
 		put_tests_cell(o, "integration/handlers.t integration/attacks.t");
 		fputs(" |\n| `.EXT = HANDLER:NAME` | files ending in `.EXT` go to the instance "
-		      "`[HANDLER:NAME]` of HANDLER | ", o->f);
+		      "`[HANDLER:NAME]` of HANDLER | ",
+				o->f);
 		put_tests_cell(o, "integration/handlers.t");
 		fputs(" |\n", o->f);
 	} else
 		fputs(".TP\n.BI . EXT \" = \" HANDLER\nFiles whose name ends in \\fI.EXT\\fR, in "
 		      "any case, go to \\fIHANDLER\\fR: \\fB.pl = cgi\\fR, \\fB.plx = perl\\fR.\n"
 		      ".TP\n.BI . EXT \" = \" HANDLER : NAME\nFiles ending in \\fI.EXT\\fR go to "
-		      "the instance \\fB[\\fIHANDLER\\fB:\\fINAME\\fB]\\fR of \\fIHANDLER\\fR.\n", o->f);
+		      "the instance \\fB[\\fIHANDLER\\fB:\\fINAME\\fB]\\fR of \\fIHANDLER\\fR.\n",
+				o->f);
 
 	struct known_list l = { 0 };
 	modules_each_known(collect, &l);
 	qsort(l.v, l.n, sizeof *l.v, by_kind_then_name);
 	for (size_t i = 0; i < l.n; i++) {
 		char about[256];
-		snprintf(about, sizeof about, l.v[i].builtin
-				? "The keys of the %s handler, which is built in."
-				: "The keys of the %s handler, the module `%s.so`.",
+		snprintf(about, sizeof about,
+				l.v[i].builtin ? "The keys of the %s handler, which is built in."
+					       : "The keys of the %s handler, the module `%s.so`.",
 				l.v[i].h->name, l.v[i].h->name);
 		section_start(o, l.v[i].h->name, o->format == HELP_TEXT ? NULL : about);
 		section_keys(o, l.v[i].h->keys, !l.v[i].builtin);
@@ -664,7 +692,8 @@ void help_usage(FILE *f)
 {
 	struct out o = { .f = f, .format = HELP_TEXT };
 	fputs("usage: plxd [--config FILE] [--listen ADDR:PORT] [--root DIR] [--check]\n"
-	      "            [--version] [--help[=FORMAT]]\n\n", f);
+	      "            [--version] [--help[=FORMAT]]\n\n",
+			f);
 	for (size_t i = 0; i < sizeof options / sizeof options[0]; i++) {
 		char *flags = NULL;
 		size_t len = 0;
@@ -697,19 +726,22 @@ static void print_markdown(FILE *f)
 	      "(server/help.c says how).\n"
 	      "     Edit the tables, then: build/plxd --help=markdown > doc/configuration.md\n"
 	      "     tests/integration/cli.t fails when this page and the binary differ. -->\n"
-	      "# Configuration reference\n\n", f);
-	put_paragraph(&o, "Every section and key plxd reads, with its type, its default, what a "
-		"reload does with it and what happens at its limit. plxd prints this page "
-		"itself (`plxd --help=markdown`), from the same tables its parser reads, as it "
-		"prints `plxd --help` and the man pages plxd(8) and plxd.conf(5): a key cannot be "
-		"added, renamed or given another default without this page changing too. What "
-		"each key does in context is in the pages on each part: [running.md](running.md), "
-		"[cgi.md](cgi.md), [perl.md](perl.md), [request.md](request.md), "
-		"[security.md](security.md).");
+	      "# Configuration reference\n\n",
+			f);
+	put_paragraph(&o,
+			"Every section and key plxd reads, with its type, its default, what a "
+			"reload does with it and what happens at its limit. plxd prints this page "
+			"itself (`plxd --help=markdown`), from the same tables its parser reads, as it "
+			"prints `plxd --help` and the man pages plxd(8) and plxd.conf(5): a key cannot be "
+			"added, renamed or given another default without this page changing too. What "
+			"each key does in context is in the pages on each part: [running.md](running.md), "
+			"[cgi.md](cgi.md), [perl.md](perl.md), [request.md](request.md), "
+			"[security.md](security.md).");
 
 	fputs("\n## The command line\n\n", f);
 	fputs("```\nplxd [--config FILE] [--listen ADDR:PORT] [--root DIR] [--check] [--version] "
-	      "[--help[=FORMAT]]\n```\n\n", f);
+	      "[--help[=FORMAT]]\n```\n\n",
+			f);
 	put_paragraphs(&o, description);
 	fputs("\n| option | what it does | test |\n|---|---|---|\n", f);
 	for (size_t i = 0; i < sizeof options / sizeof options[0]; i++) {
@@ -748,7 +780,8 @@ static void print_markdown(FILE *f)
 	fputs(" |\n| `", f);
 	put_path(&o, PLXD_MODULE_DIR, PLXD_DOC_MODULE_DIR);
 	fputs("` | the module folder: handler modules (`cgi.so`, `perl.so`, `echo.so`) and their "
-	      "programs (`plxd-cgi-exec`, `plxd-perl-worker`); `perl5/` holds PLXD::Request | ", f);
+	      "programs (`plxd-cgi-exec`, `plxd-perl-worker`); `perl5/` holds PLXD::Request | ",
+			f);
 	put_tests_cell(&o, "integration/install.t");
 	fputs(" |\n| `", f);
 	put_path(&o, PLXD_DEFAULT_ROOT, PLXD_DOC_ROOT);
@@ -765,17 +798,19 @@ static void print_markdown(FILE *f)
 
 static void man_header(struct out *o, const char *title, int section, const char *volume)
 {
-	fprintf(o->f, ".\\\" Generated by plxd --help=man%d from the tables its parser reads.\n"
-		      ".TH %s %d \"\" \"plxd %s\" \"%s\"\n", section, title, section, PLXD_VERSION,
-			volume);
+	fprintf(o->f,
+			".\\\" Generated by plxd --help=man%d from the tables its parser reads.\n"
+			".TH %s %d \"\" \"plxd %s\" \"%s\"\n",
+			section, title, section, PLXD_VERSION, volume);
 }
 
 static void man_files(struct out *o)
 {
 	fprintf(o->f, ".SH FILES\n.TP\n.I %s\nThe default configuration.\n", PLXD_DEFAULT_CONFIG);
-	fprintf(o->f, ".TP\n.I %s\nHandler modules (\\fBcgi.so\\fR, \\fBperl.so\\fR, "
-		      "\\fBecho.so\\fR) and their programs (\\fBplxd\\-cgi\\-exec\\fR, "
-		      "\\fBplxd\\-perl\\-worker\\fR); \\fBperl5/\\fR holds PLXD::Request.\n",
+	fprintf(o->f,
+			".TP\n.I %s\nHandler modules (\\fBcgi.so\\fR, \\fBperl.so\\fR, "
+			"\\fBecho.so\\fR) and their programs (\\fBplxd\\-cgi\\-exec\\fR, "
+			"\\fBplxd\\-perl\\-worker\\fR); \\fBperl5/\\fR holds PLXD::Request.\n",
 			PLXD_MODULE_DIR);
 	fprintf(o->f, ".TP\n.I %s\nThe default document root: the samples.\n", PLXD_DEFAULT_ROOT);
 }
@@ -785,7 +820,8 @@ static void print_man8(FILE *f)
 	struct out o = { .f = f, .format = HELP_MAN8 };
 	man_header(&o, "PLXD", 8, "System Manager's Manual");
 	fputs(".SH NAME\nplxd \\- a web server that runs Perl scripts per request (CGI) and "
-	      "persistently\n.SH SYNOPSIS\n.B plxd\n", f);
+	      "persistently\n.SH SYNOPSIS\n.B plxd\n",
+			f);
 	for (size_t i = 0; i < sizeof options / sizeof options[0]; i++) {
 		fputs("[", f);
 		option_flags(&o, &options[i]);
@@ -794,7 +830,8 @@ static void print_man8(FILE *f)
 	fputs(".SH DESCRIPTION\n", f);
 	put_paragraphs(&o, description);
 	fputs(".PP\nThe configuration file and every key are described in "
-	      "\\fBplxd.conf\\fR(5).\n.SH OPTIONS\n", f);
+	      "\\fBplxd.conf\\fR(5).\n.SH OPTIONS\n",
+			f);
 	for (size_t i = 0; i < sizeof options / sizeof options[0]; i++) {
 		fputs(".TP\n", f);
 		option_flags(&o, &options[i]);
@@ -812,21 +849,25 @@ static void print_man8(FILE *f)
 	put_paragraphs(&o, exit_status);
 	man_files(&o);
 	fputs(".SH SEE ALSO\n\\fBplxd.conf\\fR(5), \\fBPLXD::Request\\fR(3pm); "
-	      "the \\fBdoc/\\fR folder of the source tree.\n", f);
+	      "the \\fBdoc/\\fR folder of the source tree.\n",
+			f);
 }
 
 static void print_man5(FILE *f)
 {
 	struct out o = { .f = f, .format = HELP_MAN5 };
 	man_header(&o, "PLXD.CONF", 5, "File Formats Manual");
-	fprintf(f, ".SH NAME\nplxd.conf \\- configuration file of the plxd web server\n"
-		   ".SH SYNOPSIS\n.I %s\n.SH DESCRIPTION\n", PLXD_DEFAULT_CONFIG);
+	fprintf(f,
+			".SH NAME\nplxd.conf \\- configuration file of the plxd web server\n"
+			".SH SYNOPSIS\n.I %s\n.SH DESCRIPTION\n",
+			PLXD_DEFAULT_CONFIG);
 	put_paragraphs(&o, file_format);
 	fputs(".SH SECTIONS\n", f);
 	fputs(".PP\nEach key below gives its type (and range) and its default, then what it "
 	      "sets and what happens at its limit. A reload (SIGHUP) applies a new value to the "
 	      "requests that start after it, unless the key says that a change needs a "
-	      "restart.\n", f);
+	      "restart.\n",
+			f);
 	all_sections(&o);
 	man_files(&o);
 	fputs(".SH SEE ALSO\n\\fBplxd\\fR(8), \\fBPLXD::Request\\fR(3pm)\n", f);
@@ -838,8 +879,10 @@ int help_format_parse(const char *name, enum help_format *out)
 		const char *name;
 		enum help_format format;
 	} formats[] = {
-		{ "text", HELP_TEXT }, { "markdown", HELP_MARKDOWN },
-		{ "man8", HELP_MAN8 }, { "man5", HELP_MAN5 },
+		{ "text", HELP_TEXT },
+		{ "markdown", HELP_MARKDOWN },
+		{ "man8", HELP_MAN8 },
+		{ "man5", HELP_MAN5 },
 	};
 	for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++) {
 		if (strcmp(name, formats[i].name) == 0) {
@@ -853,9 +896,17 @@ int help_format_parse(const char *name, enum help_format *out)
 void help_print(FILE *f, enum help_format format)
 {
 	switch (format) {
-	case HELP_TEXT: print_text(f); return;
-	case HELP_MARKDOWN: print_markdown(f); return;
-	case HELP_MAN8: print_man8(f); return;
-	case HELP_MAN5: print_man5(f); return;
+	case HELP_TEXT:
+		print_text(f);
+		return;
+	case HELP_MARKDOWN:
+		print_markdown(f);
+		return;
+	case HELP_MAN8:
+		print_man8(f);
+		return;
+	case HELP_MAN5:
+		print_man5(f);
+		return;
 	}
 }

@@ -44,12 +44,12 @@ struct evthread {
 	int started;
 	struct loop *loop;
 	struct MHD_Daemon *daemon;
-	struct loop_watch mhd;       /* the daemon's epoll descriptor */
-	struct loop_watch listen;    /* the shared listening socket */
-	struct loop_timer tick;      /* deadlines */
+	struct loop_watch mhd;    /* the daemon's epoll descriptor */
+	struct loop_watch listen; /* the shared listening socket */
+	struct loop_timer tick;   /* deadlines */
 	struct loop_timer resume_accept;
-	struct conn *conns;          /* this thread's connections */
-	struct conn *conns_pending;  /* accepted, for on_connection to take */
+	struct conn *conns;         /* this thread's connections */
+	struct conn *conns_pending; /* accepted, for on_connection to take */
 	int stop;
 };
 
@@ -57,7 +57,7 @@ static struct evthread *threads;
 static unsigned nthreads;
 static int listen_fd = -1;
 static atomic_uint open_connections;
-static unsigned connection_cap;     /* max_connections and the 503 margin */
+static unsigned connection_cap; /* max_connections and the 503 margin */
 static unsigned long per_ip_limit;
 
 /* Quiescing: the main thread waits until every loop has let go of the
@@ -224,8 +224,10 @@ static int admit(struct conn *c)
 		if (before >= per_ip_limit) {
 			char text[INET6_ADDRSTRLEN];
 			log_format_addr((struct sockaddr *)&c->peer, text, sizeof text);
-			plxd_log(PLXD_LOG_WARN, "refused a connection from %s: %u open, "
-					"per_ip_connections is %lu", text, before, per_ip_limit);
+			plxd_log(PLXD_LOG_WARN,
+					"refused a connection from %s: %u open, "
+					"per_ip_connections is %lu",
+					text, before, per_ip_limit);
 			atomic_fetch_sub(&open_connections, 1);
 			return 0;
 		}
@@ -236,8 +238,8 @@ static int admit(struct conn *c)
 
 static void accept_resume(struct loop_timer *t)
 {
-	struct evthread *th = (struct evthread *)(void *)((char *)t - offsetof(struct evthread,
-				resume_accept));
+	struct evthread *th = (struct evthread *)(void *)((char *)t
+			- offsetof(struct evthread, resume_accept));
 	if (!th->stop && th->listen.fd >= 0)
 		loop_watch_set(th->loop, &th->listen, LOOP_IN | LOOP_EXCLUSIVE);
 }
@@ -245,8 +247,8 @@ static void accept_resume(struct loop_timer *t)
 static void on_listen(struct loop_watch *w, unsigned events)
 {
 	(void)events;
-	struct evthread *th = (struct evthread *)(void *)((char *)w - offsetof(struct evthread,
-				listen));
+	struct evthread *th =
+			(struct evthread *)(void *)((char *)w - offsetof(struct evthread, listen));
 	for (int i = 0; i < ACCEPT_BURST; i++) {
 		struct conn *c = xcalloc(1, sizeof *c);
 		socklen_t len = sizeof c->peer;
@@ -256,8 +258,10 @@ static void on_listen(struct loop_watch *w, unsigned events)
 			int err = errno;
 			free(c);
 			if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM) {
-				plxd_log(PLXD_LOG_ERROR, "cannot accept connections: %s; pausing "
-						"for %d ms", strerror(err), ACCEPT_PAUSE_MS);
+				plxd_log(PLXD_LOG_ERROR,
+						"cannot accept connections: %s; pausing "
+						"for %d ms",
+						strerror(err), ACCEPT_PAUSE_MS);
 				loop_watch_set(th->loop, w, 0);
 				loop_timer_set(th->loop, &th->resume_accept,
 						clock_ms() + ACCEPT_PAUSE_MS, accept_resume);
@@ -278,7 +282,8 @@ static void on_listen(struct loop_watch *w, unsigned events)
 		/* on_connection takes c from here (libmicrohttpd calls it
 		 * inside MHD_add_connection). */
 		th->conns_pending = c;
-		if (MHD_add_connection(th->daemon, fd, (struct sockaddr *)&c->peer, len) != MHD_YES) {
+		if (MHD_add_connection(th->daemon, fd, (struct sockaddr *)&c->peer, len)
+				!= MHD_YES) {
 			/* libmicrohttpd closed the socket. */
 			if (th->conns_pending == c) {
 				th->conns_pending = NULL;
@@ -332,7 +337,7 @@ static void on_connection(void *cls, struct MHD_Connection *connection, void **s
 struct conn *http_conn(struct MHD_Connection *connection)
 {
 	const union MHD_ConnectionInfo *info =
-		MHD_get_connection_info(connection, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+			MHD_get_connection_info(connection, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
 	return info ? info->socket_context : NULL;
 }
 
@@ -429,8 +434,8 @@ static int client_left(const struct conn *c)
  * end and clean up as usual. */
 static void on_tick(struct loop_timer *t)
 {
-	struct evthread *th = (struct evthread *)(void *)((char *)t - offsetof(struct evthread,
-				tick));
+	struct evthread *th =
+			(struct evthread *)(void *)((char *)t - offsetof(struct evthread, tick));
 	loop_timer_set(th->loop, t, clock_ms() + TICK_MS, on_tick);
 	struct site *site = site_acquire();
 	if (!site)
@@ -539,7 +544,8 @@ static void raise_fd_limit(unsigned connections)
 	rlim_t got = rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= want ? want : rl.rlim_max;
 	rl.rlim_cur = got;
 	if (setrlimit(RLIMIT_NOFILE, &rl) < 0 || got < want)
-		plxd_log(PLXD_LOG_WARN, "open files limited to %llu (RLIMIT_NOFILE), %llu wanted for "
+		plxd_log(PLXD_LOG_WARN,
+				"open files limited to %llu (RLIMIT_NOFILE), %llu wanted for "
 				"%u connections: raise the hard limit (ulimit -Hn)",
 				(unsigned long long)(got < want ? got : rl.rlim_cur),
 				(unsigned long long)want, connections);
@@ -550,7 +556,8 @@ int http_start(int fd, const struct server_conf *server, char *err, size_t errle
 	per_ip_limit = server->per_ip_connections;
 	/* Past max_connections plxd still answers, with 503, up to this many
 	 * more; beyond, a connection is closed at once. */
-	unsigned spare = (unsigned)(server->max_connections / 8 > 16 ? server->max_connections / 8 : 16);
+	unsigned spare = (unsigned)(server->max_connections / 8 > 16 ? server->max_connections / 8
+								     : 16);
 	connection_cap = (unsigned)server->max_connections + spare;
 	raise_fd_limit(connection_cap);
 	unsigned timeout_s = (unsigned)((server->connection_timeout_ms + 999) / 1000);
@@ -569,6 +576,7 @@ int http_start(int fd, const struct server_conf *server, char *err, size_t errle
 			snprintf(err, errlen, "cannot create an event loop: %s", strerror(errno));
 			goto fail;
 		}
+		/* clang-format off */
 		th->daemon = MHD_start_daemon(
 			MHD_USE_EPOLL | MHD_USE_NO_LISTEN_SOCKET | MHD_ALLOW_SUSPEND_RESUME
 				| MHD_USE_ERROR_LOG,
@@ -581,15 +589,18 @@ int http_start(int fd, const struct server_conf *server, char *err, size_t errle
 			MHD_OPTION_NOTIFY_CONNECTION, on_connection, th,
 			MHD_OPTION_URI_LOG_CALLBACK, on_uri, NULL,
 			MHD_OPTION_END);
+		/* clang-format on */
 		const union MHD_DaemonInfo *info = th->daemon
-			? MHD_get_daemon_info(th->daemon, MHD_DAEMON_INFO_EPOLL_FD) : NULL;
+				? MHD_get_daemon_info(th->daemon, MHD_DAEMON_INFO_EPOLL_FD)
+				: NULL;
 		if (!info) {
 			snprintf(err, errlen, "libmicrohttpd failed to start");
 			goto fail;
 		}
-		if (loop_watch_add(th->loop, &th->mhd, info->epoll_fd, LOOP_IN, on_mhd) < 0 ||
-				loop_watch_add(th->loop, &th->listen, fd, LOOP_IN | LOOP_EXCLUSIVE,
-					on_listen) < 0) {
+		if (loop_watch_add(th->loop, &th->mhd, info->epoll_fd, LOOP_IN, on_mhd) < 0
+				|| loop_watch_add(th->loop, &th->listen, fd,
+						   LOOP_IN | LOOP_EXCLUSIVE, on_listen)
+						< 0) {
 			snprintf(err, errlen, "epoll: %s", strerror(errno));
 			goto fail;
 		}

@@ -16,11 +16,11 @@ struct evthread;
 /* Per connection, kept as libmicrohttpd's socket context. It belongs to
  * the event thread that accepted it: only that thread touches it. */
 struct conn {
-	struct conn *prev, *next;        /* its thread's list */
+	struct conn *prev, *next; /* its thread's list */
 	struct evthread *thread;
 	struct MHD_Connection *connection;
 	int fd;
-	int ip_counted;                  /* counted against per_ip_connections */
+	int ip_counted; /* counted against per_ip_connections */
 	struct sockaddr_storage local;
 	struct sockaddr_storage peer;
 	/* Start of the wait for the next request's headers (accept, or the end
@@ -30,11 +30,11 @@ struct conn {
 	 * (ms), and the body bytes read so far; 0 and 0 otherwise. */
 	uint64_t body_since;
 	uint64_t body_bytes;
-	int timed_out;                   /* closed for a deadline */
-	int client_left;                 /* ... or because the client had left */
-	unsigned opened_as;              /* open connections, itself included,
+	int timed_out;      /* closed for a deadline */
+	int client_left;    /* ... or because the client had left */
+	unsigned opened_as; /* open connections, itself included,
 					    when it was accepted */
-	char *target;                    /* raw request target of the current request */
+	char *target;       /* raw request target of the current request */
 	size_t target_cap;
 	uint64_t request_start_us;
 };

@@ -58,8 +58,8 @@ static void install(atomic_int *slot, int fd)
 		close(old);
 }
 
-int log_open(const char *error_log, const char *access_log, enum log_level level,
-		char *err, size_t errlen)
+int log_open(const char *error_log, const char *access_log, enum log_level level, char *err,
+		size_t errlen)
 {
 	int efd = open_log(error_log && *error_log ? error_log : "-", err, errlen);
 	if (efd < 0)
@@ -89,7 +89,8 @@ void log_chown(unsigned uid, unsigned gid)
 	int fds[2] = { atomic_load(&error_fd), atomic_load(&access_fd) };
 	for (int i = 0; i < 2; i++) {
 		if (fds[i] > 2 && fchown(fds[i], uid, gid) < 0)
-			plxd_log(PLXD_LOG_WARN, "cannot give a log file to uid %u: %s", uid, strerror(errno));
+			plxd_log(PLXD_LOG_WARN, "cannot give a log file to uid %u: %s", uid,
+					strerror(errno));
 	}
 }
 

@@ -13,8 +13,8 @@ enum log_level { PLXD_LOG_ERROR, PLXD_LOG_WARN, PLXD_LOG_INFO, PLXD_LOG_DEBUG };
 
 /* Opens (or reopens) both logs. An empty access_log path turns it off.
  * Returns 0, or -1 with a message in err; the old files stay open then. */
-int log_open(const char *error_log, const char *access_log, enum log_level level,
-		char *err, size_t errlen);
+int log_open(const char *error_log, const char *access_log, enum log_level level, char *err,
+		size_t errlen);
 void log_close(void);
 
 /* Gives the open log files to uid/gid, so that a reopen after dropping
@@ -27,7 +27,7 @@ void plxd_log(enum log_level level, const char *fmt, ...) __attribute__((format(
 
 struct access_entry {
 	const struct sockaddr *client;
-	const char *user;       /* NULL: "-" */
+	const char *user; /* NULL: "-" */
 	const char *method;
 	const char *target;
 	const char *version;

@@ -22,13 +22,13 @@ struct post {
 
 struct loop {
 	int epfd;
-	struct loop_watch wake;        /* the eventfd loop_post writes */
+	struct loop_watch wake; /* the eventfd loop_post writes */
 	/* The batch being dispatched, so that a watch removed by a callback
 	 * loses the events still queued for it. */
 	struct epoll_event batch[BATCH];
 	int batch_n, batch_i;
-	size_t watches;                /* added, the wake-up's included */
-	struct loop_timer **heap;      /* 1-based min-heap on at_ms */
+	size_t watches;           /* added, the wake-up's included */
+	struct loop_timer **heap; /* 1-based min-heap on at_ms */
 	size_t heap_n, heap_cap;
 	pthread_mutex_t posts_lock;
 	struct post *posts, *posts_last;
@@ -125,8 +125,7 @@ static void batch_forget(struct loop *l, struct loop_watch *w)
 			l->batch[i].data.ptr = NULL;
 }
 
-int loop_watch_add(struct loop *l, struct loop_watch *w, int fd, unsigned want,
-		loop_watch_fn *cb)
+int loop_watch_add(struct loop *l, struct loop_watch *w, int fd, unsigned want, loop_watch_fn *cb)
 {
 	w->fd = fd;
 	w->want = want;

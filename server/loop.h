@@ -18,9 +18,9 @@
 struct loop;
 
 enum {
-	LOOP_IN = 1,   /* readable, or its end (EOF, error) */
-	LOOP_OUT = 2,  /* writable, or its end */
-	LOOP_HUP = 4,  /* the peer hung up or shut down its side (EPOLLRDHUP) */
+	LOOP_IN = 1,       /* readable, or its end (EOF, error) */
+	LOOP_OUT = 2,      /* writable, or its end */
+	LOOP_HUP = 4,      /* the peer hung up or shut down its side (EPOLLRDHUP) */
 	LOOP_EXCLUSIVE = 8 /* with loop_watch_add only: of the loops watching fd,
 			      one is woken (EPOLLEXCLUSIVE; a listening socket) */
 };
@@ -29,8 +29,8 @@ struct loop_watch;
 typedef void loop_watch_fn(struct loop_watch *w, unsigned events);
 
 struct loop_watch {
-	int fd;              /* -1: not added */
-	unsigned want;       /* LOOP_* it was added or last set with */
+	int fd;        /* -1: not added */
+	unsigned want; /* LOOP_* it was added or last set with */
 	loop_watch_fn *cb;
 };
 
@@ -38,8 +38,8 @@ struct loop_timer;
 typedef void loop_timer_fn(struct loop_timer *t);
 
 struct loop_timer {
-	uint64_t at_ms;      /* clock_ms() when it fires */
-	size_t slot;         /* its place in the loop's heap; 0: not armed */
+	uint64_t at_ms; /* clock_ms() when it fires */
+	size_t slot;    /* its place in the loop's heap; 0: not armed */
 	loop_timer_fn *cb;
 };
 
@@ -73,8 +73,7 @@ static inline void loop_watch_init(struct loop_watch *w)
  * write that follows sees the end. With want 0 the watch is kept but
  * nothing is delivered (a paused reader is not woken by its peer's end).
  * Returns 0, or -1 with errno. */
-int loop_watch_add(struct loop *l, struct loop_watch *w, int fd, unsigned want,
-		loop_watch_fn *cb);
+int loop_watch_add(struct loop *l, struct loop_watch *w, int fd, unsigned want, loop_watch_fn *cb);
 /* Changes what an added watch waits for (a no-op when unchanged). */
 void loop_watch_set(struct loop *l, struct loop_watch *w, unsigned want);
 /* Stops watching (a no-op for a watch not added). Call it before closing

@@ -32,6 +32,7 @@ struct options {
 
 static int parse_args(int argc, char **argv, struct options *o)
 {
+	/* clang-format off */
 	static const struct option longopts[] = {
 		{ "config", required_argument, NULL, 'c' },
 		{ "listen", required_argument, NULL, 'l' },
@@ -41,6 +42,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{ "help", optional_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
+	/* clang-format on */
 	int c;
 	while ((c = getopt_long(argc, argv, "c:l:r:Vh", longopts, NULL)) != -1) {
 		switch (c) {
@@ -57,8 +59,8 @@ static int parse_args(int argc, char **argv, struct options *o)
 			o->check = 1;
 			break;
 		case 'V':
-			printf("plxd %s (%s)\nhandler interface %08x\n", PLXD_VERSION, PLXD_GIT_REVISION,
-					PLXD_HANDLER_ABI);
+			printf("plxd %s (%s)\nhandler interface %08x\n", PLXD_VERSION,
+					PLXD_GIT_REVISION, PLXD_HANDLER_ABI);
 			exit(0);
 		case 'h': {
 			enum help_format format = HELP_TEXT;
@@ -91,7 +93,8 @@ static struct config *load(const struct options *o, char **errors)
 	struct config_override overrides[2];
 	size_t n = 0;
 	if (o->listen)
-		overrides[n++] = (struct config_override){ "--listen", "server", "listen", o->listen };
+		overrides[n++] = (struct config_override){ "--listen", "server", "listen",
+			o->listen };
 	if (o->root)
 		overrides[n++] = (struct config_override){ "--root", "server", "root", o->root };
 	return config_load(file, overrides, n, modules_find, NULL, errors);
@@ -129,7 +132,8 @@ static int drop_privileges(const struct config *c)
 		return -1;
 	}
 	if (strcmp(c->file, "(no configuration file)") != 0 && access(c->file, R_OK) < 0)
-		plxd_log(PLXD_LOG_WARN, "user %s cannot read %s: a reload (SIGHUP) will fail", user, c->file);
+		plxd_log(PLXD_LOG_WARN, "user %s cannot read %s: a reload (SIGHUP) will fail", user,
+				c->file);
 	plxd_log(PLXD_LOG_INFO, "running as user %s (uid %u)", user, (unsigned)pw->pw_uid);
 	return 0;
 }
@@ -158,9 +162,11 @@ static void reload(const struct options *o)
 	}
 	struct site *old = site_acquire();
 	for (const struct conf_key *k = server_keys; k->name; k++) {
-		if (!(k->flags & CONF_RESTART) || conf_value_equal(k, &c->server, &old->config->server))
+		if (!(k->flags & CONF_RESTART)
+				|| conf_value_equal(k, &c->server, &old->config->server))
 			continue;
-		plxd_log(PLXD_LOG_WARN, "[server] %s changed: it takes effect only after a restart", k->name);
+		plxd_log(PLXD_LOG_WARN, "[server] %s changed: it takes effect only after a restart",
+				k->name);
 		conf_value_copy(k, &c->server, &old->config->server);
 	}
 	site_release(old);
@@ -178,7 +184,8 @@ static void reload(const struct options *o)
 		return;
 	}
 	if (modules_apply(site->config) < 0) {
-		plxd_log(PLXD_LOG_ERROR, "a handler failed to start: kept the running configuration");
+		plxd_log(PLXD_LOG_ERROR,
+				"a handler failed to start: kept the running configuration");
 		site_release(site);
 		return;
 	}
@@ -251,12 +258,14 @@ static int serve(const struct options *o, struct config *config)
 			break;
 		}
 	}
-	plxd_log(PLXD_LOG_INFO, "stopping: no new connections; waiting up to %lu ms for requests in flight",
+	plxd_log(PLXD_LOG_INFO,
+			"stopping: no new connections; waiting up to %lu ms for requests in flight",
 			shutdown_ms);
 	http_quiesce();
 	unsigned left = http_wait_idle(shutdown_ms);
 	if (left)
-		plxd_log(PLXD_LOG_WARN, "stopping with %u requests still running: closing their connections",
+		plxd_log(PLXD_LOG_WARN,
+				"stopping with %u requests still running: closing their connections",
 				left);
 	http_stop();
 	modules_stop_all();

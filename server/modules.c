@@ -92,14 +92,16 @@ static const struct plxd_handler *load_module(const char *path, const char *name
 	}
 	const struct plxd_handler *h = dlsym(dl, "plxd_handler_module");
 	if (!h) {
-		snprintf(err, errlen, "%s is not a plxd handler module (no plxd_handler_module)", path);
+		snprintf(err, errlen, "%s is not a plxd handler module (no plxd_handler_module)",
+				path);
 		dlclose(dl);
 		return NULL;
 	}
 	if (h->abi != PLXD_HANDLER_ABI) {
-		snprintf(err, errlen, "%s was built for handler interface %08x, this plxd has %08x: "
-				"rebuild the module against this plxd's server/handler.h", path, h->abi,
-				PLXD_HANDLER_ABI);
+		snprintf(err, errlen,
+				"%s was built for handler interface %08x, this plxd has %08x: "
+				"rebuild the module against this plxd's server/handler.h",
+				path, h->abi, PLXD_HANDLER_ABI);
 		dlclose(dl);
 		return NULL;
 	}
@@ -117,7 +119,8 @@ static const struct plxd_handler *load_module(const char *path, const char *name
 	if (h->global_library) {
 		global_dl = dlopen(h->global_library, RTLD_NOW | RTLD_GLOBAL);
 		if (!global_dl) {
-			snprintf(err, errlen, "%s: cannot load %s, whose symbols it needs global: %s",
+			snprintf(err, errlen,
+					"%s: cannot load %s, whose symbols it needs global: %s",
 					path, h->global_library, dlerror());
 			dlclose(dl);
 			return NULL;
@@ -135,7 +138,8 @@ const struct plxd_handler *modules_find(const char *name, const char *load, char
 	for (size_t i = 0; i < sizeof builtins / sizeof builtins[0]; i++) {
 		if (strcmp(builtins[i]->name, name) == 0) {
 			if (load) {
-				snprintf(err, errlen, "%s is built in: load = is not allowed", name);
+				snprintf(err, errlen, "%s is built in: load = is not allowed",
+						name);
 				return NULL;
 			}
 			struct loaded *l = find_loaded(name);
@@ -165,7 +169,8 @@ const struct plxd_handler *modules_find(const char *name, const char *load, char
 		if (exists)
 			return h;
 	}
-	snprintf(err, errlen, "no handler called '%s' (built in: static; modules looked for in %s%s%s)",
+	snprintf(err, errlen,
+			"no handler called '%s' (built in: static; modules looked for in %s%s%s)",
 			name, dirs[0], dirs[0][0] ? " and " : "", dirs[1]);
 	return NULL;
 }
@@ -179,8 +184,10 @@ int modules_apply(struct config *config)
 			if (strcmp(instances[k].name, s->name) == 0)
 				in = &instances[k];
 		if (in) {
-			if (in->handler->reconfigure && in->handler->reconfigure(in->state, s->conf) < 0)
-				plxd_log(PLXD_LOG_ERROR, "handler %s kept its old settings", s->name);
+			if (in->handler->reconfigure
+					&& in->handler->reconfigure(in->state, s->conf) < 0)
+				plxd_log(PLXD_LOG_ERROR, "handler %s kept its old settings",
+						s->name);
 		} else {
 			void *state = NULL;
 			if (s->handler->start && s->handler->start(s->conf, &state) < 0) {
@@ -189,7 +196,8 @@ int modules_apply(struct config *config)
 			}
 			instances = xrealloc(instances, (ninstances + 1) * sizeof *instances);
 			in = &instances[ninstances++];
-			*in = (struct instance){ .name = xstrdup(s->name), .handler = s->handler,
+			*in = (struct instance){ .name = xstrdup(s->name),
+				.handler = s->handler,
 				.state = state };
 		}
 		/* Requests find the state through their config, never through
@@ -225,8 +233,7 @@ void modules_unload(void)
 	nloaded = 0;
 }
 
-void modules_each_known(void (*fn)(const struct plxd_handler *h, int builtin, void *ctx),
-		void *ctx)
+void modules_each_known(void (*fn)(const struct plxd_handler *h, int builtin, void *ctx), void *ctx)
 {
 	for (size_t i = 0; i < sizeof builtins / sizeof builtins[0]; i++)
 		fn(builtins[i], 1, ctx);
@@ -246,7 +253,8 @@ void modules_each_known(void (*fn)(const struct plxd_handler *h, int builtin, vo
 			if (find_loaded(name))
 				continue;
 			char err[512];
-			const struct plxd_handler *h = modules_find(name, NULL, err, sizeof err, NULL);
+			const struct plxd_handler *h =
+					modules_find(name, NULL, err, sizeof err, NULL);
 			if (h)
 				fn(h, 0, ctx);
 		}

@@ -8,11 +8,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define REQ_KEY(n, t, field, def, ...) \
-	{ .name = n, .type = t, .offset = offsetof(struct req_limits, field), \
-	  .default_value = def, __VA_ARGS__ }
+#define REQ_KEY(n, t, field, def, ...)                                              \
+	{                                                                           \
+		.name = n, .type = t, .offset = offsetof(struct req_limits, field), \
+		.default_value = def, __VA_ARGS__                                   \
+	}
 
 /* Sizes are kept below 2^53 so that Perl holds them exactly. */
+/* clang-format off */
 const struct conf_key req_limits_keys[] = {
 	REQ_KEY("max_fields", CONF_UINT, max_fields, "1000", .min = 1, .max = 1000000,
 		.help = "parameters (query string, form fields and uploads together) in one request",
@@ -32,6 +35,7 @@ const struct conf_key req_limits_keys[] = {
 		.tests = "integration/request_cli.t unit/test_req_limits.c"),
 	CONF_KEYS_END
 };
+/* clang-format on */
 
 void req_limits_defaults(struct req_limits *l)
 {
@@ -85,7 +89,8 @@ char **req_limits_env(const struct req_limits *l, const char *tmp_dir)
 	for (const struct conf_key *k = req_limits_keys; k->name; k++) {
 		format_value(k, l, value, sizeof value);
 		env[i++] = text;
-		text += sprintf(text, "%s=%s", req_limits_env_name(k, name, sizeof name), value) + 1;
+		text += sprintf(text, "%s=%s", req_limits_env_name(k, name, sizeof name), value)
+				+ 1;
 	}
 	if (tmp_dir) {
 		env[i++] = text;
@@ -95,8 +100,8 @@ char **req_limits_env(const struct req_limits *l, const char *tmp_dir)
 	return env;
 }
 
-int req_limits_from_env(struct req_limits *l, req_limits_getenv_fn *lookup, void *ctx,
-		char *err, size_t errlen)
+int req_limits_from_env(struct req_limits *l, req_limits_getenv_fn *lookup, void *ctx, char *err,
+		size_t errlen)
 {
 	char name[64], why[200];
 	for (const struct conf_key *k = req_limits_keys; k->name; k++) {

@@ -13,10 +13,10 @@
 #include "conf_key.h"
 
 struct req_limits {
-	unsigned long max_fields;            /* parameters and uploads in one request */
-	unsigned long long max_field_size;   /* one parameter's name or value, decoded */
-	unsigned long long max_upload_size;  /* one uploaded file */
-	unsigned long long max_total;        /* query string plus request body */
+	unsigned long max_fields;           /* parameters and uploads in one request */
+	unsigned long long max_field_size;  /* one parameter's name or value, decoded */
+	unsigned long long max_upload_size; /* one uploaded file */
+	unsigned long long max_total;       /* query string plus request body */
 };
 
 /* The keys of [request], each filling a field of struct req_limits. */
@@ -43,7 +43,7 @@ typedef const char *req_limits_getenv_fn(const char *name, void *ctx);
 /* Sets l's fields from the variables lookup finds; an absent variable
  * leaves its field as it was. Returns 0, or -1 with err naming the
  * variable and the problem (a value that does not parse, or out of range). */
-int req_limits_from_env(struct req_limits *l, req_limits_getenv_fn *lookup, void *ctx,
-		char *err, size_t errlen);
+int req_limits_from_env(struct req_limits *l, req_limits_getenv_fn *lookup, void *ctx, char *err,
+		size_t errlen);
 
 #endif

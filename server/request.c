@@ -47,49 +47,49 @@
  * handler does with the public body_length. */
 struct body {
 	struct spool spool;
-	uint64_t pos;         /* bytes handed to plxd_body_read's callers */
+	uint64_t pos; /* bytes handed to plxd_body_read's callers */
 };
 
 enum phase {
-	PHASE_READING,  /* headers in; body (if any) being read */
-	PHASE_DONE      /* handled, or answered by plxd itself */
+	PHASE_READING, /* headers in; body (if any) being read */
+	PHASE_DONE     /* handled, or answered by plxd itself */
 };
 
 struct request {
 	struct plxd_request pub;
 	struct conn *conn;
-	struct loop *loop;    /* its event thread's */
+	struct loop *loop; /* its event thread's */
 	struct site *site;
 	const struct handler_section *section; /* NULL: plxd answered itself */
 	enum phase phase;
 	int responded;
-	int close;            /* answer with Connection: close */
-	unsigned refuse;      /* status decided while the body arrives (413) */
-	int streaming;        /* the handler's body() takes the body */
-	uint64_t body_seen;   /* bytes of body taken, kept or dropped */
+	int close;             /* answer with Connection: close */
+	unsigned refuse;       /* status decided while the body arrives (413) */
+	int streaming;         /* the handler's body() takes the body */
+	uint64_t body_seen;    /* bytes of body taken, kept or dropped */
 	uint64_t body_arrived; /* bytes of body offered, taken or not */
 	char *target;
 	char *path;
 	char *file;
 	char *script_name;
 	char *route_name;
-	char *local_target;   /* plxd_serve_local's target */
-	unsigned redirects;   /* plxd_serve_local calls so far */
+	char *local_target; /* plxd_serve_local's target */
+	unsigned redirects; /* plxd_serve_local calls so far */
 	uint64_t start_us;
-	struct body body;     /* the spooled request body */
+	struct body body; /* the spooled request body */
 
 	/* Waiting (see the top of this file). */
-	int pending;          /* handle() answered PLXD_PENDING, nothing queued yet */
-	int body_wait;        /* body() left part of a chunk: plxd_body_resume */
-	int stream_wait;      /* the reader had nothing: plxd_stream_resume */
+	int pending;     /* handle() answered PLXD_PENDING, nothing queued yet */
+	int body_wait;   /* body() left part of a chunk: plxd_body_resume */
+	int stream_wait; /* the reader had nothing: plxd_stream_resume */
 	int suspended;
-	int aborted;          /* given up: the client left, or plxd stops */
-	int close_after;      /* plxd_connection_close */
-	int head;             /* the client asked HEAD (a local redirect asks GET) */
-	enum plxd_end end;    /* how it ended when plxd decided (aborted) */
-	struct loop_watch client; /* the socket, for a hang-up while suspended */
+	int aborted;                   /* given up: the client left, or plxd stops */
+	int close_after;               /* plxd_connection_close */
+	int head;                      /* the client asked HEAD (a local redirect asks GET) */
+	enum plxd_end end;             /* how it ended when plxd decided (aborted) */
+	struct loop_watch client;      /* the socket, for a hang-up while suspended */
 	struct request *wprev, *wnext; /* its thread's suspended requests */
-	plxd_reader_fn *read; /* a streamed response's reader, and its cls */
+	plxd_reader_fn *read;          /* a streamed response's reader, and its cls */
 	void *read_cls;
 };
 
@@ -97,7 +97,7 @@ struct request {
  * them all (libmicrohttpd may not stop with suspended connections). */
 static _Thread_local struct request *waiting;
 
-#define REQUEST_OF(pub) ((struct request *)(void *)((char *)(pub) - offsetof(struct request, pub)))
+#define REQUEST_OF(pub) ((struct request *)(void *)((char *)(pub)-offsetof(struct request, pub)))
 
 static void on_client_hup(struct loop_watch *w, unsigned events);
 
@@ -145,7 +145,8 @@ static void abort_waiting(struct request *r, enum plxd_end how)
 static void on_client_hup(struct loop_watch *w, unsigned events)
 {
 	(void)events;
-	struct request *r = (struct request *)(void *)((char *)w - offsetof(struct request, client));
+	struct request *r =
+			(struct request *)(void *)((char *)w - offsetof(struct request, client));
 	abort_waiting(r, PLXD_END_CLIENT_GONE);
 }
 
@@ -236,8 +237,8 @@ int plxd_respond_error(struct plxd_request *pub, unsigned status)
 			"<!DOCTYPE html>\n<html><head><title>%u %s</title></head>"
 			"<body><h1>%u %s</h1></body></html>\n",
 			status, reason, status, reason);
-	struct MHD_Response *resp = MHD_create_response_from_buffer((size_t)len, page,
-			MHD_RESPMEM_MUST_COPY);
+	struct MHD_Response *resp =
+			MHD_create_response_from_buffer((size_t)len, page, MHD_RESPMEM_MUST_COPY);
 	if (!resp)
 		return -1;
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/html; charset=utf-8");
@@ -298,7 +299,7 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 int plxd_response_bodiless(struct plxd_request *pub, unsigned status)
 {
 	return REQUEST_OF(pub)->head || status == 304 || status == 204
-		|| (status >= 100 && status < 200);
+			|| (status >= 100 && status < 200);
 }
 
 size_t plxd_reply_header_room(struct plxd_request *pub)
@@ -318,8 +319,8 @@ int plxd_request_head(struct plxd_request *pub)
 	return REQUEST_OF(pub)->head;
 }
 
-struct MHD_Response *plxd_response_stream(struct plxd_request *pub, unsigned status,
-		uint64_t size, plxd_reader_fn *read, void *cls)
+struct MHD_Response *plxd_response_stream(struct plxd_request *pub, unsigned status, uint64_t size,
+		plxd_reader_fn *read, void *cls)
 {
 	struct request *r = REQUEST_OF(pub);
 	if (!plxd_response_bodiless(pub, status)) {
@@ -565,8 +566,7 @@ static struct request *request_begin(struct MHD_Connection *connection, const ch
 	r->pub.target = r->target;
 	r->pub.query = "";
 	r->pub.path_info = "";
-	r->start_us = r->conn && r->conn->request_start_us ? r->conn->request_start_us
-							   : clock_us();
+	r->start_us = r->conn && r->conn->request_start_us ? r->conn->request_start_us : clock_us();
 	if (r->conn) {
 		r->pub.client = (struct sockaddr *)&r->conn->peer;
 		r->pub.local = (struct sockaddr *)&r->conn->local;
@@ -602,8 +602,8 @@ static void request_headers(struct request *r)
 	 * byte; header_size runs to the end of its empty line. */
 	const union MHD_ConnectionInfo *head = MHD_get_connection_info(connection,
 			MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);
-	size_t head_len = head && head->header_size <= server->max_header_size
-		? head->header_size : 0;
+	size_t head_len = head && head->header_size <= server->max_header_size ? head->header_size
+									       : 0;
 	framing_head(&framing, r->pub.method, head_len, r->pub.version);
 	MHD_get_connection_values_n(connection, MHD_HEADER_KIND, header_framing, &framing);
 	unsigned bad = framing_end(&framing, &why);
@@ -631,7 +631,7 @@ static void request_headers(struct request *r)
 	int too_large = declared > server->max_body || declared > INT64_MAX;
 	r->pub.content_length = declared > INT64_MAX ? INT64_MAX : (int64_t)declared;
 	if (MHD_lookup_connection_value(connection, MHD_HEADER_KIND,
-				MHD_HTTP_HEADER_TRANSFER_ENCODING))
+			    MHD_HTTP_HEADER_TRANSFER_ENCODING))
 		r->pub.content_length = -1;
 	unsigned status = route(r, r->target);
 	if (status && r->pub.content_length == 0) {
@@ -646,7 +646,8 @@ static void request_headers(struct request *r)
 		return;
 	}
 	if (too_large) {
-		plxd_log(PLXD_LOG_INFO, "refused %s %s: Content-Length %s is over max_body (%llu bytes)",
+		plxd_log(PLXD_LOG_INFO,
+				"refused %s %s: Content-Length %s is over max_body (%llu bytes)",
 				r->pub.method, r->target, length, server->max_body);
 		refuse(r, 413, 1);
 		return;
@@ -708,9 +709,10 @@ enum MHD_Result request_access(void *cls, struct MHD_Connection *connection, con
 			/* libmicrohttpd accepts no response until the body has
 			 * been read; rather than read an endless chunked body to
 			 * say 413, plxd closes the connection. */
-			plxd_log(PLXD_LOG_WARN, "closed the connection: the body of %s %s grew past "
-					"max_body (%llu bytes)", r->pub.method, r->target,
-					r->site->config->server.max_body);
+			plxd_log(PLXD_LOG_WARN,
+					"closed the connection: the body of %s %s grew past "
+					"max_body (%llu bytes)",
+					r->pub.method, r->target, r->site->config->server.max_body);
 			r->pub.status = 413; /* for the access log */
 			return MHD_NO;
 		}
@@ -750,11 +752,15 @@ enum MHD_Result request_access(void *cls, struct MHD_Connection *connection, con
 static enum plxd_end end_of(enum MHD_RequestTerminationCode toe)
 {
 	switch (toe) {
-	case MHD_REQUEST_TERMINATED_COMPLETED_OK: return PLXD_END_DONE;
-	case MHD_REQUEST_TERMINATED_TIMEOUT_REACHED: return PLXD_END_TIMEOUT;
+	case MHD_REQUEST_TERMINATED_COMPLETED_OK:
+		return PLXD_END_DONE;
+	case MHD_REQUEST_TERMINATED_TIMEOUT_REACHED:
+		return PLXD_END_TIMEOUT;
 	case MHD_REQUEST_TERMINATED_READ_ERROR:
-	case MHD_REQUEST_TERMINATED_CLIENT_ABORT: return PLXD_END_CLIENT_GONE;
-	default: return PLXD_END_ERROR;
+	case MHD_REQUEST_TERMINATED_CLIENT_ABORT:
+		return PLXD_END_CLIENT_GONE;
+	default:
+		return PLXD_END_ERROR;
 	}
 }
 
@@ -767,8 +773,9 @@ void request_completed(void *cls, struct MHD_Connection *connection, void **con_
 	if (!r)
 		return;
 	*con_cls = NULL;
-	enum plxd_end how = r->aborted ? r->end
-		: r->conn && r->conn->client_left ? PLXD_END_CLIENT_GONE : end_of(toe);
+	enum plxd_end how = r->aborted                    ? r->end
+			: r->conn && r->conn->client_left ? PLXD_END_CLIENT_GONE
+							  : end_of(toe);
 	/* A connection closed while it waited (a deadline, the daemon
 	 * stopping) is no longer suspended. */
 	if (r->suspended) {

@@ -39,7 +39,7 @@ static int open_beneath(int root_fd, const char *rel, int follow_outside, int *v
 	struct open_how how = {
 		.flags = O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK,
 		.resolve = RESOLVE_NO_MAGICLINKS | RESOLVE_NO_SYMLINKS
-			| (follow_outside ? 0 : RESOLVE_BENEATH),
+				| (follow_outside ? 0 : RESOLVE_BENEATH),
 	};
 	*via_link = 0;
 	int fd = openat2_retry(root_fd, rel, &how);
@@ -56,7 +56,7 @@ static int status_for(int err)
 	case ENOENT:
 	case ENOTDIR:
 		return 404;
-	case EXDEV:  /* a link that leads outside the root */
+	case EXDEV: /* a link that leads outside the root */
 	case ELOOP:
 	case EACCES:
 	case EPERM:
@@ -96,8 +96,9 @@ static int name_target(int fd, const struct stat *st, char *name, size_t len)
 static int find_index(int root_fd, const char *rel, size_t rel_len, int follow_outside,
 		struct resolved *out)
 {
-	char *index_rel = strcmp(rel, ".") == 0 ? xstrdup(RESOLVE_INDEX)
-		: xasprintf("%.*s%s", (int)rel_len, rel, RESOLVE_INDEX);
+	char *index_rel = strcmp(rel, ".") == 0
+			? xstrdup(RESOLVE_INDEX)
+			: xasprintf("%.*s%s", (int)rel_len, rel, RESOLVE_INDEX);
 	int via_link;
 	int fd = open_beneath(root_fd, index_rel, follow_outside, &via_link);
 	free(index_rel);
@@ -151,13 +152,16 @@ int resolve_path(int root_fd, const char *path, int follow_outside, struct resol
 			}
 			int shortened = rel_len < full_len;
 			if ((shortened && !S_ISREG(out->st.st_mode))
-					|| (!S_ISREG(out->st.st_mode) && !S_ISDIR(out->st.st_mode))) {
+					|| (!S_ISREG(out->st.st_mode)
+							&& !S_ISDIR(out->st.st_mode))) {
 				close(fd);
 				status = shortened ? 404 : 403;
 				break;
 			}
-			if (via_link && name_target(fd, &out->st, out->real_name,
-						sizeof out->real_name) < 0) {
+			if (via_link
+					&& name_target(fd, &out->st, out->real_name,
+							   sizeof out->real_name)
+							< 0) {
 				close(fd);
 				status = 403;
 				break;

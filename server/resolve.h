@@ -12,7 +12,7 @@
 #define RESOLVE_INDEX "index.html"
 
 struct resolved {
-	int fd;          /* open read-only on the file or folder; -1 on error */
+	int fd; /* open read-only on the file or folder; -1 on error */
 	struct stat st;
 	/* Bytes of path that name the file; the rest is PATH_INFO. With index
 	 * set, they count path followed by index. */

@@ -11,7 +11,7 @@
 
 struct site {
 	struct config *config;
-	int root_fd;          /* O_PATH descriptor of config->server.root */
+	int root_fd; /* O_PATH descriptor of config->server.root */
 	atomic_uint refs;
 };
 

@@ -9,12 +9,12 @@
 #include <sys/types.h>
 
 struct spool {
-	char *mem;            /* the bytes while they fit in memory */
+	char *mem; /* the bytes while they fit in memory */
 	size_t cap;
-	int fd;               /* the temp file once they outgrew memory; -1: none */
-	uint64_t len;         /* bytes kept */
+	int fd;       /* the temp file once they outgrew memory; -1: none */
+	uint64_t len; /* bytes kept */
 	size_t mem_max;
-	const char *dir;      /* for the temp file; not owned */
+	const char *dir; /* for the temp file; not owned */
 };
 
 void spool_init(struct spool *s, const char *dir, size_t mem_max);

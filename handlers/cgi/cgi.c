@@ -40,7 +40,7 @@ struct cgi_conf {
 };
 
 struct cgi_state {
-	atomic_ulong children;   /* scripts running (slots taken) */
+	atomic_ulong children; /* scripts running (slots taken) */
 	struct cgi_spawner *spawner;
 	char helper[PATH_MAX];   /* plxd-cgi-exec, beside this module */
 	char perl5lib[PATH_MAX]; /* "PERL5LIB=" the perl5 folder beside this
@@ -50,29 +50,29 @@ struct cgi_state {
 /* One request's script, from its spawn to its reaping; it may outlive its
  * request (lingering, being ended). */
 struct cgi_req {
-	struct gw gw;            /* first member: the gateway's ops get it */
+	struct gw gw; /* first member: the gateway's ops get it */
 	struct cgi_state *state;
 	const struct cgi_conf *conf;
 	struct loop *loop;
-	char *script;            /* absolute file name, for log lines */
-	char *program;           /* interpreter, or NULL: the script itself */
+	char *script;  /* absolute file name, for log lines */
+	char *program; /* interpreter, or NULL: the script itself */
 	struct cgi_spawn_job job;
-	char **env;              /* the job's, until it is done */
+	char **env; /* the job's, until it is done */
 	char *argv[4];
 	char *dir;
 	struct spawn_limits limits;
-	int spawning;            /* the spawner has the job */
-	int started;             /* the child runs (or ran) */
+	int spawning; /* the spawner has the job */
+	int started;  /* the child runs (or ran) */
 	struct spawn_child child;
-	struct loop_watch exit_w;   /* the child's pidfd */
-	struct loop_timer timer;    /* linger, kill grace; while spawning it
+	struct loop_watch exit_w; /* the child's pidfd */
+	struct loop_timer timer;  /* linger, kill grace; while spawning it
 				       keeps the loop from looking idle */
-	int stopped;             /* the gateway is done with it */
-	int kill;                /* ... and it is to be ended */
-	int killed_by_us;        /* signals sent: its end is ours to explain */
-	int unread;              /* its output was not read to its end */
-	int out_eof;             /* its output ended, or was ended for it */
-	int over;                /* reaped and let go: only freeing is left */
+	int stopped;              /* the gateway is done with it */
+	int kill;                 /* ... and it is to be ended */
+	int killed_by_us;         /* signals sent: its end is ours to explain */
+	int unread;               /* its output was not read to its end */
+	int out_eof;              /* its output ended, or was ended for it */
+	int over;                 /* reaped and let go: only freeing is left */
 	int free_posted;
 };
 
@@ -99,10 +99,13 @@ static const struct gw_ops cgi_gw_ops = {
 
 static const char *check_interpreters(const char *value);
 
-#define CGI_KEY(n, t, field, def, ...) \
-	{ .name = n, .type = t, .offset = offsetof(struct cgi_conf, field), \
-	  .default_value = def, __VA_ARGS__ }
+#define CGI_KEY(n, t, field, def, ...)                                            \
+	{                                                                         \
+		.name = n, .type = t, .offset = offsetof(struct cgi_conf, field), \
+		.default_value = def, __VA_ARGS__                                 \
+	}
 
+/* clang-format off */
 static const struct conf_key cgi_keys[] = {
 	CGI_KEY("interpreters", CONF_LIST, interpreters, ".pl=/usr/bin/perl",
 		.check = check_interpreters,
@@ -156,6 +159,7 @@ static const struct conf_key cgi_keys[] = {
 		.tests = "integration/cgi_limits.t"),
 	CONF_KEYS_END
 };
+/* clang-format on */
 
 static const char *check_interpreters(const char *value)
 {
@@ -217,11 +221,11 @@ static int cgi_start(const void *conf, void **state)
 	/* The helper is installed beside this module (build: modules/). */
 	char self[PATH_MAX];
 	if (plxd_module_dir(&plxd_handler_module, self, sizeof self) == 0) {
-		if ((size_t)snprintf(st->helper, sizeof st->helper, "%s/plxd-cgi-exec", self) >=
-				sizeof st->helper)
+		if ((size_t)snprintf(st->helper, sizeof st->helper, "%s/plxd-cgi-exec", self)
+				>= sizeof st->helper)
 			st->helper[0] = '\0';
-		if ((size_t)snprintf(st->perl5lib, sizeof st->perl5lib, "PERL5LIB=%s/perl5", self) >=
-				sizeof st->perl5lib)
+		if ((size_t)snprintf(st->perl5lib, sizeof st->perl5lib, "PERL5LIB=%s/perl5", self)
+				>= sizeof st->perl5lib)
 			st->perl5lib[0] = '\0';
 	}
 	char err[256];
@@ -259,7 +263,8 @@ static struct cgi_req *cgi_req_create(struct plxd_request *r)
 		return plxd_respond_error(r, 403), NULL;
 	char *program = interpreter_for(conf, r->route_name);
 	if (!program && !(r->st.st_mode & (S_IXUSR | S_IXGRP | S_IXOTH))) {
-		plxd_log(PLXD_LOG_ERROR, "%s: not executable and no interpreter is configured for it",
+		plxd_log(PLXD_LOG_ERROR,
+				"%s: not executable and no interpreter is configured for it",
 				r->file);
 		return plxd_respond_error(r, 403), NULL;
 	}
@@ -473,7 +478,8 @@ static void describe_end(struct cgi_req *q)
 static void on_exit_fd(struct loop_watch *w, unsigned events)
 {
 	(void)events;
-	struct cgi_req *q = (struct cgi_req *)(void *)((char *)w - offsetof(struct cgi_req, exit_w));
+	struct cgi_req *q =
+			(struct cgi_req *)(void *)((char *)w - offsetof(struct cgi_req, exit_w));
 	if (!spawn_peek_exit(&q->child))
 		return; /* not yet: the pidfd says so again */
 	loop_watch_del(q->loop, w);
@@ -503,7 +509,7 @@ static void on_timer(struct loop_timer *t)
 	if (!q->stopped) {
 		/* Exited, but a background process holds its output. */
 		q->gw.out_cut = "exited, but a background process held its output past linger; "
-			"its process group was ended";
+				"its process group was ended";
 		q->out_eof = 1;
 		q->kill = 1; /* its process group goes with it */
 		gw_output_ready(&q->gw);
@@ -511,8 +517,10 @@ static void on_timer(struct loop_timer *t)
 	}
 	if (!q->killed_by_us) {
 		if (!q->kill)
-			plxd_log(PLXD_LOG_INFO, "%s: still running %lu ms after its output ended; "
-					"ended it", q->script, q->conf->linger_ms);
+			plxd_log(PLXD_LOG_INFO,
+					"%s: still running %lu ms after its output ended; "
+					"ended it",
+					q->script, q->conf->linger_ms);
 		q->kill = 1;
 		end_script(q);
 		return;
@@ -569,7 +577,8 @@ static void end_script(struct cgi_req *q)
 	}
 	if (!q->kill) {
 		if (!loop_timer_armed(&q->timer))
-			loop_timer_set(q->loop, &q->timer, clock_ms() + q->conf->linger_ms, on_timer);
+			loop_timer_set(q->loop, &q->timer, clock_ms() + q->conf->linger_ms,
+					on_timer);
 		return;
 	}
 	if (!q->killed_by_us) {

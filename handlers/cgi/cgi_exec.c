@@ -43,8 +43,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "plxd-cgi-exec: usage: CPU AS NPROC PATH ARGV0 [ARGS...]\n");
 		return 127;
 	}
-	if (limit(RLIMIT_CPU, argv[1]) < 0 || limit(RLIMIT_AS, argv[2]) < 0 ||
-			limit(RLIMIT_NPROC, argv[3]) < 0) {
+	if (limit(RLIMIT_CPU, argv[1]) < 0 || limit(RLIMIT_AS, argv[2]) < 0
+			|| limit(RLIMIT_NPROC, argv[3]) < 0) {
 		fprintf(stderr, "plxd-cgi-exec: cannot set limits: %s\n", strerror(errno));
 		return 127;
 	}

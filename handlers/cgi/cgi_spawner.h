@@ -11,12 +11,12 @@ struct loop;
 struct cgi_spawner;
 
 struct cgi_spawn_job {
-	struct cgi_spawn_job *next;      /* the spawner's queue */
-	struct spawn_spec spec;          /* what to start; its strings stay
+	struct cgi_spawn_job *next; /* the spawner's queue */
+	struct spawn_spec spec;     /* what to start; its strings stay
 					    the submitter's until done */
-	struct spawn_child child;        /* the result */
-	int error;                       /* 0, or why it could not start */
-	struct loop *loop;               /* where done runs */
+	struct spawn_child child;   /* the result */
+	int error;                  /* 0, or why it could not start */
+	struct loop *loop;          /* where done runs */
 	void (*done)(struct cgi_spawn_job *job);
 };
 

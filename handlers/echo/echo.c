@@ -26,6 +26,7 @@ struct echo_state {
 	atomic_ulong finished[4]; /* by enum plxd_end */
 };
 
+/* clang-format off */
 static const struct conf_key echo_keys[] = {
 	{ .name = "greeting", .type = CONF_STRING, .default_value = "echo",
 	  .offset = offsetof(struct echo_conf, greeting),
@@ -38,6 +39,7 @@ static const struct conf_key echo_keys[] = {
 	  .tests = "integration/handlers.t code:handlers/echo/echo.c" },
 	CONF_KEYS_END
 };
+/* clang-format on */
 
 static int echo_start(const void *conf, void **state)
 {
@@ -62,7 +64,6 @@ static void echo_stop(void *state)
 	plxd_log(PLXD_LOG_INFO, "echo: stopped");
 	free(state);
 }
-
 
 static enum MHD_Result add_header_line(void *cls, enum MHD_ValueKind kind, const char *key,
 		const char *value)
@@ -132,12 +133,14 @@ static int echo_answer(struct plxd_request *r)
 		return -1;
 	if (strcmp(r->query, "stats") == 0) {
 		fprintf(out, "handled %lu\nfinished done=%lu client_gone=%lu timeout=%lu error=%lu\n",
-				atomic_load(&state->handled), atomic_load(&state->finished[PLXD_END_DONE]),
+				atomic_load(&state->handled),
+				atomic_load(&state->finished[PLXD_END_DONE]),
 				atomic_load(&state->finished[PLXD_END_CLIENT_GONE]),
 				atomic_load(&state->finished[PLXD_END_TIMEOUT]),
 				atomic_load(&state->finished[PLXD_END_ERROR]));
 	} else {
-		fprintf(out, "%s\nmethod %s\nversion %s\ntarget %s\npath %s\nquery %s\n"
+		fprintf(out,
+				"%s\nmethod %s\nversion %s\ntarget %s\npath %s\nquery %s\n"
 				"script_name %s\npath_info %s\nfile %s\nroute_name %s\nbody_length %llu\n",
 				conf->greeting, r->method, r->version, r->target, r->path, r->query,
 				r->script_name, r->path_info, r->file, r->route_name,
@@ -150,7 +153,8 @@ static int echo_answer(struct plxd_request *r)
 			fwrite(buf, 1, (size_t)n, out);
 	}
 	fclose(out);
-	struct MHD_Response *resp = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
+	struct MHD_Response *resp =
+			MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
 	if (!resp) {
 		free(text);
 		return -1;

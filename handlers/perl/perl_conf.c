@@ -6,10 +6,13 @@
 
 static const char *check_inc(const char *value);
 
-#define PERL_KEY(n, t, field, def, ...) \
-	{ .name = n, .type = t, .offset = offsetof(struct perl_conf, field), \
-	  .default_value = def, __VA_ARGS__ }
+#define PERL_KEY(n, t, field, def, ...)                                            \
+	{                                                                          \
+		.name = n, .type = t, .offset = offsetof(struct perl_conf, field), \
+		.default_value = def, __VA_ARGS__                                  \
+	}
 
+/* clang-format off */
 const struct conf_key perl_conf_keys[] = {
 	PERL_KEY("workers", CONF_UINT, workers, "0", .max = 256, .flags = CONF_RESTART,
 		.help = "worker processes, one Perl interpreter each, started with plxd; "
@@ -77,6 +80,7 @@ const struct conf_key perl_conf_keys[] = {
 		.tests = "integration/perl_registry.t"),
 	CONF_KEYS_END
 };
+/* clang-format on */
 
 static const char *check_inc(const char *value)
 {

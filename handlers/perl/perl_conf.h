@@ -6,7 +6,7 @@
 #include "conf_key.h"
 
 struct perl_conf {
-	unsigned long workers;          /* 0: one per CPU core */
+	unsigned long workers; /* 0: one per CPU core */
 	unsigned long queue;
 	unsigned long queue_timeout_ms;
 	unsigned long timeout_ms;

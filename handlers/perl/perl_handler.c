@@ -44,26 +44,26 @@
 
 struct perl_state {
 	struct perl_pool *pool;
-	char worker[PATH_MAX];   /* plxd-perl-worker, beside this module */
-	char perl5[PATH_MAX];    /* plxd's Perl modules (PLXD::Request), beside it too */
+	char worker[PATH_MAX];        /* plxd-perl-worker, beside this module */
+	char perl5[PATH_MAX];         /* plxd's Perl modules (PLXD::Request), beside it too */
 	char perl5lib[PATH_MAX + 16]; /* "PERL5LIB=" that folder, as .pl scripts get it */
-	char *inc;               /* [perl] inc, then perl5 */
-	unsigned long workers;   /* as started: a reload cannot change it */
+	char *inc;                    /* [perl] inc, then perl5 */
+	unsigned long workers;        /* as started: a reload cannot change it */
 };
 
 /* One request's exchange with a worker; it may outlive its request (the
  * script finishing after the client left). */
 struct perl_req {
-	struct gw gw;              /* first member: the gateway's ops get it */
+	struct gw gw; /* first member: the gateway's ops get it */
 	struct perl_state *st;
 	const struct perl_conf *conf;
 	struct loop *loop;
 	char *script;
 	struct perl_wire_request wire; /* the file facts, for the worker */
 	int has_body;
-	char **env;                /* the request's environment, until sent */
-	struct perl_waiter wt;     /* in the pool's queue */
-	int queued;                /* wt is (or was, until ready) there */
+	char **env;            /* the request's environment, until sent */
+	struct perl_waiter wt; /* in the pool's queue */
+	int queued;            /* wt is (or was, until ready) there */
 	int attempts;
 	struct perl_worker *w;     /* NULL: none yet, or given back */
 	int in;                    /* write end of the body pipe, until started */
@@ -73,18 +73,18 @@ struct perl_req {
 	struct loop_timer timer;   /* queue_timeout, then linger */
 	int running;               /* RUNNING came */
 	struct perl_wire_running run_info;
-	uint64_t run_at_us;        /* when it came */
-	int done;                  /* DONE came: the script returned */
+	uint64_t run_at_us; /* when it came */
+	int done;           /* DONE came: the script returned */
 	struct perl_wire_done result;
-	int lost;                  /* the worker died (or broke the protocol) */
-	char *tail;                /* the output DONE brought */
+	int lost;   /* the worker died (or broke the protocol) */
+	char *tail; /* the output DONE brought */
 	size_t tail_len, tail_off;
-	int fresh;                 /* the new stdout pipe DONE brought, or -1 */
-	size_t drained;            /* pipe output read after DONE */
-	int dirty;                 /* a program the script started writes on */
-	int stopped;               /* the gateway is done with it */
-	int completed;             /* ... after a complete response */
-	int over;                  /* the worker is given back */
+	int fresh;      /* the new stdout pipe DONE brought, or -1 */
+	size_t drained; /* pipe output read after DONE */
+	int dirty;      /* a program the script started writes on */
+	int stopped;    /* the gateway is done with it */
+	int completed;  /* ... after a complete response */
+	int over;       /* the worker is given back */
 	int free_posted;
 };
 
@@ -164,7 +164,7 @@ static void set_inc(struct perl_state *st, const struct perl_conf *c)
 {
 	free(st->inc);
 	st->inc = access(st->perl5, F_OK) == 0 ? xasprintf("%s %s", c->inc, st->perl5)
-					      : xstrdup(c->inc);
+					       : xstrdup(c->inc);
 }
 
 static int perl_start(const void *conf, void **state)
@@ -172,8 +172,8 @@ static int perl_start(const void *conf, void **state)
 	const struct perl_conf *c = conf;
 	struct perl_state *st = xcalloc(1, sizeof *st);
 	if (find_files(st) < 0) {
-		plxd_log(PLXD_LOG_ERROR, "perl: %s not found beside the perl module (%s)", WORKER_NAME,
-				st->worker[0] ? st->worker : "?");
+		plxd_log(PLXD_LOG_ERROR, "perl: %s not found beside the perl module (%s)",
+				WORKER_NAME, st->worker[0] ? st->worker : "?");
 		state_free(st);
 		return -1;
 	}
@@ -199,13 +199,15 @@ static int perl_reconfigure(void *state, const void *conf)
 	struct perl_state *st = state;
 	const struct perl_conf *c = conf;
 	if (c->workers != st->workers)
-		plxd_log(PLXD_LOG_WARN, "[perl] workers changed: it takes effect only after a restart");
+		plxd_log(PLXD_LOG_WARN,
+				"[perl] workers changed: it takes effect only after a restart");
 	struct perl_pool_settings s;
 	set_inc(st, conf);
 	pool_settings(conf, st->worker, &s);
 	s.inc = st->inc;
 	perl_pool_reconfigure(st->pool, &s);
-	plxd_log(PLXD_LOG_INFO, "perl: workers are replaced with the new settings as they become idle");
+	plxd_log(PLXD_LOG_INFO,
+			"perl: workers are replaced with the new settings as they become idle");
 	return 0;
 }
 
@@ -301,8 +303,10 @@ static int took(struct perl_req *q, struct perl_worker *w, int e)
 	}
 	if (e == EPIPE || e == ECONNRESET) {
 		/* It died while idle, before the keeper saw it. */
-		plxd_log(PLXD_LOG_WARN, "perl worker %d was gone (sending a request: %s): "
-				"another is tried", (int)w->pid, strerror(e));
+		plxd_log(PLXD_LOG_WARN,
+				"perl worker %d was gone (sending a request: %s): "
+				"another is tried",
+				(int)w->pid, strerror(e));
 		untried(q, PERL_RELEASE_KILL, NULL);
 	} else {
 		char why[128];
@@ -320,9 +324,12 @@ static void acquire(struct perl_req *q)
 	while (q->attempts++ < SEND_ATTEMPTS) {
 		struct perl_worker *w;
 		int e = 0;
-		q->wt = (struct perl_waiter){ .loop = q->loop, .ready = waiter_ready,
-			.send = send_request, .ctx = q };
-		enum perl_acquire a = perl_pool_acquire(q->st->pool, q->conf->queue, &q->wt, &w, &e);
+		q->wt = (struct perl_waiter){ .loop = q->loop,
+			.ready = waiter_ready,
+			.send = send_request,
+			.ctx = q };
+		enum perl_acquire a =
+				perl_pool_acquire(q->st->pool, q->conf->queue, &q->wt, &w, &e);
 		if (a == PERL_QUEUED) {
 			q->queued = 1;
 			loop_timer_set(q->loop, &q->timer, clock_ms() + q->conf->queue_timeout_ms,
@@ -331,7 +338,8 @@ static void acquire(struct perl_req *q)
 		}
 		if (a != PERL_ACQUIRED) {
 			plxd_log(PLXD_LOG_WARN, "%s: no perl worker became free (%s): answered 503",
-					q->script, a == PERL_QUEUE_FULL ? "queue full" : "stopping");
+					q->script,
+					a == PERL_QUEUE_FULL ? "queue full" : "stopping");
 			gw_refuse(&q->gw, 503);
 			q->over = 1;
 			gw_fini(&q->gw);
@@ -354,7 +362,8 @@ static void acquire(struct perl_req *q)
 /* A queued q got a worker (or the pool stops): on q's loop. */
 static void waiter_ready(struct perl_waiter *wt)
 {
-	struct perl_req *q = (struct perl_req *)(void *)((char *)wt - offsetof(struct perl_req, wt));
+	struct perl_req *q =
+			(struct perl_req *)(void *)((char *)wt - offsetof(struct perl_req, wt));
 	q->queued = 0;
 	loop_timer_stop(q->loop, &q->timer);
 	if (!wt->given) {
@@ -398,12 +407,18 @@ static void describe_done(struct perl_req *q)
 	struct gw_end *e = &q->gw.end;
 	e->known = 1;
 	e->cut = 0;
-	e->failed = q->result.outcome != PERL_WIRE_OK &&
-		!(q->result.outcome == PERL_WIRE_EXIT && q->result.exit_status == 0);
+	e->failed = q->result.outcome != PERL_WIRE_OK
+			&& !(q->result.outcome == PERL_WIRE_EXIT && q->result.exit_status == 0);
 	switch (q->result.outcome) {
-	case PERL_WIRE_DIED: snprintf(e->how, sizeof e->how, "died"); break;
-	case PERL_WIRE_COMPILE_ERROR: snprintf(e->how, sizeof e->how, "did not compile"); break;
-	case PERL_WIRE_NOT_FOUND: snprintf(e->how, sizeof e->how, "could not be read"); break;
+	case PERL_WIRE_DIED:
+		snprintf(e->how, sizeof e->how, "died");
+		break;
+	case PERL_WIRE_COMPILE_ERROR:
+		snprintf(e->how, sizeof e->how, "did not compile");
+		break;
+	case PERL_WIRE_NOT_FOUND:
+		snprintf(e->how, sizeof e->how, "could not be read");
+		break;
 	case PERL_WIRE_FATAL:
 		snprintf(e->how, sizeof e->how, "ended the interpreter (out of memory?)");
 		break;
@@ -412,7 +427,8 @@ static void describe_done(struct perl_req *q)
 			snprintf(e->how, sizeof e->how, "exited with status %d",
 					(int)q->result.exit_status);
 		break;
-	default: break;
+	default:
+		break;
 	}
 }
 
@@ -442,7 +458,8 @@ static void lose(struct perl_req *q)
 static void on_pid(struct loop_watch *w, unsigned events)
 {
 	(void)events;
-	struct perl_req *q = (struct perl_req *)(void *)((char *)w - offsetof(struct perl_req, pid_w));
+	struct perl_req *q =
+			(struct perl_req *)(void *)((char *)w - offsetof(struct perl_req, pid_w));
 	loop_watch_del(q->loop, w);
 	if (q->w)
 		perl_pool_describe_exit(q->w, q->gw.end.how, sizeof q->gw.end.how);
@@ -454,7 +471,8 @@ static void on_pid(struct loop_watch *w, unsigned events)
 static void on_ctl(struct loop_watch *w, unsigned events)
 {
 	(void)events;
-	struct perl_req *q = (struct perl_req *)(void *)((char *)w - offsetof(struct perl_req, ctl_w));
+	struct perl_req *q =
+			(struct perl_req *)(void *)((char *)w - offsetof(struct perl_req, ctl_w));
 	struct perl_worker *wk = q->w;
 	int fds[2] = { -1, -1 }, nfds = 0;
 	ssize_t n = perl_wire_recv(wk->ctl, wk->rx, wk->rx_cap, fds, &nfds, MSG_DONTWAIT);
@@ -478,8 +496,9 @@ static void on_ctl(struct loop_watch *w, unsigned events)
 	}
 	if (n < (ssize_t)sizeof q->result || type != PERL_WIRE_DONE) {
 		if (n != 0)
-			plxd_log(PLXD_LOG_ERROR, "%s: bad message from perl worker %d: %s", q->script,
-					(int)wk->pid, n < 0 ? strerror(errno) : "unexpected");
+			plxd_log(PLXD_LOG_ERROR, "%s: bad message from perl worker %d: %s",
+					q->script, (int)wk->pid,
+					n < 0 ? strerror(errno) : "unexpected");
 		if (fresh >= 0)
 			close(fresh);
 		lose(q);
@@ -575,8 +594,9 @@ static int script_timing(struct gw *g, char *out, size_t outlen, int partial)
 	 * worker sent RUNNING before the script printed a byte, so it waits
 	 * on the socket if its turn in the loop has not come yet. */
 	struct perl_wire_running msg;
-	if (!q->running && !q->lost &&
-			recv(q->w->ctl, &msg, sizeof msg, MSG_PEEK | MSG_DONTWAIT) == (ssize_t)sizeof msg
+	if (!q->running && !q->lost
+			&& recv(q->w->ctl, &msg, sizeof msg, MSG_PEEK | MSG_DONTWAIT)
+					== (ssize_t)sizeof msg
 			&& msg.type == PERL_WIRE_RUNNING)
 		on_ctl(&q->ctl_w, LOOP_IN);
 	unsigned long long run_us = q->running ? clock_us() - q->run_at_us : 0;
@@ -637,8 +657,8 @@ static void give_back(struct perl_req *q, enum perl_release how, const char *why
 static void on_drain(struct loop_watch *w, unsigned events)
 {
 	(void)events;
-	struct perl_req *q = (struct perl_req *)(void *)((char *)w - offsetof(struct perl_req,
-				drain_w));
+	struct perl_req *q =
+			(struct perl_req *)(void *)((char *)w - offsetof(struct perl_req, drain_w));
 	char chunk[16384];
 	ssize_t n;
 	while (q->drained < DRAIN_MAX && (n = read(q->w->out, chunk, sizeof chunk)) > 0)
@@ -651,7 +671,8 @@ static void on_drain(struct loop_watch *w, unsigned events)
 
 static void on_timer(struct loop_timer *t)
 {
-	struct perl_req *q = (struct perl_req *)(void *)((char *)t - offsetof(struct perl_req, timer));
+	struct perl_req *q =
+			(struct perl_req *)(void *)((char *)t - offsetof(struct perl_req, timer));
 	if (q->queued) {
 		if (!perl_pool_cancel(q->st->pool, &q->wt)) {
 			/* Given at this very moment: ready is on its way. */
@@ -660,8 +681,10 @@ static void on_timer(struct loop_timer *t)
 		}
 		q->queued = 0;
 		if (!q->stopped)
-			plxd_log(PLXD_LOG_WARN, "%s: no perl worker became free (queue_timeout "
-					"passed): answered 503", q->script);
+			plxd_log(PLXD_LOG_WARN,
+					"%s: no perl worker became free (queue_timeout "
+					"passed): answered 503",
+					q->script);
 		gw_refuse(&q->gw, 503);
 		q->over = 1;
 		gw_fini(&q->gw);
@@ -669,8 +692,10 @@ static void on_timer(struct loop_timer *t)
 		return;
 	}
 	/* It ran on too long after its request ended. */
-	plxd_log(PLXD_LOG_WARN, "%s: still running %d ms after its response ended; its worker "
-			"was killed", q->script, LINGER_MS);
+	plxd_log(PLXD_LOG_WARN,
+			"%s: still running %d ms after its response ended; its worker "
+			"was killed",
+			q->script, LINGER_MS);
 	give_back(q, PERL_RELEASE_KILL, "its script ran on after its response ended");
 }
 
@@ -744,7 +769,8 @@ static int perl_begin(struct plxd_request *r)
 	const struct perl_conf *conf = r->conf;
 	struct perl_state *st = r->state;
 	if (st && perl_pool_saturated(st->pool, conf->queue)) {
-		plxd_log(PLXD_LOG_WARN, "%s: every perl worker is busy and %lu requests wait: answered 503",
+		plxd_log(PLXD_LOG_WARN,
+				"%s: every perl worker is busy and %lu requests wait: answered 503",
 				r->file, conf->queue);
 		plxd_respond_error(r, 503);
 		return PLXD_RESPONDED;
@@ -769,7 +795,8 @@ static int perl_handle(struct plxd_request *r)
 	q->has_body = r->body_length > 0;
 	q->wire = (struct perl_wire_request){
 		.type = PERL_WIRE_REQUEST,
-		.flags = (q->has_body ? PERL_WIRE_STDIN : 0) | (conf->timing ? PERL_WIRE_TIMING : 0),
+		.flags = (q->has_body ? PERL_WIRE_STDIN : 0)
+				| (conf->timing ? PERL_WIRE_TIMING : 0),
 		.dev = (uint64_t)r->st.st_dev,
 		.ino = (uint64_t)r->st.st_ino,
 		.size = (uint64_t)r->st.st_size,

@@ -59,10 +59,10 @@ EXTERN_C void boot_DynaLoader(pTHX_ CV *cv);
  * worker put on its fd. */
 struct std_state {
 	PerlIO *f;
-	PerlIOl *top;  /* the top layer: another means layers were pushed */
+	PerlIOl *top; /* the top layer: another means layers were pushed */
 	U32 flags;
-	dev_t dev;     /* the fd's file between requests: /dev/null, the */
-	ino_t ino;     /* response pipe, the log pipe */
+	dev_t dev; /* the fd's file between requests: /dev/null, the */
+	ino_t ino; /* response pipe, the log pipe */
 };
 
 enum std_check { STD_CLEAN, STD_CLEARERR, STD_REOPEN };
@@ -75,16 +75,16 @@ struct module_file {
 
 /* Where a FastCGI-style script stands in its accept loop. */
 struct fcgi_state {
-	int accepted;           /* its first accept took the request that
+	int accepted;                  /* its first accept took the request that
 				   started the run */
-	int answered;           /* the current request has been answered: its
+	int answered;                  /* the current request has been answered: its
 				   output goes nowhere (fd 1 is /dev/null) */
-	int last_call;          /* FCGI's LastCall: the next accept ends the loop */
-	struct perl_run *pending; /* a request for another script, which ended
+	int last_call;                 /* FCGI's LastCall: the next accept ends the loop */
+	struct perl_run *pending;      /* a request for another script, which ended
 				     the loop: served once the script returns */
 	struct perl_stderr_hold after; /* fd 2 while the script runs on after
 					  its request was answered */
-	uint64_t turn_start;    /* clock_us() when the current request began */
+	uint64_t turn_start;           /* clock_us() when the current request began */
 	unsigned long turn_forks;
 };
 
@@ -92,28 +92,28 @@ struct perl_interp {
 	PerlInterpreter *perl;
 	struct perl_registry *registry;
 	int devnull;
-	int stdout_fd;          /* copy of the response channel, to restore fd 1 */
-	int stderr_fd;          /* copy of the original fd 2, to restore it */
-	int stdin_body;         /* fd 0 holds a request body */
+	int stdout_fd;  /* copy of the response channel, to restore fd 1 */
+	int stderr_fd;  /* copy of the original fd 2, to restore it */
+	int stdin_body; /* fd 0 holds a request body */
 	struct std_state std[3];
-	Off_t std_posn[2];      /* tell(STDIN), tell(STDOUT) when opened */
-	GV *std_gv[3];          /* STDIN, STDOUT, STDERR */
-	GV *std_keep[3];        /* aliases sharing their original GPs */
-	IO *std_io[3];          /* their original IOs (kept by Worker.pm) */
-	CV *open_std;           /* PLXD::Worker::open_std */
-	CV *restore_std;        /* PLXD::Worker::restore_std */
-	CV *open_data;          /* PLXD::Worker::open_data */
-	CV *cgi_pm_reset;       /* PLXD::Worker::cgi_pm_reset */
-	CV *fcgi_install;       /* PLXD::Worker::fcgi_install */
+	Off_t std_posn[2]; /* tell(STDIN), tell(STDOUT) when opened */
+	GV *std_gv[3];     /* STDIN, STDOUT, STDERR */
+	GV *std_keep[3];   /* aliases sharing their original GPs */
+	IO *std_io[3];     /* their original IOs (kept by Worker.pm) */
+	CV *open_std;      /* PLXD::Worker::open_std */
+	CV *restore_std;   /* PLXD::Worker::restore_std */
+	CV *open_data;     /* PLXD::Worker::open_data */
+	CV *cgi_pm_reset;  /* PLXD::Worker::cgi_pm_reset */
+	CV *fcgi_install;  /* PLXD::Worker::fcgi_install */
 	int fcgi_installed;
-	SV *sv_execname;        /* $^X */
+	SV *sv_execname; /* $^X */
 
 	AV *base_inc;           /* @INC after set-up */
 	AV *system_inc;         /* Perl's own folders: modules there are not watched */
 	HV *sig;                /* %SIG */
 	SV *base_sig[SIG_SIZE]; /* %SIG after set-up (NULL: default) */
 	SV *base_warnhook, *base_diehook;
-	HV *base_overrides;     /* CORE::GLOBAL:: subs after set-up: name -> CV address */
+	HV *base_overrides; /* CORE::GLOBAL:: subs after set-up: name -> CV address */
 	bool base_dowarn;
 	SV *sv_zero, *sv_rs, *sv_ors, *sv_ofs, *sv_listsep, *sv_subsep;
 
@@ -122,22 +122,22 @@ struct perl_interp {
 	STRLEN inc_keys_seen;
 	uint64_t next_module_check_ms;
 
-	PerlIO *tail;           /* STDOUT, while its buffer is run->tail */
-	char **env_array;       /* environ during requests */
+	PerlIO *tail;     /* STDOUT, while its buffer is run->tail */
+	char **env_array; /* environ during requests */
 	size_t env_array_cap;
-	char *env_buf;          /* its strings */
+	char *env_buf; /* its strings */
 	size_t env_buf_cap;
-	unsigned long forks;    /* counted by the fork hook */
+	unsigned long forks;        /* counted by the fork hook */
 	unsigned long forks_reaped; /* forks whose children are all reaped */
-	int exit_called;        /* the script called exit (our override) */
+	int exit_called;            /* the script called exit (our override) */
 	int exit_status;
 
 	const struct perl_transport *transport;
-	struct perl_run *run;   /* the request being served */
-	struct perl_script *script; /* its script, once compiled */
+	struct perl_run *run;            /* the request being served */
+	struct perl_script *script;      /* its script, once compiled */
 	struct perl_script *last_script; /* the script of the request before */
 	struct fcgi_state fcgi;
-	int stop;               /* serve no other request */
+	int stop; /* serve no other request */
 };
 
 /* One interpreter per process: the XS exit and the fork hook find it here. */
@@ -273,7 +273,6 @@ static void xs_init(pTHX)
 	newXS("PLXD::Worker::fcgi_last_call", xs_fcgi_last_call, file);
 }
 
-
 /* A child the script forked (fork, or open with "-|") runs the worker's
  * code on return from the script; it must leave instead of serving. It
  * gets SIGPIPE's default back, as it would have under CGI: with the
@@ -380,8 +379,8 @@ static int av_same(pTHX_ AV *a, AV *b)
 				return 0;
 			continue;
 		}
-		if (!SvPOK(*x) || !SvPOK(*y) || SvCUR(*x) != SvCUR(*y) ||
-				memcmp(SvPVX(*x), SvPVX(*y), SvCUR(*x)) != 0)
+		if (!SvPOK(*x) || !SvPOK(*y) || SvCUR(*x) != SvCUR(*y)
+				|| memcmp(SvPVX(*x), SvPVX(*y), SvCUR(*x)) != 0)
 			return 0;
 	}
 	return 1;
@@ -396,8 +395,8 @@ static void av_assign(pTHX_ AV *dst, AV *src)
 	}
 }
 
-struct perl_interp *perl_interp_create(const struct perl_interp_options *o, int argc,
-		char **argv, char *err, size_t errlen)
+struct perl_interp *perl_interp_create(const struct perl_interp_options *o, int argc, char **argv,
+		char *err, size_t errlen)
 {
 	static char *args[] = { "", "-e", "0", NULL };
 	char **env = environ;
@@ -427,7 +426,8 @@ struct perl_interp *perl_interp_create(const struct perl_interp_options *o, int 
 	pi->stderr_fd = fcntl(2, F_DUPFD_CLOEXEC, 10);
 	pi->stdout_fd = fcntl(1, F_DUPFD_CLOEXEC, 10);
 	if (pi->devnull < 0 || pi->stderr_fd < 0 || pi->stdout_fd < 0) {
-		snprintf(err, errlen, "cannot open /dev/null or copy fds 1 and 2: %s", strerror(errno));
+		snprintf(err, errlen, "cannot open /dev/null or copy fds 1 and 2: %s",
+				strerror(errno));
 		goto fail;
 	}
 	pthread_atfork(NULL, on_fork_parent, on_fork_child);
@@ -591,7 +591,8 @@ static void env_sync(pTHX_ struct perl_interp *pi, char *const *env)
 		const char *val = eq + 1;
 		STRLEN vlen = strlen(val);
 		SV **svp = hv_fetch(hv, kv, klen, 0);
-		if (svp && SvPOK(*svp) && SvCUR(*svp) == vlen && memcmp(SvPVX(*svp), val, vlen) == 0)
+		if (svp && SvPOK(*svp) && SvCUR(*svp) == vlen
+				&& memcmp(SvPVX(*svp), val, vlen) == 0)
 			continue;
 		svp = hv_fetch(hv, kv, klen, 1);
 		if (svp)
@@ -708,8 +709,8 @@ static void std_rewind(pTHX_ struct perl_interp *pi)
 			continue;
 		PerlIOBuf *b = PerlIOSelf(f, PerlIOBuf);
 		U32 flags = PerlIOBase(f)->flags;
-		if (((flags & PERLIO_F_WRBUF) && b->ptr != b->buf) ||
-				((flags & PERLIO_F_RDBUF) && b->ptr != b->end))
+		if (((flags & PERLIO_F_WRBUF) && b->ptr != b->buf)
+				|| ((flags & PERLIO_F_RDBUF) && b->ptr != b->end))
 			continue;
 		b->ptr = b->end = b->buf;
 		PerlIOBase(f)->flags &= ~(PERLIO_F_RDBUF | PERLIO_F_WRBUF);
@@ -773,7 +774,7 @@ static void std_glob_restore(pTHX_ struct perl_interp *pi, int fd, int in_script
 	ENTER;
 	SAVETMPS;
 	if (in_script)
-		do_restore_std(aTHX_ &a);
+		do_restore_std(aTHX_ & a);
 	else
 		(void)protect(aTHX_ do_restore_std, &a);
 	FREETMPS;
@@ -875,8 +876,8 @@ static void stdio_end(pTHX_ struct perl_interp *pi, struct perl_run *run, int in
 	enum std_check c = std_fd_moved(pi, 1) ? STD_REOPEN : std_check(aTHX_ pi, 1);
 	run->tail = NULL;
 	run->tail_len = 0;
-	if (c != STD_REOPEN && PerlIOBase(out)->tab == &PerlIO_perlio &&
-			(PerlIOBase(out)->flags & PERLIO_F_WRBUF)) {
+	if (c != STD_REOPEN && PerlIOBase(out)->tab == &PerlIO_perlio
+			&& (PerlIOBase(out)->flags & PERLIO_F_WRBUF)) {
 		PerlIOBuf *b = PerlIOSelf(out, PerlIOBuf);
 		run->tail = (const char *)b->buf;
 		run->tail_len = (size_t)(b->ptr - b->buf);
@@ -930,8 +931,8 @@ static void globals_begin(pTHX_ struct perl_interp *pi, const struct perl_run *r
 		SvSETMAGIC(pi->sv_zero);
 	}
 	SV *x = pi->sv_execname;
-	if (!SvPOK(x) || SvCUR(x) != sizeof PLXD_PERL_PATH - 1 ||
-			memcmp(SvPVX(x), PLXD_PERL_PATH, sizeof PLXD_PERL_PATH - 1) != 0)
+	if (!SvPOK(x) || SvCUR(x) != sizeof PLXD_PERL_PATH - 1
+			|| memcmp(SvPVX(x), PLXD_PERL_PATH, sizeof PLXD_PERL_PATH - 1) != 0)
 		sv_setpvs(x, PLXD_PERL_PATH);
 	AV *argv = GvAVn(PL_argvgv);
 	if (av_count(argv) > 0)
@@ -961,7 +962,7 @@ static int handler_same(pTHX_ SV *a, SV *b)
  * the value, so both are set, through the element's magic. */
 static void hook_set(pTHX_ struct perl_interp *pi, SV **hook, SV *to, const char *name)
 {
-	if (handler_same(aTHX_ *hook, to))
+	if (handler_same(aTHX_ * hook, to))
 		return;
 	I32 len = (I32)strlen(name);
 	if (!to) {
@@ -1258,7 +1259,7 @@ static void run_ends(pTHX_ struct perl_interp *pi, struct perl_script *s)
 		int ret = protect(aTHX_ do_call_end, cv);
 		if (ret == 0 && SvTRUE(ERRSV)) {
 			SV *msg = sv_2mortal(newSVpvf("%" SVf "END failed--call queue aborted",
-						SVfARG(ERRSV)));
+					SVfARG(ERRSV)));
 			report(aTHX_ pi, msg);
 			break;
 		}
@@ -1286,7 +1287,11 @@ static void open_data(pTHX_ struct perl_interp *pi, struct perl_script *s)
 static struct perl_script *script_fetch(pTHX_ struct perl_interp *pi, struct perl_run *run)
 {
 	struct perl_file_facts facts = {
-		run->dev, run->ino, run->size, run->mtime_sec, run->mtime_nsec,
+		run->dev,
+		run->ino,
+		run->size,
+		run->mtime_sec,
+		run->mtime_nsec,
 	};
 	struct perl_script *script = perl_registry_lookup(aTHX_ pi->registry, run->script, &facts);
 	if (script)
@@ -1296,10 +1301,10 @@ static struct perl_script *script_fetch(pTHX_ struct perl_interp *pi, struct per
 	struct compile_arg a = { .pi = pi, .path = run->script };
 	struct perl_stderr_hold hold;
 	AV *hidden = overrides_hide(aTHX_ pi);
-	perl_registry_hold_stderr(aTHX_ &hold);
+	perl_registry_hold_stderr(aTHX_ & hold);
 	int ret = protect(aTHX_ do_compile, &a);
 	int saved_errno = errno;
-	perl_registry_release_stderr(aTHX_ &hold, run->script, NULL);
+	perl_registry_release_stderr(aTHX_ & hold, run->script, NULL);
 	overrides_restore(aTHX_ hidden);
 	run->compiled = 1;
 	run->compile_us = clock_us() - t0;
@@ -1312,7 +1317,7 @@ static struct perl_script *script_fetch(pTHX_ struct perl_interp *pi, struct per
 	}
 	if (a.result == PERL_FETCH_UNREADABLE) {
 		SV *msg = sv_2mortal(newSVpvf("cannot read %s: %s", run->script,
-					strerror(a.saved_errno)));
+				strerror(a.saved_errno)));
 		report(aTHX_ pi, msg);
 		run->outcome = PERL_NOT_FOUND;
 		run->compiled = 0;
@@ -1388,9 +1393,15 @@ static void run_request(struct perl_interp *pi, struct perl_run *run)
 	dTHXa(pi->perl);
 	struct fcgi_state *f = &pi->fcgi;
 	struct perl_run after_loop = { .script = run->script };
-	*run = (struct perl_run){ .script = run->script, .dev = run->dev, .ino = run->ino,
-		.size = run->size, .mtime_sec = run->mtime_sec, .mtime_nsec = run->mtime_nsec,
-		.env = run->env, .stdin_fd = run->stdin_fd, .want_running = run->want_running };
+	*run = (struct perl_run){ .script = run->script,
+		.dev = run->dev,
+		.ino = run->ino,
+		.size = run->size,
+		.mtime_sec = run->mtime_sec,
+		.mtime_nsec = run->mtime_nsec,
+		.env = run->env,
+		.stdin_fd = run->stdin_fd,
+		.want_running = run->want_running };
 	pi->run = run;
 	pi->script = NULL;
 	memset(f, 0, sizeof *f);
@@ -1485,18 +1496,19 @@ static void run_request(struct perl_interp *pi, struct perl_run *run)
  * request is not measured: its runs span many requests. */
 static void growth_check(pTHX_ struct perl_interp *pi, struct perl_script *s, IV live_before)
 {
-	unsigned n = perl_registry_note_run(s, (IV)PL_sv_count > live_before,
-			pi->last_script == s);
+	unsigned n = perl_registry_note_run(s, (IV)PL_sv_count > live_before, pi->last_script == s);
 	if (!n)
 		return;
 	ENTER;
 	SAVETMPS;
-	report(aTHX_ pi, sv_2mortal(newSVpvf("it keeps growing: %u of its last %u runs "
-			"in this worker left more Perl values alive than they found. Setup at "
-			"a script's top level runs on every request, and a framework's routes "
-			"and hooks pile up in its application: build the application once per "
-			"worker, our $app ||= do { ... }; (README: \"Porting to .plx\")",
-			n, (unsigned)PERL_GROWTH_WINDOW)));
+	report(aTHX_ pi,
+			sv_2mortal(newSVpvf(
+					"it keeps growing: %u of its last %u runs "
+					"in this worker left more Perl values alive than they found. Setup at "
+					"a script's top level runs on every request, and a framework's routes "
+					"and hooks pile up in its application: build the application once per "
+					"worker, our $app ||= do { ... }; (README: \"Porting to .plx\")",
+					n, (unsigned)PERL_GROWTH_WINDOW)));
 	FREETMPS;
 	LEAVE;
 }
@@ -1587,10 +1599,14 @@ static int fcgi_accept(pTHX_ struct perl_interp *pi)
 		return fcgi_loop_end(aTHX_ pi);
 	}
 	struct perl_file_facts facts = {
-		next->dev, next->ino, next->size, next->mtime_sec, next->mtime_nsec,
+		next->dev,
+		next->ino,
+		next->size,
+		next->mtime_sec,
+		next->mtime_nsec,
 	};
-	if (strcmp(next->script, pi->script->path) != 0 ||
-			!perl_registry_current(pi->script, &facts)) {
+	if (strcmp(next->script, pi->script->path) != 0
+			|| !perl_registry_current(pi->script, &facts)) {
 		f->pending = next;
 		return fcgi_loop_end(aTHX_ pi);
 	}
@@ -1614,7 +1630,7 @@ static int fcgi_loop_end(pTHX_ struct perl_interp *pi)
 static void fcgi_hold_stderr(pTHX_ struct perl_interp *pi)
 {
 	if (pi->fcgi.after.held < 0)
-		perl_registry_hold_stderr(aTHX_ &pi->fcgi.after);
+		perl_registry_hold_stderr(aTHX_ & pi->fcgi.after);
 }
 
 static void fcgi_release_stderr(pTHX_ struct perl_interp *pi)
@@ -1623,7 +1639,7 @@ static void fcgi_release_stderr(pTHX_ struct perl_interp *pi)
 		return;
 	char prefix[PATH_MAX + 48];
 	snprintf(prefix, sizeof prefix, "%s, after its request was answered: ", pi->script->path);
-	perl_registry_release_stderr(aTHX_ &pi->fcgi.after, pi->script->path, prefix);
+	perl_registry_release_stderr(aTHX_ & pi->fcgi.after, pi->script->path, prefix);
 }
 
 /* Answers the current request from inside the script, as the end of a
@@ -1653,9 +1669,15 @@ static int fcgi_answer(pTHX_ struct perl_interp *pi)
 static void fcgi_turn_begin(pTHX_ struct perl_interp *pi, struct perl_run *run)
 {
 	struct fcgi_state *f = &pi->fcgi;
-	*run = (struct perl_run){ .script = run->script, .dev = run->dev, .ino = run->ino,
-		.size = run->size, .mtime_sec = run->mtime_sec, .mtime_nsec = run->mtime_nsec,
-		.env = run->env, .stdin_fd = run->stdin_fd, .want_running = run->want_running };
+	*run = (struct perl_run){ .script = run->script,
+		.dev = run->dev,
+		.ino = run->ino,
+		.size = run->size,
+		.mtime_sec = run->mtime_sec,
+		.mtime_nsec = run->mtime_nsec,
+		.env = run->env,
+		.stdin_fd = run->stdin_fd,
+		.want_running = run->want_running };
 	pi->run = run;
 	/* What the script printed after the last request was answered (after
 	 * Finish) goes nowhere, not into this one. */
@@ -1735,7 +1757,8 @@ static void modules_record(pTHX_ struct perl_interp *pi)
 			char cwd[PATH_MAX];
 			if (!getcwd(cwd, sizeof cwd))
 				continue;
-			len = snprintf(path, sizeof path, "%.*s/%s", (int)(sizeof cwd / 2), cwd, file);
+			len = snprintf(path, sizeof path, "%.*s/%s", (int)(sizeof cwd / 2), cwd,
+					file);
 		}
 		if (len < 0 || (size_t)len >= sizeof path)
 			continue;
@@ -1768,10 +1791,10 @@ int perl_interp_modules_changed(struct perl_interp *pi)
 	for (size_t i = 0; i < pi->nmodules; i++) {
 		const struct stat *was = &pi->modules[i].st;
 		struct stat st;
-		if (stat(pi->modules[i].path, &st) < 0 || st.st_ino != was->st_ino ||
-				st.st_dev != was->st_dev || st.st_size != was->st_size ||
-				st.st_mtim.tv_sec != was->st_mtim.tv_sec ||
-				st.st_mtim.tv_nsec != was->st_mtim.tv_nsec)
+		if (stat(pi->modules[i].path, &st) < 0 || st.st_ino != was->st_ino
+				|| st.st_dev != was->st_dev || st.st_size != was->st_size
+				|| st.st_mtim.tv_sec != was->st_mtim.tv_sec
+				|| st.st_mtim.tv_nsec != was->st_mtim.tv_nsec)
 			return 1;
 	}
 	return 0;

@@ -14,8 +14,8 @@
 struct perl_interp;
 
 struct perl_interp_options {
-	const char *preload;      /* file required once before serving; NULL: none */
-	char *const *inc;         /* folders put in front of @INC, NULL-terminated; may be NULL */
+	const char *preload; /* file required once before serving; NULL: none */
+	char *const *inc;    /* folders put in front of @INC, NULL-terminated; may be NULL */
 };
 
 /* How a request's script ended. */
@@ -32,23 +32,23 @@ enum perl_outcome {
 /* One request, as the worker hands it over. */
 struct perl_run {
 	/* In. */
-	const char *script;       /* absolute file name */
-	uint64_t dev, ino, size;  /* of the file, as plxd opened it */
+	const char *script;      /* absolute file name */
+	uint64_t dev, ino, size; /* of the file, as plxd opened it */
 	int64_t mtime_sec, mtime_nsec;
-	char *const *env;         /* "NAME=value" strings, NULL-terminated */
-	int stdin_fd;             /* the request body; -1: none (reads see EOF).
+	char *const *env; /* "NAME=value" strings, NULL-terminated */
+	int stdin_fd;     /* the request body; -1: none (reads see EOF).
 				     Taken over: closed by the runtime */
-	int want_running;         /* call the transport's running() */
+	int want_running; /* call the transport's running() */
 
 	/* Out. */
 	enum perl_outcome outcome;
-	int exit_status;          /* with PERL_EXIT */
-	int compiled;             /* the script was compiled for this request */
-	int forked;               /* the script started processes: one may still
+	int exit_status;     /* with PERL_EXIT */
+	int compiled;        /* the script was compiled for this request */
+	int forked;          /* the script started processes: one may still
 				     hold fd 1 (see perl_interp_set_stdout) */
-	uint64_t compile_us;      /* time spent compiling */
-	uint64_t run_us;          /* time spent running */
-	const char *tail;         /* output still in STDOUT's buffer when the
+	uint64_t compile_us; /* time spent compiling */
+	uint64_t run_us;     /* time spent running */
+	const char *tail;    /* output still in STDOUT's buffer when the
 				     script returned, or NULL: the transport's
 				     answer sends it on */
 	size_t tail_len;
@@ -57,8 +57,8 @@ struct perl_run {
 /* Builds the interpreter; argv is the process's own (Perl keeps it for $0).
  * Returns NULL with a message in err when it cannot, e.g. the preload file
  * died. Call once per process. */
-struct perl_interp *perl_interp_create(const struct perl_interp_options *o, int argc,
-		char **argv, char *err, size_t errlen);
+struct perl_interp *perl_interp_create(const struct perl_interp_options *o, int argc, char **argv,
+		char *err, size_t errlen);
 
 /* How requests reach the runtime and their answers leave it. A script
  * written as a FastCGI accept loop (see PLXD/Worker.pm) answers requests

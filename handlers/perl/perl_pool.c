@@ -50,21 +50,21 @@ enum slot_state { SLOT_IDLE, SLOT_BUSY, SLOT_DOWN, SLOT_STARTING };
 
 /* How the process of a DOWN slot must end. */
 enum slot_end {
-	END_NONE,    /* no process */
-	END_STOP,    /* close its socket: it finishes and exits */
-	END_RETIRE,  /* it exits by itself */
-	END_KILL     /* already sent SIGKILL */
+	END_NONE,   /* no process */
+	END_STOP,   /* close its socket: it finishes and exits */
+	END_RETIRE, /* it exits by itself */
+	END_KILL    /* already sent SIGKILL */
 };
 
 struct slot {
-	struct perl_worker w;   /* first member: a worker is its slot */
+	struct perl_worker w; /* first member: a worker is its slot */
 	unsigned index;
 	enum slot_state state;
 	enum slot_end end;
-	unsigned generation;    /* of the settings it runs */
-	unsigned failures;      /* start-ups failed in a row */
+	unsigned generation; /* of the settings it runs */
+	unsigned failures;   /* start-ups failed in a row */
 	uint64_t retry_at_ms;
-	struct log_lines lines;  /* its stderr while starting and ending */
+	struct log_lines lines; /* its stderr while starting and ending */
 };
 
 struct settings {
@@ -77,7 +77,7 @@ struct settings {
 
 struct perl_pool {
 	pthread_mutex_t lock;
-	pthread_cond_t keeper_cond;  /* a slot went DOWN, or stopping */
+	pthread_cond_t keeper_cond; /* a slot went DOWN, or stopping */
 	pthread_t keeper;
 	int keeper_running;
 	struct slot *slots;
@@ -87,7 +87,7 @@ struct perl_pool {
 	struct perl_waiter *first, *last; /* waiting requests, first come first served */
 	int stopping;
 	unsigned generation;
-	struct settings *settings;   /* current; replaced by reconfigure */
+	struct settings *settings; /* current; replaced by reconfigure */
 };
 
 static struct settings *settings_copy(const struct perl_pool_settings *s);
@@ -101,7 +101,6 @@ static void *keeper_main(void *arg);
 static void relay(struct slot *s, const char *label, int flush, size_t limit);
 static struct perl_waiter *slot_mark_idle(struct perl_pool *p, struct slot *s);
 static void serve_waiter(struct perl_waiter *wt);
-
 
 static struct settings *settings_copy(const struct perl_pool_settings *s)
 {
@@ -155,11 +154,13 @@ static int send_init(int ctl, const struct settings *st)
 		.preload_len = (uint32_t)preload_len,
 		.inc_len = (uint32_t)inc_len,
 	};
+	/* clang-format off */
 	struct iovec iov[3] = {
 		{ &init, sizeof init },
 		{ st->preload, preload_len },
 		{ inc, inc_len },
 	};
+	/* clang-format on */
 	int rc = perl_wire_send(ctl, iov, 3, NULL, 0);
 	free(inc);
 	return rc;
@@ -174,28 +175,31 @@ static int spawn_worker(struct slot *s, const struct settings *st, char *err, si
 	int fa_ready = 0, attr_ready = 0, rc;
 	pid_t pid = -1;
 	char *argv[] = { "plxd-perl-worker", "--plxd-worker", NULL };
+	/* clang-format off */
 	char *envp[] = {
 #ifdef PLXD_PERL_LSAN_SUPPRESSIONS
 		"LSAN_OPTIONS=print_suppressions=0:suppressions=" PLXD_PERL_LSAN_SUPPRESSIONS,
 #endif
 		NULL
 	};
+	/* clang-format on */
 
 	/* CLOEXEC: a child another thread spawns at the same moment must not
 	 * inherit these ends. */
-	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0 ||
-			pipe2(ep, O_CLOEXEC) < 0 || pipe2(op, O_CLOEXEC) < 0) {
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0
+			|| pipe2(ep, O_CLOEXEC) < 0 || pipe2(op, O_CLOEXEC) < 0) {
 		rc = errno;
 		goto fail;
 	}
 	if ((rc = posix_spawn_file_actions_init(&fa)) != 0)
 		goto fail;
 	fa_ready = 1;
-	if ((rc = posix_spawn_file_actions_adddup2(&fa, sv[1], 3)) != 0 ||
-			(rc = posix_spawn_file_actions_adddup2(&fa, ep[1], 2)) != 0 ||
-			(rc = posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0)) != 0 ||
-			(rc = posix_spawn_file_actions_adddup2(&fa, op[1], 1)) != 0 ||
-			(rc = posix_spawn_file_actions_addclosefrom_np(&fa, 4)) != 0)
+	if ((rc = posix_spawn_file_actions_adddup2(&fa, sv[1], 3)) != 0
+			|| (rc = posix_spawn_file_actions_adddup2(&fa, ep[1], 2)) != 0
+			|| (rc = posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0))
+					!= 0
+			|| (rc = posix_spawn_file_actions_adddup2(&fa, op[1], 1)) != 0
+			|| (rc = posix_spawn_file_actions_addclosefrom_np(&fa, 4)) != 0)
 		goto fail;
 	if ((rc = spawn_attr_init(&attr)) != 0)
 		goto fail;
@@ -261,10 +265,12 @@ static int await_ready(struct slot *s, unsigned long timeout_ms, char *err, size
 			snprintf(err, errlen, "%s did not start within %lu ms", label, timeout_ms);
 			return -1;
 		}
+		/* clang-format off */
 		struct pollfd p[2] = {
 			{ .fd = s->w.ctl, .events = POLLIN },
 			{ .fd = s->w.err, .events = POLLIN },
 		};
+		/* clang-format on */
 		int rc = poll(p, 2, (int)(deadline - now));
 		if (rc < 0 && errno != EINTR) {
 			snprintf(err, errlen, "%s: poll: %s", label, strerror(errno));
@@ -294,8 +300,7 @@ static int await_ready(struct slot *s, unsigned long timeout_ms, char *err, size
 		if (!ready.ok) {
 			relay(s, label, 1, SIZE_MAX);
 			buf[n] = '\0';
-			snprintf(err, errlen, "%s could not start: %s", label,
-					buf + sizeof ready);
+			snprintf(err, errlen, "%s could not start: %s", label, buf + sizeof ready);
 			return -1;
 		}
 		return 0;
@@ -358,7 +363,7 @@ static void end_process(struct slot *s, enum slot_end how, unsigned long grace_m
 	int status = 0;
 	if (waitid(P_PIDFD, (id_t)s->w.pidfd, &info, WEXITED) == 0) {
 		status = info.si_code == CLD_EXITED ? W_EXITCODE(info.si_status, 0)
-			: W_EXITCODE(0, info.si_status);
+						    : W_EXITCODE(0, info.si_status);
 		log_exit(s, status, how);
 	}
 	close(s->w.pidfd);
@@ -397,11 +402,13 @@ void perl_pool_describe_exit(struct perl_worker *w, char *out, size_t outlen)
 	/* WNOWAIT: the keeper still reaps it, and logs its end. */
 	siginfo_t info;
 	memset(&info, 0, sizeof info);
-	if (s->w.pidfd < 0 || waitid(P_PIDFD, (id_t)s->w.pidfd, &info, WEXITED | WNOHANG | WNOWAIT) < 0
+	if (s->w.pidfd < 0
+			|| waitid(P_PIDFD, (id_t)s->w.pidfd, &info, WEXITED | WNOHANG | WNOWAIT) < 0
 			|| info.si_pid == 0)
 		return;
 	spawn_describe_status(info.si_code == CLD_EXITED ? W_EXITCODE(info.si_status, 0)
-			: W_EXITCODE(0, info.si_status), out, outlen);
+							 : W_EXITCODE(0, info.si_status),
+			out, outlen);
 }
 
 /* ---- the keeper ---- */
@@ -454,7 +461,8 @@ static void idle_dead_down(struct perl_pool *p)
 		struct pollfd pf = { .fd = s->w.pidfd, .events = POLLIN };
 		if (s->state != SLOT_IDLE || s->w.pidfd < 0 || poll(&pf, 1, 0) <= 0)
 			continue;
-		plxd_log(PLXD_LOG_WARN, "perl worker %d died while idle: replacing it", (int)s->w.pid);
+		plxd_log(PLXD_LOG_WARN, "perl worker %d died while idle: replacing it",
+				(int)s->w.pid);
 		s->state = SLOT_DOWN;
 		s->end = END_NONE;
 		s->retry_at_ms = 0;
@@ -500,20 +508,20 @@ static void *keeper_main(void *arg)
 		s->end = END_NONE;
 		unsigned generation = p->generation;
 		struct settings *st = settings_copy(&(struct perl_pool_settings){
-			.worker_path = p->settings->worker_path,
-			.start_timeout_ms = p->settings->start_timeout_ms,
-			.max_requests = p->settings->max_requests,
-			.max_rss_kb = p->settings->max_rss_kb,
-			.max_memory = p->settings->max_memory,
-			.preload = p->settings->preload,
-			.inc = p->settings->inc,
+				.worker_path = p->settings->worker_path,
+				.start_timeout_ms = p->settings->start_timeout_ms,
+				.max_requests = p->settings->max_requests,
+				.max_rss_kb = p->settings->max_rss_kb,
+				.max_memory = p->settings->max_memory,
+				.preload = p->settings->preload,
+				.inc = p->settings->inc,
 		});
 		pthread_mutex_unlock(&p->lock);
 
 		end_process(s, end, STOP_GRACE_MS);
 		char err[1024];
-		int ok = spawn_worker(s, st, err, sizeof err) == 0 &&
-			await_ready(s, st->start_timeout_ms, err, sizeof err) == 0;
+		int ok = spawn_worker(s, st, err, sizeof err) == 0
+				&& await_ready(s, st->start_timeout_ms, err, sizeof err) == 0;
 		if (!ok) {
 			plxd_log(PLXD_LOG_ERROR, "perl: %s", err);
 			end_process(s, END_KILL, 0);
@@ -589,7 +597,8 @@ struct perl_pool *perl_pool_create(const struct perl_pool_settings *ps, char *er
 		(void)slot_mark_idle(p, &p->slots[i]); /* no one waits yet */
 	int rc = pthread_create(&p->keeper, NULL, keeper_main, p);
 	if (rc != 0) {
-		snprintf(err, errlen, "cannot start the perl worker keeper thread: %s", strerror(rc));
+		snprintf(err, errlen, "cannot start the perl worker keeper thread: %s",
+				strerror(rc));
 		perl_pool_destroy(p);
 		return NULL;
 	}
@@ -755,8 +764,9 @@ void perl_pool_release(struct perl_pool *p, struct perl_worker *w, enum perl_rel
 		wt = slot_mark_idle(p, s);
 	} else {
 		s->state = SLOT_DOWN;
-		s->end = how == PERL_RELEASE_KILL ? END_KILL
-			: how == PERL_RELEASE_RETIRING ? END_RETIRE : END_STOP;
+		s->end = how == PERL_RELEASE_KILL              ? END_KILL
+				: how == PERL_RELEASE_RETIRING ? END_RETIRE
+							       : END_STOP;
 		s->retry_at_ms = 0;
 		pthread_cond_signal(&p->keeper_cond);
 	}

@@ -13,27 +13,27 @@
 struct loop;
 
 struct perl_pool_settings {
-	const char *worker_path;    /* the plxd-perl-worker executable */
+	const char *worker_path; /* the plxd-perl-worker executable */
 	unsigned workers;
-	unsigned long queue;        /* requests waiting for a worker at most */
+	unsigned long queue; /* requests waiting for a worker at most */
 	unsigned long start_timeout_ms;
 	uint64_t max_requests;
 	uint64_t max_rss_kb;
 	uint64_t max_memory;
-	const char *preload;        /* "" or NULL: none */
-	const char *inc;            /* whitespace-separated folders */
+	const char *preload; /* "" or NULL: none */
+	const char *inc;     /* whitespace-separated folders */
 };
 
 /* A worker as a request sees it while it holds it. */
 struct perl_worker {
 	pid_t pid;
-	int pidfd;    /* readable once it has exited (the keeper reaps it) */
-	int ctl;      /* control socket (perl_wire.h) */
-	int out;      /* read end of its response pipe (its fd 1), non-blocking;
+	int pidfd; /* readable once it has exited (the keeper reaps it) */
+	int ctl;   /* control socket (perl_wire.h) */
+	int out;   /* read end of its response pipe (its fd 1), non-blocking;
 			 the request holding the worker replaces it when DONE
 			 brings a new one */
-	int err;      /* read end of its stderr, non-blocking */
-	char *rx;     /* room for one message from it */
+	int err;   /* read end of its stderr, non-blocking */
+	char *rx;  /* room for one message from it */
 	size_t rx_cap;
 };
 
@@ -53,8 +53,8 @@ void perl_pool_destroy(struct perl_pool *p);
 
 enum perl_acquire {
 	PERL_ACQUIRED,
-	PERL_QUEUED,         /* all busy: waiter->ready comes later */
-	PERL_QUEUE_FULL,     /* queue requests already wait */
+	PERL_QUEUED,     /* all busy: waiter->ready comes later */
+	PERL_QUEUE_FULL, /* queue requests already wait */
 	PERL_STOPPING
 };
 
@@ -65,14 +65,14 @@ typedef int perl_send_fn(void *ctx, struct perl_worker *w);
  * perl_pool_cancel said it was taken out. */
 struct perl_waiter {
 	struct perl_waiter *next;
-	struct loop *loop;           /* where ready runs */
+	struct loop *loop;                     /* where ready runs */
 	void (*ready)(struct perl_waiter *wt); /* given (or stopping) */
 	perl_send_fn *send;
 	void *ctx;
-	struct perl_worker *given;   /* then: the worker, its request sent... */
-	int send_errno;              /* ...or not, with this errno */
-	int stopping;                /* or none: the pool stops */
-	int queued;                  /* private */
+	struct perl_worker *given; /* then: the worker, its request sent... */
+	int send_errno;            /* ...or not, with this errno */
+	int stopping;              /* or none: the pool stops */
+	int queued;                /* private */
 };
 
 /* Lends an idle worker and sends the request on it with

@@ -47,13 +47,13 @@
 #define SCRIPT_SUB "__plxd_script"
 
 struct perl_registry {
-	HV *scripts;     /* path -> IV holding a struct perl_script * */
+	HV *scripts; /* path -> IV holding a struct perl_script * */
 };
 
 struct capture_walk {
-	CV **cvs;        /* the wrapper, then named subs nested in it */
+	CV **cvs; /* the wrapper, then named subs nested in it */
 	size_t ncvs, cap;
-	HV *seen;        /* stashes visited */
+	HV *seen; /* stashes visited */
 };
 
 static SV *read_source(pTHX_ const char *path, struct stat *st);
@@ -136,8 +136,8 @@ static void drop_package(pTHX_ const char *package)
 
 int perl_registry_current(const struct perl_script *s, const struct perl_file_facts *f)
 {
-	return s->code && s->dev == f->dev && s->ino == f->ino && s->size == f->size &&
-		s->mtime_sec == f->mtime_sec && s->mtime_nsec == f->mtime_nsec;
+	return s->code && s->dev == f->dev && s->ino == f->ino && s->size == f->size
+			&& s->mtime_sec == f->mtime_sec && s->mtime_nsec == f->mtime_nsec;
 }
 
 /* The file's bytes as a mortal SV, or NULL with errno. */
@@ -225,8 +225,8 @@ static void loop_preamble(pTHX_ SV *code, const struct perl_shebang *sb)
 	const char *split = sb->split;
 	if (!split) {
 		sv_catpvs(code, "our @F=split(' ');");
-	} else if ((*split == '/' || *split == '\'' || *split == '"') &&
-			strchr(split + 1, *split)) {
+	} else if ((*split == '/' || *split == '\'' || *split == '"')
+			&& strchr(split + 1, *split)) {
 		sv_catpvf(code, "our @F=split(%s);", split);
 	} else {
 		/* q with NUL as its delimiter, backslashes doubled. */
@@ -250,10 +250,12 @@ static int switches_refused(pTHX_ const struct perl_shebang *sb, const char *pat
 		return 1;
 	}
 	if (sb->taint && !TAINTING_get) {
-		sv_setpvf(ERRSV, "\"-%c\" is on the #! line: taint checks cannot be switched "
+		sv_setpvf(ERRSV,
+				"\"-%c\" is on the #! line: taint checks cannot be switched "
 				"on in a running interpreter, and plxd's Perl workers run "
 				"without them (run the script as .pl, or remove the switch) "
-				"at %s line 1.\n", sb->taint, path);
+				"at %s line 1.\n",
+				sb->taint, path);
 		return 1;
 	}
 	return 0;
@@ -287,8 +289,8 @@ static void switches_fill(pTHX_ struct perl_script_switches *sw, const struct pe
 	}
 	sw->unsafe = sb->unsafe;
 	sw->check_only = sb->check_only;
-	sw->rs = separator_sv(aTHX_ &sb->rs);
-	sw->ors = separator_sv(aTHX_ &sb->ors);
+	sw->rs = separator_sv(aTHX_ & sb->rs);
+	sw->ors = separator_sv(aTHX_ & sb->ors);
 	sw->inplace = sb->inplace ? sv_2mortal(newSVpv(sb->inplace, 0)) : NULL;
 }
 
@@ -296,8 +298,8 @@ static void switches_fill(pTHX_ struct perl_script_switches *sw, const struct pe
  * (-I went into the script's @INC, -D and -s did their part at compile). */
 static struct perl_script_switches *switches_keep(pTHX_ const struct perl_script_switches *sw)
 {
-	if (sw->dowarn == PL_dowarn && !sw->unsafe && !sw->check_only && !sw->rs && !sw->ors &&
-			!sw->inplace)
+	if (sw->dowarn == PL_dowarn && !sw->unsafe && !sw->check_only && !sw->rs && !sw->ors
+			&& !sw->inplace)
 		return NULL;
 	struct perl_script_switches *kept = xmalloc(sizeof *kept);
 	*kept = *sw;
@@ -322,9 +324,11 @@ static void switches_free(pTHX_ struct perl_script_switches *sw)
  * that exist; a later -I goes in front of an earlier one. */
 static void inc_unshift(pTHX_ char *const *dirs)
 {
+	/* clang-format off */
 	static const char *const subdirs[] = {
 		"/" PERL_FS_VERSION "/" ARCHNAME, "/" PERL_FS_VERSION, "/" ARCHNAME,
 	};
+	/* clang-format on */
 	AV *inc = GvAVn(PL_incgv);
 	for (size_t i = 0; dirs && dirs[i]; i++) {
 		SV *found[sizeof subdirs / sizeof subdirs[0]];
@@ -423,8 +427,8 @@ void perl_registry_release_stderr(pTHX_ struct perl_stderr_hold *h, const char *
 	/* fd 2 goes back to the log unless a BEGIN block moved it (open
 	 * STDERR, ...): that stays for the run, as it would under perl. */
 	struct stat now, held;
-	if (fstat(2, &now) == 0 && fstat(h->held, &held) == 0 && now.st_dev == held.st_dev &&
-			now.st_ino == held.st_ino)
+	if (fstat(2, &now) == 0 && fstat(h->held, &held) == 0 && now.st_dev == held.st_dev
+			&& now.st_ino == held.st_ino)
 		dup2(h->log, 2);
 	off_t size = lseek(h->held, 0, SEEK_CUR);
 	char *text = size > 0 ? mmap(NULL, (size_t)size, PROT_READ, MAP_PRIVATE, h->held, 0)
@@ -461,8 +465,8 @@ static AV *take_end_blocks(pTHX_ const char *path, SSize_t before)
 	AV *others = NULL;
 	for (SSize_t i = 0; i < added; i++) {
 		SV *cv = av_shift(PL_endav);
-		if (SvTYPE(cv) == SVt_PVCV && CvFILE((CV *)cv) &&
-				strcmp(CvFILE((CV *)cv), path) == 0) {
+		if (SvTYPE(cv) == SVt_PVCV && CvFILE((CV *)cv)
+				&& strcmp(CvFILE((CV *)cv), path) == 0) {
 			if (!mine)
 				mine = newAV();
 			av_push(mine, cv);
@@ -508,7 +512,7 @@ enum perl_fetch perl_registry_compile(pTHX_ struct perl_registry *reg, const cha
 		return PERL_FETCH_UNREADABLE;
 	struct perl_shebang sb;
 	int has_switches = perl_source_shebang(SvPVX(src), SvCUR(src), &sb);
-	if (has_switches && switches_refused(aTHX_ &sb, path)) {
+	if (has_switches && switches_refused(aTHX_ & sb, path)) {
 		perl_source_shebang_free(&sb);
 		return PERL_FETCH_ERROR;
 	}
@@ -523,7 +527,7 @@ enum perl_fetch perl_registry_compile(pTHX_ struct perl_registry *reg, const cha
 	struct perl_script_switches sw = { 0 };
 	int debugging = 0;
 	if (has_switches) {
-		switches_fill(aTHX_ &sw, &sb);
+		switches_fill(aTHX_ & sw, &sb);
 		inc_unshift(aTHX_ sb.inc);
 		debugging = sb.debugging;
 		perl_source_shebang_free(&sb);
@@ -533,7 +537,8 @@ enum perl_fetch perl_registry_compile(pTHX_ struct perl_registry *reg, const cha
 	ENTER;
 	compile_settings(aTHX_ has_switches ? &sw : NULL);
 	if (debugging)
-		Perl_ck_warner_d(aTHX_ packWARN(WARN_DEBUGGING), "Recompile perl with "
+		Perl_ck_warner_d(aTHX_ packWARN(WARN_DEBUGGING),
+				"Recompile perl with "
 				"-DDEBUGGING to use -D switch (did you mean -d ?)\n");
 	eval_sv(code, G_VOID | G_EVAL | G_DISCARD);
 	LEAVE;
@@ -579,7 +584,7 @@ enum perl_fetch perl_registry_compile(pTHX_ struct perl_registry *reg, const cha
 	s->mtime_nsec = (int64_t)st.st_mtim.tv_nsec;
 	s->code = (CV *)SvREFCNT_inc_simple_NN((SV *)cv);
 	s->ends = ends;
-	s->switches = has_switches ? switches_keep(aTHX_ &sw) : NULL;
+	s->switches = has_switches ? switches_keep(aTHX_ & sw) : NULL;
 	if (data) {
 		s->data = SvREFCNT_inc_simple_NN(data);
 		SV *name = sv_2mortal(newSVpvf("%s::DATA", s->package));
@@ -678,7 +683,7 @@ static void walk_stash(pTHX_ HV *stash, struct capture_walk *w, int depth)
 			if (!val)
 				continue;
 			if (SvROK(val) && SvTYPE(SvRV(val)) == SVt_PVCV) {
-				consider_cv(aTHX_ (CV *)SvRV(val), w);
+				consider_cv(aTHX_(CV *) SvRV(val), w);
 				continue;
 			}
 			if (!isGV_with_GP(val))
@@ -711,7 +716,7 @@ static void collect_captures(pTHX_ struct perl_script *s)
 		/* END blocks are in no stash, and close over file lexicals
 		 * as often as named subs do ("my $dbh; END { ... }"). */
 		for (Size_t i = 0; s->ends && i < av_count(s->ends); i++)
-			consider_cv(aTHX_ (CV *)AvARRAY(s->ends)[i], &w);
+			consider_cv(aTHX_(CV *) AvARRAY(s->ends)[i], &w);
 	} while (w.ncvs != before);
 	SvREFCNT_dec(w.seen);
 
@@ -725,16 +730,18 @@ static void collect_captures(pTHX_ struct perl_script *s)
 		PADNAME **name = PadnamelistARRAY(names);
 		for (SSize_t ix = 1; ix <= PadnamelistMAX(names); ix++) {
 			PADNAME *pn = name[ix];
-			if (!pn || !PadnameLEN(pn) || !PadnameOUTER(pn) || PadnameIsOUR(pn) ||
-					PadnameIsSTATE(pn) || PadnamePV(pn)[0] == '&')
+			if (!pn || !PadnameLEN(pn) || !PadnameOUTER(pn) || PadnameIsOUR(pn)
+					|| PadnameIsSTATE(pn) || PadnamePV(pn)[0] == '&')
 				continue;
 			if (s->ncaptures == cap) {
 				cap = cap ? cap * 2 : 8;
 				s->captures = xrealloc(s->captures, cap * sizeof *s->captures);
 			}
 			s->captures[s->ncaptures++] = (struct perl_capture){
-				.inner = inner, .inner_ix = (PADOFFSET)ix,
-				.outer = CvOUTSIDE(inner), .outer_ix = PARENT_PAD_INDEX(pn),
+				.inner = inner,
+				.inner_ix = (PADOFFSET)ix,
+				.outer = CvOUTSIDE(inner),
+				.outer_ix = PARENT_PAD_INDEX(pn),
 			};
 		}
 	}

@@ -26,37 +26,37 @@ struct perl_capture {
  * interpreter applies it to each of the script's runs; its compile got it
  * too. */
 struct perl_script_switches {
-	U8 dowarn;              /* PL_dowarn: -w, -W, -X */
-	bool unsafe;            /* -U */
-	bool check_only;        /* -c: compiled, never run */
-	SV *rs, *ors;           /* $/ (-0, -g) and $\ (-l); NULL: the default */
-	SV *inplace;            /* $^I (-i); NULL: undef */
+	U8 dowarn;       /* PL_dowarn: -w, -W, -X */
+	bool unsafe;     /* -U */
+	bool check_only; /* -c: compiled, never run */
+	SV *rs, *ors;    /* $/ (-0, -g) and $\ (-l); NULL: the default */
+	SV *inplace;     /* $^I (-i); NULL: undef */
 };
 
 struct perl_script {
 	char *path;
 	uint64_t dev, ino, size;
 	int64_t mtime_sec, mtime_nsec;
-	unsigned generation;    /* compiles of this path so far */
-	char *package;          /* "PLXD::Script::..." */
-	CV *code;               /* the script as a sub (owned reference) */
-	AV *ends;               /* its own END blocks, newest first; NULL: none */
-	SV *data;               /* text after __DATA__ or __END__; NULL: none */
-	GV *data_gv;            /* PACKAGE::DATA when data is set */
-	AV *inc;                /* @INC as compiling left it, when that differed
+	unsigned generation; /* compiles of this path so far */
+	char *package;       /* "PLXD::Script::..." */
+	CV *code;            /* the script as a sub (owned reference) */
+	AV *ends;            /* its own END blocks, newest first; NULL: none */
+	SV *data;            /* text after __DATA__ or __END__; NULL: none */
+	GV *data_gv;         /* PACKAGE::DATA when data is set */
+	AV *inc;             /* @INC as compiling left it, when that differed
 				   from the interpreter's; else NULL */
 	struct perl_capture *captures;
 	size_t ncaptures;
 	struct perl_script_switches *switches; /* NULL: no #! switches */
-	AV *sig;                /* %SIG as the script's compile left it, where
+	AV *sig;                               /* %SIG as the script's compile left it, where
 				   that differs from the interpreter's set-up:
 				   pairs of signal number (0 __WARN__, -1
 				   __DIE__) and handler (undef: none); NULL: no
 				   difference. Kept by perl_interp.c */
-	unsigned runs;          /* runs of this compile that were measured */
-	uint32_t grew;          /* one bit per measured run, newest lowest:
+	unsigned runs;                         /* runs of this compile that were measured */
+	uint32_t grew;                         /* one bit per measured run, newest lowest:
 				   it left more Perl values alive than it found */
-	bool growth_told;       /* the growth warning was given (once per
+	bool growth_told;                      /* the growth warning was given (once per
 				   path and worker, recompiles included) */
 };
 
@@ -72,8 +72,8 @@ struct perl_file_facts {
 };
 
 enum perl_fetch {
-	PERL_FETCH_COMPILED, /* compiled now */
-	PERL_FETCH_ERROR,    /* did not compile, or its #! line asks for what
+	PERL_FETCH_COMPILED,  /* compiled now */
+	PERL_FETCH_ERROR,     /* did not compile, or its #! line asks for what
 				cannot be done: $@ holds why */
 	PERL_FETCH_UNREADABLE /* the file could not be read: errno */
 };
@@ -101,8 +101,8 @@ int perl_registry_current(const struct perl_script *s, const struct perl_file_fa
  * the script loads installs a hook of its own (CGI::Carp does). With a
  * prefix, each line passed on starts with it. */
 struct perl_stderr_hold {
-	int log;   /* fd 2 as it was */
-	int held;  /* what fd 2 is while held; -1: nothing held */
+	int log;  /* fd 2 as it was */
+	int held; /* what fd 2 is while held; -1: nothing held */
 };
 void perl_registry_hold_stderr(pTHX_ struct perl_stderr_hold *h);
 void perl_registry_release_stderr(pTHX_ struct perl_stderr_hold *h, const char *path,
@@ -115,7 +115,7 @@ void perl_registry_release_stderr(pTHX_ struct perl_stderr_hold *h, const char *
  * many of its last PERL_GROWTH_WINDOW runs grew: the caller logs the
  * warning. Else 0. A shift and a few compares per run. */
 #define PERL_GROWTH_WINDOW 32
-#define PERL_GROWTH_MIN 24
+#define PERL_GROWTH_MIN    24
 unsigned perl_registry_note_run(struct perl_script *s, int grew, int again);
 
 /* Gives the script's named subs the file-level lexicals of the run that

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_HEREDOCS 8
+#define MAX_HEREDOCS   8
 #define MAX_TERMINATOR 64
 
 struct heredoc {
@@ -101,8 +101,9 @@ static size_t scan_heredocs(const char *line, size_t len, struct heredoc *docs, 
 			i = k + 1 + idlen;
 		} else if (k == j && k < len && is_ident_start((unsigned char)line[k])) {
 			id = line + k;
-			while (k + idlen < len && (is_alnum((unsigned char)line[k + idlen]) ||
-						line[k + idlen] == '_'))
+			while (k + idlen < len
+					&& (is_alnum((unsigned char)line[k + idlen])
+							|| line[k + idlen] == '_'))
 				idlen++;
 			i = k + idlen - 1;
 		} else {
@@ -144,8 +145,7 @@ static int is_data_marker(const char *line, size_t len)
 	return n == len || !(is_alnum((unsigned char)line[n]) || line[n] == '_');
 }
 
-size_t perl_source_split(const char *src, size_t len, size_t *data_at, int *has_data,
-		int *in_pod)
+size_t perl_source_split(const char *src, size_t len, size_t *data_at, int *has_data, int *in_pod)
 {
 	struct heredoc docs[MAX_HEREDOCS];
 	size_t ndocs = 0, doc = 0;
@@ -162,10 +162,11 @@ size_t perl_source_split(const char *src, size_t len, size_t *data_at, int *has_
 			if (is_terminator(line, linelen, &docs[doc]))
 				doc++;
 		} else if (pod) {
-			if (linelen >= 4 && memcmp(line, "=cut", 4) == 0 &&
-					(linelen == 4 || !is_alnum((unsigned char)line[4])))
+			if (linelen >= 4 && memcmp(line, "=cut", 4) == 0
+					&& (linelen == 4 || !is_alnum((unsigned char)line[4])))
 				pod = 0;
-		} else if (linelen >= 2 && line[0] == '=' && is_ident_start((unsigned char)line[1])) {
+		} else if (linelen >= 2 && line[0] == '='
+				&& is_ident_start((unsigned char)line[1])) {
 			/* A POD block starts here; its first line never ends it,
 			 * not even "=cut" (perl's own rule). */
 			pod = 1;
@@ -315,7 +316,9 @@ static const char *one_switch(struct perl_shebang *sb, const char *s)
 		else if (v == 0 && n >= 2)
 			sb->rs = (struct perl_separator){ .set = 1 };
 		else
-			sb->rs = (struct perl_separator){ .set = 1, .len = 1, .bytes = { (char)v } };
+			sb->rs = (struct perl_separator){ .set = 1,
+				.len = 1,
+				.bytes = { (char)v } };
 		return s + n;
 	case 'C':
 		return unicode_switch(sb, s + 1);
@@ -335,8 +338,9 @@ static const char *one_switch(struct perl_shebang *sb, const char *s)
 		return NULL;
 	case 'D':
 		sb->debugging = 1;
-		for (s++; is_digit(*s) || (*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
-				*s == '_'; s++)
+		for (s++; is_digit(*s) || (*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z')
+				|| *s == '_';
+				s++)
 			;
 		return s;
 	case 'g':
@@ -357,14 +361,18 @@ static const char *one_switch(struct perl_shebang *sb, const char *s)
 		s++;
 		if (is_digit(*s)) {
 			v = oct_value(s, 3 + (*s == '0'), &n);
-			sb->ors = (struct perl_separator){ .set = 1, .len = 1, .bytes = { (char)v } };
+			sb->ors = (struct perl_separator){ .set = 1,
+				.len = 1,
+				.bytes = { (char)v } };
 			return s + n;
 		}
 		/* $\ becomes $/ as the switches so far left it. */
 		if (!sb->rs.set)
 			sb->ors = (struct perl_separator){ .set = 1, .len = 1, .bytes = { '\n' } };
 		else if (!sb->rs.undef && sb->rs.len == 0)
-			sb->ors = (struct perl_separator){ .set = 1, .len = 2, .bytes = { '\n', '\n' } };
+			sb->ors = (struct perl_separator){ .set = 1,
+				.len = 2,
+				.bytes = { '\n', '\n' } };
 		else
 			sb->ors = sb->rs;
 		return s;
@@ -483,9 +491,9 @@ int perl_source_shebang(const char *src, size_t len, struct perl_shebang *sb)
 		while (d && !sb->refused);
 	}
 	free(line);
-	int any = sb->warnings || sb->rs.set || sb->ors.set || sb->minus_n || sb->minus_p ||
-		sb->minus_a || sb->inplace || sb->inc || sb->check_only || sb->unsafe ||
-		sb->debugging || sb->taint || sb->refused;
+	int any = sb->warnings || sb->rs.set || sb->ors.set || sb->minus_n || sb->minus_p
+			|| sb->minus_a || sb->inplace || sb->inc || sb->check_only || sb->unsafe
+			|| sb->debugging || sb->taint || sb->refused;
 	if (!any)
 		perl_source_shebang_free(sb);
 	return any;

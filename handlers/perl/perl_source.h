@@ -22,24 +22,23 @@ char *perl_source_package(const char *path, unsigned generation);
  * *data_at is the offset of the data (len when there is none), *has_data
  * whether there was such a line, *in_pod whether the code ends inside
  * POD (the caller must then close it before adding code after it). */
-size_t perl_source_split(const char *src, size_t len, size_t *data_at, int *has_data,
-		int *in_pod);
+size_t perl_source_split(const char *src, size_t len, size_t *data_at, int *has_data, int *in_pod);
 
 /* The warnings a #! line asks for, as perl's -w, -W and -X set them (a
  * later switch overrides an earlier one, except that -w changes nothing
  * after -W or -X). */
 enum perl_warn_switch {
 	PERL_WARN_DEFAULT,
-	PERL_WARN_ON,     /* -w: $^W, for code without `use warnings` */
-	PERL_WARN_ALL,    /* -W: every warning, whatever `no warnings` says */
-	PERL_WARN_NONE    /* -X: no warning at all, whatever `use warnings` says */
+	PERL_WARN_ON,  /* -w: $^W, for code without `use warnings` */
+	PERL_WARN_ALL, /* -W: every warning, whatever `no warnings` says */
+	PERL_WARN_NONE /* -X: no warning at all, whatever `use warnings` says */
 };
 
 /* $/ or $\ as a switch sets it. */
 struct perl_separator {
-	int set;          /* the switch was given */
-	int undef;        /* undef (-0777, -g; -l after them) */
-	size_t len;       /* 0 to 2 bytes: "" is paragraph mode for $/ */
+	int set;    /* the switch was given */
+	int undef;  /* undef (-0777, -g; -l after them) */
+	size_t len; /* 0 to 2 bytes: "" is paragraph mode for $/ */
 	char bytes[2];
 };
 
@@ -50,23 +49,23 @@ struct perl_separator {
  * does. */
 struct perl_shebang {
 	enum perl_warn_switch warnings;
-	struct perl_separator rs;   /* -0[octal], -g */
-	struct perl_separator ors;  /* -l[octal] */
-	int minus_n, minus_p;       /* the script is the body of perl's
+	struct perl_separator rs;  /* -0[octal], -g */
+	struct perl_separator ors; /* -l[octal] */
+	int minus_n, minus_p;      /* the script is the body of perl's
 				       LINE: while (<>) { ... } loop */
-	int minus_l;                /* -l: that loop chomps */
-	int minus_a;                /* autosplit into @F (-a, -F) */
-	char *split;                /* -F's pattern, or NULL */
-	char *inplace;              /* -i's extension ("" for none), or NULL */
-	char **inc;                 /* -I folders in order, NULL-terminated; NULL: none */
-	int check_only;             /* -c */
-	int unsafe;                 /* -U */
-	int debugging;              /* -D: perl only warns (it was built without
+	int minus_l;               /* -l: that loop chomps */
+	int minus_a;               /* autosplit into @F (-a, -F) */
+	char *split;               /* -F's pattern, or NULL */
+	char *inplace;             /* -i's extension ("" for none), or NULL */
+	char **inc;                /* -I folders in order, NULL-terminated; NULL: none */
+	int check_only;            /* -c */
+	int unsafe;                /* -U */
+	int debugging;             /* -D: perl only warns (it was built without
 				       -DDEBUGGING) */
-	char taint;                 /* 'T' or 't' when asked for, else 0: the caller
+	char taint;                /* 'T' or 't' when asked for, else 0: the caller
 				       decides, as only it knows whether its
 				       interpreter checks taint */
-	char *refused;              /* why perl would not run the script this
+	char *refused;             /* why perl would not run the script this
 				       way, in perl's words where perl has
 				       some, without " at FILE line 1."; NULL:
 				       it would */

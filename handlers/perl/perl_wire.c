@@ -79,10 +79,15 @@ ssize_t perl_wire_recv(int sock, void *buf, size_t cap, int *fds, int *nfds, int
 const char *perl_wire_retire_text(uint32_t retire)
 {
 	switch (retire) {
-	case PERL_RETIRE_MAX_REQUESTS: return "it served max_requests requests";
-	case PERL_RETIRE_MAX_RSS: return "it grew past max_rss";
-	case PERL_RETIRE_MODULES: return "a module it loaded changed";
-	case PERL_RETIRE_FATAL: return "its interpreter could not go on";
-	default: return "it was asked to";
+	case PERL_RETIRE_MAX_REQUESTS:
+		return "it served max_requests requests";
+	case PERL_RETIRE_MAX_RSS:
+		return "it grew past max_rss";
+	case PERL_RETIRE_MODULES:
+		return "a module it loaded changed";
+	case PERL_RETIRE_FATAL:
+		return "its interpreter could not go on";
+	default:
+		return "it was asked to";
 	}
 }

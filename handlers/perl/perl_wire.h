@@ -55,9 +55,9 @@ enum perl_wire_type {
 struct perl_wire_init {
 	uint32_t type;
 	uint32_t version;
-	uint64_t max_requests;    /* 0: no limit */
-	uint64_t max_rss_kb;      /* 0: no limit */
-	uint64_t max_memory;      /* address space limit in bytes; 0: none */
+	uint64_t max_requests; /* 0: no limit */
+	uint64_t max_rss_kb;   /* 0: no limit */
+	uint64_t max_memory;   /* address space limit in bytes; 0: none */
 	uint32_t preload_len;
 	uint32_t inc_len;
 };
@@ -70,7 +70,7 @@ struct perl_wire_ready {
 	uint32_t message_len;
 };
 
-#define PERL_WIRE_STDIN 1u  /* a descriptor (a pipe) carries the body */
+#define PERL_WIRE_STDIN  1u /* a descriptor (a pipe) carries the body */
 #define PERL_WIRE_TIMING 2u /* send RUNNING once the script is compiled */
 
 /* Followed by script_len bytes (the file name with its NUL) and env_len
@@ -80,7 +80,7 @@ struct perl_wire_request {
 	uint32_t flags;
 	uint32_t script_len;
 	uint32_t env_len;
-	uint64_t dev, ino, size;  /* the script as plxd opened it */
+	uint64_t dev, ino, size; /* the script as plxd opened it */
 	int64_t mtime_sec, mtime_nsec;
 };
 
@@ -94,16 +94,16 @@ enum perl_wire_outcome {
 	PERL_WIRE_FATAL
 };
 
-#define PERL_WIRE_COMPILED 1u /* the script was compiled for this request */
-#define PERL_WIRE_RETIRING 2u /* the worker exits after this message */
+#define PERL_WIRE_COMPILED   1u /* the script was compiled for this request */
+#define PERL_WIRE_RETIRING   2u /* the worker exits after this message */
 #define PERL_WIRE_NEW_STDOUT 4u /* a descriptor: the new response pipe */
 
 enum perl_wire_retire {
 	PERL_RETIRE_NONE,
 	PERL_RETIRE_MAX_REQUESTS,
 	PERL_RETIRE_MAX_RSS,
-	PERL_RETIRE_MODULES,   /* a module file changed */
-	PERL_RETIRE_FATAL      /* the interpreter cannot go on */
+	PERL_RETIRE_MODULES, /* a module file changed */
+	PERL_RETIRE_FATAL    /* the interpreter cannot go on */
 };
 
 /* With PERL_WIRE_TIMING, before the script runs: whether it was compiled
@@ -111,7 +111,7 @@ enum perl_wire_retire {
  * out before DONE (a script that flushes its headers early). */
 struct perl_wire_running {
 	uint32_t type;
-	uint32_t flags;           /* PERL_WIRE_COMPILED */
+	uint32_t flags; /* PERL_WIRE_COMPILED */
 	uint64_t compile_us;
 };
 
@@ -125,8 +125,8 @@ struct perl_wire_done {
 	uint32_t reserved;
 	uint64_t compile_us;
 	uint64_t run_us;
-	uint64_t requests;        /* served by this worker so far */
-	uint64_t rss_kb;          /* its peak resident size */
+	uint64_t requests; /* served by this worker so far */
+	uint64_t rss_kb;   /* its peak resident size */
 };
 
 /* Sends one message made of iov, with nfds descriptors (0 to 2). Returns

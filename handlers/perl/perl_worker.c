@@ -74,10 +74,12 @@ static void say_ready(int ok, const char *message)
 		.pid = (int32_t)getpid(),
 		.message_len = message ? (uint32_t)strlen(message) : 0,
 	};
+	/* clang-format off */
 	struct iovec iov[2] = {
 		{ &ready, sizeof ready },
 		{ (void *)(message ? message : ""), ready.message_len },
 	};
+	/* clang-format on */
 	if (perl_wire_send(control, iov, 2, NULL, 0) < 0)
 		fprintf(stderr, "perl worker %d: cannot answer plxd: %s\n", (int)getpid(),
 				strerror(errno));
@@ -93,8 +95,8 @@ static int read_init(char *buf, struct worker_settings *s)
 	if (n < (ssize_t)sizeof init)
 		return -1;
 	memcpy(&init, buf, sizeof init);
-	if (init.type != PERL_WIRE_INIT || init.version != PERL_WIRE_VERSION ||
-			sizeof init + (size_t)init.preload_len + init.inc_len != (size_t)n)
+	if (init.type != PERL_WIRE_INIT || init.version != PERL_WIRE_VERSION
+			|| sizeof init + (size_t)init.preload_len + init.inc_len != (size_t)n)
 		return -1;
 	s->max_requests = init.max_requests;
 	s->max_rss_kb = init.max_rss_kb;
@@ -117,12 +119,18 @@ static int read_init(char *buf, struct worker_settings *s)
 static enum perl_wire_outcome wire_outcome(enum perl_outcome o)
 {
 	switch (o) {
-	case PERL_OK: return PERL_WIRE_OK;
-	case PERL_EXIT: return PERL_WIRE_EXIT;
-	case PERL_DIED: return PERL_WIRE_DIED;
-	case PERL_COMPILE_ERROR: return PERL_WIRE_COMPILE_ERROR;
-	case PERL_NOT_FOUND: return PERL_WIRE_NOT_FOUND;
-	default: return PERL_WIRE_FATAL;
+	case PERL_OK:
+		return PERL_WIRE_OK;
+	case PERL_EXIT:
+		return PERL_WIRE_EXIT;
+	case PERL_DIED:
+		return PERL_WIRE_DIED;
+	case PERL_COMPILE_ERROR:
+		return PERL_WIRE_COMPILE_ERROR;
+	case PERL_NOT_FOUND:
+		return PERL_WIRE_NOT_FOUND;
+	default:
+		return PERL_WIRE_FATAL;
 	}
 }
 
@@ -139,12 +147,12 @@ static uint64_t peak_rss_kb(void)
 struct worker {
 	struct perl_interp *pi;
 	const struct worker_settings *s;
-	char *buf;               /* the request being served: run points into it */
+	char *buf; /* the request being served: run points into it */
 	char **env;
 	size_t env_cap;
 	struct perl_run run;
 	uint64_t requests;
-	int rc;                  /* the worker's exit status */
+	int rc; /* the worker's exit status */
 };
 
 /* Reads the next request; NULL when plxd closes the socket (it stops, or
@@ -164,8 +172,8 @@ static struct perl_run *next_request(void *ctx)
 	}
 	memcpy(&req, w->buf, sizeof req);
 	int want_fds = (req.flags & PERL_WIRE_STDIN) ? 1 : 0;
-	if (req.type != PERL_WIRE_REQUEST || nfds != want_fds || req.script_len == 0 ||
-			sizeof req + (size_t)req.script_len + req.env_len != (size_t)n) {
+	if (req.type != PERL_WIRE_REQUEST || nfds != want_fds || req.script_len == 0
+			|| sizeof req + (size_t)req.script_len + req.env_len != (size_t)n) {
 		fprintf(stderr, "perl worker %d: malformed request from plxd\n", (int)getpid());
 		goto fail;
 	}
@@ -189,8 +197,11 @@ static struct perl_run *next_request(void *ctx)
 	w->env[nenv] = NULL;
 	w->run = (struct perl_run){
 		.script = script,
-		.dev = req.dev, .ino = req.ino, .size = req.size,
-		.mtime_sec = req.mtime_sec, .mtime_nsec = req.mtime_nsec,
+		.dev = req.dev,
+		.ino = req.ino,
+		.size = req.size,
+		.mtime_sec = req.mtime_sec,
+		.mtime_nsec = req.mtime_nsec,
 		.env = w->env,
 		.stdin_fd = want_fds ? fds[0] : -1,
 		.want_running = (req.flags & PERL_WIRE_TIMING) != 0,
@@ -257,10 +268,12 @@ static int answer(void *ctx, struct perl_run *run)
 			done.flags |= PERL_WIRE_RETIRING;
 		}
 	}
+	/* clang-format off */
 	struct iovec iov[2] = {
 		{ &done, sizeof done },
 		{ (void *)run->tail, run->tail_len },
 	};
+	/* clang-format on */
 	int sent = perl_wire_send(control, iov, run->tail_len ? 2 : 1, &fresh[0],
 			fresh[0] >= 0 ? 1 : 0);
 	if (fresh[0] >= 0)
@@ -273,8 +286,8 @@ int main(int argc, char **argv)
 	struct worker_settings settings = { 0 };
 	char *buf = NULL;
 	int rc = 1;
-	if (argc != 2 || strcmp(argv[1], "--plxd-worker") != 0 ||
-			fcntl(CONTROL_FD, F_SETFD, FD_CLOEXEC) < 0) {
+	if (argc != 2 || strcmp(argv[1], "--plxd-worker") != 0
+			|| fcntl(CONTROL_FD, F_SETFD, FD_CLOEXEC) < 0) {
 		fprintf(stderr, "plxd-perl-worker: started by plxd's perl handler only\n");
 		return 2;
 	}
@@ -309,7 +322,9 @@ int main(int argc, char **argv)
 	say_ready(1, NULL);
 	struct worker w = { .pi = pi, .s = &settings, .buf = buf, .env_cap = 64 };
 	w.env = xmalloc(w.env_cap * sizeof *w.env);
-	struct perl_transport t = { .next = next_request, .answer = answer, .running = running,
+	struct perl_transport t = { .next = next_request,
+		.answer = answer,
+		.running = running,
 		.ctx = &w };
 	perl_interp_serve(pi, &t);
 	rc = w.rc;

@@ -7,9 +7,11 @@
 #include <strings.h>
 
 static const char *const days[] = { "Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat" };
+/* clang-format off */
 static const char *const months[] = {
 	"Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
 };
+/* clang-format on */
 
 static int month_index(const char *name);
 static int valid_time(struct tm *tm, int year, time_t *out);
@@ -25,8 +27,8 @@ void cond_format_date(time_t t, char *out, size_t outlen)
 		struct tm tm;
 		gmtime_r(&t, &tm);
 		snprintf(text, sizeof text, "%s, %02d %s %04d %02d:%02d:%02d GMT", days[tm.tm_wday],
-				tm.tm_mday, months[tm.tm_mon], tm.tm_year + 1900, tm.tm_hour, tm.tm_min,
-				tm.tm_sec);
+				tm.tm_mday, months[tm.tm_mon], tm.tm_year + 1900, tm.tm_hour,
+				tm.tm_min, tm.tm_sec);
 		last = t;
 	}
 	size_t len = strnlen(text, sizeof text);
@@ -57,7 +59,7 @@ void cond_validators(struct cond_validators *v, const struct stat *st, const str
 	/* usable once a whole second has passed since the modification */
 	struct timespec m = st->st_mtim;
 	v->usable = now->tv_sec > m.tv_sec + 1
-		|| (now->tv_sec == m.tv_sec + 1 && now->tv_nsec >= m.tv_nsec);
+			|| (now->tv_sec == m.tv_sec + 1 && now->tv_nsec >= m.tv_nsec);
 	if (!v->usable)
 		return;
 	/* "INO-SIZE-MTIME.NSEC" in hex, the nanoseconds in 9 decimal digits:
@@ -109,14 +111,18 @@ int cond_parse_date(const char *text, time_t *out)
 
 	/* IMF-fixdate: Sun, 06 Nov 1994 08:49:37 GMT */
 	if (sscanf(text, "%3[A-Za-z], %2d %3[A-Za-z] %4d %2d:%2d:%2d GMT%n", wday, &tm.tm_mday, mon,
-			&year, &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &n) == 7 && (size_t)n == len) {
+			    &year, &tm.tm_hour, &tm.tm_min, &tm.tm_sec,
+			    &n) == 7
+			&& (size_t)n == len) {
 		tm.tm_mon = month_index(mon);
 		return tm.tm_mon < 0 ? -1 : valid_time(&tm, year, out);
 	}
 	/* RFC 850: Sunday, 06-Nov-94 08:49:37 GMT (two-digit years: 1970-2069) */
 	n = -1;
-	if (sscanf(text, "%15[A-Za-z], %2d-%3[A-Za-z]-%2d %2d:%2d:%2d GMT%n", wday, &tm.tm_mday, mon,
-			&year, &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &n) == 7 && (size_t)n == len) {
+	if (sscanf(text, "%15[A-Za-z], %2d-%3[A-Za-z]-%2d %2d:%2d:%2d GMT%n", wday, &tm.tm_mday,
+			    mon, &year, &tm.tm_hour, &tm.tm_min, &tm.tm_sec,
+			    &n) == 7
+			&& (size_t)n == len) {
 		tm.tm_mon = month_index(mon);
 		year += year < 70 ? 2000 : 1900;
 		return tm.tm_mon < 0 ? -1 : valid_time(&tm, year, out);
@@ -124,7 +130,9 @@ int cond_parse_date(const char *text, time_t *out)
 	/* asctime: Sun Nov  6 08:49:37 1994 */
 	n = -1;
 	if (sscanf(text, "%3[A-Za-z] %3[A-Za-z] %2d %2d:%2d:%2d %4d%n", wday, mon, &tm.tm_mday,
-			&tm.tm_hour, &tm.tm_min, &tm.tm_sec, &year, &n) == 7 && (size_t)n == len) {
+			    &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &year,
+			    &n) == 7
+			&& (size_t)n == len) {
 		tm.tm_mon = month_index(mon);
 		return tm.tm_mon < 0 ? -1 : valid_time(&tm, year, out);
 	}

@@ -16,10 +16,10 @@
 #include <time.h>
 
 struct cond_validators {
-	int usable;              /* 0: modified within the last second (or in the
+	int usable;             /* 0: modified within the last second (or in the
 				    future): no ETag, no Last-Modified, no 304 */
-	char etag[80];           /* strong, with its quotes */
-	char last_modified[32];  /* IMF-fixdate */
+	char etag[80];          /* strong, with its quotes */
+	char last_modified[32]; /* IMF-fixdate */
 	time_t mtime;
 };
 

@@ -17,7 +17,7 @@ struct entry {
 	struct timespec mtime, ctime;
 	const void *owner;
 	const char *type;
-	struct MHD_Response *resp;  /* NULL: empty */
+	struct MHD_Response *resp; /* NULL: empty */
 };
 
 static _Thread_local struct entry *table;
@@ -77,8 +77,13 @@ void file_cache_put(const struct file_cache_key *k, struct MHD_Response *resp)
 	if (e->resp)
 		MHD_destroy_response(e->resp);
 	*e = (struct entry){
-		.dev = k->st->st_dev, .ino = k->st->st_ino, .size = k->st->st_size,
-		.mtime = k->st->st_mtim, .ctime = k->st->st_ctim,
-		.owner = k->owner, .type = k->type, .resp = resp,
+		.dev = k->st->st_dev,
+		.ino = k->st->st_ino,
+		.size = k->st->st_size,
+		.mtime = k->st->st_mtim,
+		.ctime = k->st->st_ctim,
+		.owner = k->owner,
+		.type = k->type,
+		.resp = resp,
 	};
 }

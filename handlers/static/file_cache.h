@@ -11,9 +11,9 @@
 struct MHD_Response;
 
 struct file_cache_key {
-	const struct stat *st;   /* of the file, as opened for this request */
-	const void *owner;       /* the handler state the response was made for */
-	const char *type;        /* its Content-Type, as that state names it */
+	const struct stat *st; /* of the file, as opened for this request */
+	const void *owner;     /* the handler state the response was made for */
+	const char *type;      /* its Content-Type, as that state names it */
 };
 
 /* The response kept for k, or NULL. It stays the cache's: queue it with

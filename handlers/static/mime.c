@@ -20,7 +20,7 @@ struct mime_entry {
 struct mime_table {
 	struct mime_entry *entries;
 	size_t count;
-	char **types;     /* owned type strings */
+	char **types; /* owned type strings */
 	size_t ntypes;
 };
 
@@ -68,8 +68,8 @@ static void add_type(struct mime_table *t, const char *type, const char *const *
 		char *ext = xstrdup(exts[i]);
 		for (char *s = ext; *s; s++)
 			*s = (char)tolower((unsigned char)*s);
-		t->entries[t->count] = (struct mime_entry){ .ext = ext, .type = owned,
-			.order = t->count };
+		t->entries[t->count] =
+				(struct mime_entry){ .ext = ext, .type = owned, .order = t->count };
 		t->count++;
 	}
 }
@@ -157,7 +157,8 @@ const char *mime_lookup(const struct mime_table *t, const char *name)
 {
 	/* Every suffix after a dot, longest first; a leading dot (".profile")
 	 * starts no extension. */
-	for (const char *dot = strchr(name + (name[0] == '.'), '.'); dot; dot = strchr(dot + 1, '.')) {
+	for (const char *dot = strchr(name + (name[0] == '.'), '.'); dot;
+			dot = strchr(dot + 1, '.')) {
 		char ext[64];
 		size_t len = strlen(dot + 1);
 		if (len == 0 || len >= sizeof ext)
@@ -165,8 +166,8 @@ const char *mime_lookup(const struct mime_table *t, const char *name)
 		for (size_t i = 0; i <= len; i++)
 			ext[i] = (char)tolower((unsigned char)dot[1 + i]);
 		struct mime_entry key = { .ext = ext };
-		const struct mime_entry *e = bsearch(&key, t->entries, t->count, sizeof *e,
-				compare_entries);
+		const struct mime_entry *e =
+				bsearch(&key, t->entries, t->count, sizeof *e, compare_entries);
 		if (e)
 			return e->type;
 	}

@@ -6,11 +6,11 @@
 #include <stdint.h>
 
 enum range_result {
-	RANGE_NONE,          /* no usable Range: send the whole file (200) */
-	RANGE_ONE,           /* one satisfiable range in *first..*last (206) */
-	RANGE_MANY,          /* several ranges, some satisfiable: plxd sends the
+	RANGE_NONE,         /* no usable Range: send the whole file (200) */
+	RANGE_ONE,          /* one satisfiable range in *first..*last (206) */
+	RANGE_MANY,         /* several ranges, some satisfiable: plxd sends the
 				whole file (200) rather than multipart/byteranges */
-	RANGE_UNSATISFIABLE  /* no range overlaps the file (416) */
+	RANGE_UNSATISFIABLE /* no range overlaps the file (416) */
 };
 
 /* Parses a Range header's value for a file of size bytes. A syntax error,

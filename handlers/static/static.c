@@ -32,7 +32,7 @@
 struct static_conf {
 	char *mime_types;
 	char *default_type;
-	char *deny;          /* read by the core's routing (config.c), not here */
+	char *deny; /* read by the core's routing (config.c), not here */
 };
 
 struct static_state {
@@ -49,12 +49,12 @@ static int respond_page(struct plxd_request *r, unsigned status, const char *tit
 		const char *header, const char *value);
 static size_t encode(char *out, size_t n, const char *s, const char *keep);
 static int respond_redirect(struct plxd_request *r);
-static struct MHD_Response *fd_response(struct plxd_request *r, uint64_t offset,
-		uint64_t length);
+static struct MHD_Response *fd_response(struct plxd_request *r, uint64_t offset, uint64_t length);
 static struct MHD_Response *file_response(struct plxd_request *r, uint64_t offset,
 		uint64_t *length);
 static int respond_file(struct plxd_request *r);
 
+/* clang-format off */
 static const struct conf_key static_keys[] = {
 	{ .name = "mime_types", .type = CONF_PATH, .default_value = "/etc/mime.types",
 	  .offset = offsetof(struct static_conf, mime_types), .flags = CONF_RESTART,
@@ -77,6 +77,7 @@ static const struct conf_key static_keys[] = {
 	  .tests = "integration/static.t integration/attacks.t unit/test_deny.c" },
 	CONF_KEYS_END
 };
+/* clang-format on */
 
 static int static_start(const void *conf, void **state)
 {
@@ -134,9 +135,10 @@ static int respond_page(struct plxd_request *r, unsigned status, const char *tit
 	char page[256];
 	int len = snprintf(page, sizeof page,
 			"<!DOCTYPE html>\n<html><head><title>%u %s</title></head>"
-			"<body><h1>%u %s</h1></body></html>\n", status, title, status, title);
-	struct MHD_Response *resp = MHD_create_response_from_buffer((size_t)len, page,
-			MHD_RESPMEM_MUST_COPY);
+			"<body><h1>%u %s</h1></body></html>\n",
+			status, title, status, title);
+	struct MHD_Response *resp =
+			MHD_create_response_from_buffer((size_t)len, page, MHD_RESPMEM_MUST_COPY);
 	if (!resp)
 		return -1;
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/html; charset=utf-8");
@@ -191,8 +193,7 @@ static int respond_redirect(struct plxd_request *r)
 
 /* length bytes of the file from offset, sent from its descriptor with
  * sendfile. Returns NULL after logging why. */
-static struct MHD_Response *fd_response(struct plxd_request *r, uint64_t offset,
-		uint64_t length)
+static struct MHD_Response *fd_response(struct plxd_request *r, uint64_t offset, uint64_t length)
 {
 	if (length == 0)
 		return MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
@@ -213,8 +214,7 @@ static struct MHD_Response *fd_response(struct plxd_request *r, uint64_t offset,
 /* *length bytes of the file from offset, to be sent: a copy in memory for a
  * small file, else from the descriptor. *length becomes what the response
  * holds. Returns NULL after logging why. */
-static struct MHD_Response *file_response(struct plxd_request *r, uint64_t offset,
-		uint64_t *length)
+static struct MHD_Response *file_response(struct plxd_request *r, uint64_t offset, uint64_t *length)
 {
 	if (*length == 0 || *length > SMALL_FILE_MAX)
 		return fd_response(r, offset, *length);
@@ -223,7 +223,8 @@ static struct MHD_Response *file_response(struct plxd_request *r, uint64_t offse
 	/* Short only if the file shrank after it was opened: the bytes that
 	 * are there, with a Content-Length that says so. */
 	if (n <= 0) {
-		plxd_log(PLXD_LOG_ERROR, "static: %s: %s", r->file, n < 0 ? strerror(errno) : "became empty");
+		plxd_log(PLXD_LOG_ERROR, "static: %s: %s", r->file,
+				n < 0 ? strerror(errno) : "became empty");
 		free(copy);
 		return NULL;
 	}
@@ -256,7 +257,7 @@ static int respond_file(struct plxd_request *r)
 	struct cond_validators v;
 	cond_validators(&v, &r->st, &now);
 	if (cond_not_modified(&v, plxd_request_header(r, MHD_HTTP_HEADER_IF_NONE_MATCH),
-				plxd_request_header(r, MHD_HTTP_HEADER_IF_MODIFIED_SINCE))) {
+			    plxd_request_header(r, MHD_HTTP_HEADER_IF_MODIFIED_SINCE))) {
 		/* With the size a 200 would have: libmicrohttpd sends no body
 		 * for a 304 but writes its Content-Length, which RFC 9110 8.6
 		 * allows with that value only. */
@@ -273,7 +274,8 @@ static int respond_file(struct plxd_request *r)
 	unsigned status = 200;
 	uint64_t first = 0, last = size ? size - 1 : 0;
 	const char *range = strcmp(r->method, "GET") == 0
-		? plxd_request_header(r, MHD_HTTP_HEADER_RANGE) : NULL;
+			? plxd_request_header(r, MHD_HTTP_HEADER_RANGE)
+			: NULL;
 	if (range && cond_range_allowed(&v, plxd_request_header(r, MHD_HTTP_HEADER_IF_RANGE))) {
 		switch (range_parse(range, size, &first, &last)) {
 		case RANGE_ONE:
@@ -333,7 +335,8 @@ static int respond_file(struct plxd_request *r)
 static int static_handle(struct plxd_request *r)
 {
 	if (strcmp(r->method, "GET") != 0 && strcmp(r->method, "HEAD") != 0)
-		return respond_page(r, 405, "Method Not Allowed", MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
+		return respond_page(r, 405, "Method Not Allowed", MHD_HTTP_HEADER_ALLOW,
+				"GET, HEAD");
 	if (S_ISDIR(r->st.st_mode)) {
 		size_t len = strlen(r->path);
 		if (len == 0 || r->path[len - 1] != '/')

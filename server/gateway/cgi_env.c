@@ -29,8 +29,8 @@ static void vars_set(struct vars *vs, const char *name, const char *value);
 static const char *vars_item(const struct vars *vs, size_t i);
 static char **vars_pack(struct vars *vs);
 static const char *header_value(const struct cgi_env_request *req, const char *name);
-static const char *forwarded_for(const struct cgi_env_request *req,
-		const struct addr_list *list, char *out, size_t outlen);
+static const char *forwarded_for(const struct cgi_env_request *req, const struct addr_list *list,
+		char *out, size_t outlen);
 static int host_name_valid(const char *s, size_t len);
 static void add_headers(struct vars *vs, const struct cgi_env_request *req,
 		const struct cgi_env_options *opt);
@@ -109,8 +109,8 @@ static const char *header_value(const struct cgi_env_request *req, const char *n
  * right and stop at the first address that is not a trusted proxy; only
  * that one and those right of it were written by proxies we trust. Lines
  * of a repeated header are one list (RFC 9110 5.3), in order. */
-static const char *forwarded_for(const struct cgi_env_request *req,
-		const struct addr_list *list, char *out, size_t outlen)
+static const char *forwarded_for(const struct cgi_env_request *req, const struct addr_list *list,
+		char *out, size_t outlen)
 {
 	const char *found = NULL;
 	for (size_t i = req->header_count; i-- > 0;) {
@@ -143,9 +143,9 @@ static int host_name_valid(const char *s, size_t len)
 		return 0;
 	for (size_t i = 0; i < len; i++) {
 		unsigned char c = (unsigned char)s[i];
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-					c == '.' || c == '-' || c == '_' || c == ':' || c == '[' ||
-					c == ']'))
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')
+				    || c == '.' || c == '-' || c == '_' || c == ':' || c == '['
+				    || c == ']'))
 			return 0;
 	}
 	return 1;
@@ -163,12 +163,12 @@ static void add_headers(struct vars *vs, const struct cgi_env_request *req,
 		if (!name || !*name)
 			continue;
 		size_t nlen = strlen(name);
-		if (strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-") !=
-				nlen)
+		if (strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-")
+				!= nlen)
 			continue;
-		if (strcasecmp(name, "Content-Type") == 0 || strcasecmp(name, "Content-Length") == 0 ||
-				strcasecmp(name, "Proxy") == 0 ||
-				strcasecmp(name, "Proxy-Authorization") == 0)
+		if (strcasecmp(name, "Content-Type") == 0 || strcasecmp(name, "Content-Length") == 0
+				|| strcasecmp(name, "Proxy") == 0
+				|| strcasecmp(name, "Proxy-Authorization") == 0)
 			continue;
 		if (strcasecmp(name, "Authorization") == 0 && !opt->pass_authorization)
 			continue;
@@ -183,7 +183,8 @@ static void add_headers(struct vars *vs, const struct cgi_env_request *req,
 		size_t vlen = 5 + nlen;
 		size_t j;
 		for (j = first; j < vs->n; j++)
-			if (strncmp(vars_item(vs, j), var, vlen) == 0 && vars_item(vs, j)[vlen] == '=')
+			if (strncmp(vars_item(vs, j), var, vlen) == 0
+					&& vars_item(vs, j)[vlen] == '=')
 				break;
 		if (j < vs->n) {
 			/* The joined value is appended as a new variable that then
@@ -215,9 +216,9 @@ char **cgi_env_build(const struct cgi_env_request *req, const struct cgi_env_opt
 	int https = req->https;
 
 	struct addr_range peer;
-	if (opt->trusted_proxies && remote_addr &&
-			addr_parse(remote_addr, strlen(remote_addr), &peer) == 0 &&
-			addr_list_match_addr(opt->trusted_proxies, &peer)) {
+	if (opt->trusted_proxies && remote_addr
+			&& addr_parse(remote_addr, strlen(remote_addr), &peer) == 0
+			&& addr_list_match_addr(opt->trusted_proxies, &peer)) {
 		const char *fwd = forwarded_for(req, opt->trusted_proxies, client, sizeof client);
 		if (fwd) {
 			remote_addr = fwd;

@@ -54,7 +54,7 @@ struct cgi_env_options {
 					untrusted X-Forwarded-For address becomes
 					REMOTE_ADDR (REMOTE_PORT is then unset) and
 					X-Forwarded-Proto: https sets HTTPS */
-	char *const *extra;          /* "NAME=value" strings of plxd's own, added as
+	char *const *extra;                      /* "NAME=value" strings of plxd's own, added as
 					they are (PERL5LIB, PLXD_REQUEST_*); NULL:
 					none */
 };

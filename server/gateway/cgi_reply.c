@@ -62,13 +62,13 @@ static int is_token_char(unsigned char c)
 /* "NNN" or "NNN reason": a final status a server can send. */
 static int parse_status(const char *s, unsigned *status, const char **reason)
 {
-	if (!(s[0] >= '0' && s[0] <= '9' && s[1] >= '0' && s[1] <= '9' && s[2] >= '0' &&
-				s[2] <= '9'))
+	if (!(s[0] >= '0' && s[0] <= '9' && s[1] >= '0' && s[1] <= '9' && s[2] >= '0'
+			    && s[2] <= '9'))
 		return -1;
 	if (s[3] != '\0' && s[3] != ' ' && s[3] != '\t')
 		return -1;
-	unsigned code = (unsigned)(s[0] - '0') * 100 + (unsigned)(s[1] - '0') * 10 +
-			(unsigned)(s[2] - '0');
+	unsigned code = (unsigned)(s[0] - '0') * 100 + (unsigned)(s[1] - '0') * 10
+			+ (unsigned)(s[2] - '0');
 	if (code < 200 || code > 599)
 		return -1;
 	*status = code;
@@ -89,9 +89,11 @@ static int parse_length(const char *s, int64_t *out)
 
 static int field_take(struct cgi_reply *p, char *name, char *value)
 {
+	/* clang-format off */
 	static const char *const hop_by_hop[] = {
 		"Connection", "Keep-Alive", "Proxy-Connection", "TE", "Trailer", "Upgrade",
 	};
+	/* clang-format on */
 	if (strcasecmp(name, "Status") == 0) {
 		if (p->status)
 			return reply_fail(p, "repeated Status");
@@ -142,9 +144,11 @@ static int line_take(struct cgi_reply *p, char *line, size_t len)
 	for (size_t i = 0; i < len; i++) {
 		unsigned char c = (unsigned char)line[i];
 		if ((c < 0x20 && c != '\t') || c == 0x7f)
-			return reply_fail(p, c == '\r' ? "CR inside a header line"
-				: c == '\0' ? "NUL inside a header line"
-				: "control character inside a header line");
+			return reply_fail(p,
+					c == '\r' ? "CR inside a header line"
+							: c == '\0'
+							? "NUL inside a header line"
+							: "control character inside a header line");
 	}
 	int first = p->state == ST_FIRST_LINE;
 	p->state = ST_HEADERS;
@@ -177,8 +181,8 @@ static int block_finish(struct cgi_reply *p)
 {
 	if (!p->status && !p->content_type && !p->location)
 		return reply_fail(p, "no Content-Type, Location or Status");
-	p->location_local = p->location && !p->status && p->location[0] == '/' &&
-			p->location[1] != '/';
+	p->location_local =
+			p->location && !p->status && p->location[0] == '/' && p->location[1] != '/';
 	if (!p->status)
 		p->status = p->location ? 302 : 200;
 	p->state = ST_DONE;
@@ -197,7 +201,7 @@ static int buf_grow(struct cgi_reply *p)
 	char *buf = xmalloc(cap + 1);
 	if (p->len)
 		memcpy(buf, p->buf, p->len);
-#define MOVED(ptr) ((ptr) ? buf + ((ptr) - p->buf) : NULL)
+#define MOVED(ptr) ((ptr) ? buf + ((ptr)-p->buf) : NULL)
 	p->reason = MOVED(p->reason);
 	p->content_type = MOVED(p->content_type);
 	p->location = MOVED(p->location);
@@ -242,7 +246,7 @@ enum cgi_reply_result cgi_reply_feed(struct cgi_reply *p, const char *data, size
 			if (llen == 0) {
 				if (p->state == ST_FIRST_LINE)
 					return reply_fail(p, "no headers before the blank line"),
-						CGI_REPLY_ERROR;
+					       CGI_REPLY_ERROR;
 				if (block_finish(p) < 0)
 					return CGI_REPLY_ERROR;
 				*used = i + 1 - old;

@@ -9,10 +9,10 @@
 #include <stdint.h>
 
 enum cgi_reply_result {
-	CGI_REPLY_MORE,  /* every byte taken, the block is not complete yet */
-	CGI_REPLY_DONE,  /* the block is complete; *used bytes of this chunk
+	CGI_REPLY_MORE, /* every byte taken, the block is not complete yet */
+	CGI_REPLY_DONE, /* the block is complete; *used bytes of this chunk
 			    belonged to it, the rest is body */
-	CGI_REPLY_ERROR  /* the block is malformed; error says why */
+	CGI_REPLY_ERROR /* the block is malformed; error says why */
 };
 
 /* A header the script sent that is none of the fields below. */
@@ -24,20 +24,20 @@ struct cgi_reply_header {
 /* Fields are valid once cgi_reply_feed returned CGI_REPLY_DONE, and until
  * cgi_reply_fini; strings are owned by the parser. */
 struct cgi_reply {
-	unsigned status;        /* from Status or an NPH status line; otherwise 302
+	unsigned status;                  /* from Status or an NPH status line; otherwise 302
 				   when Location is given, else 200 */
-	const char *reason;     /* reason phrase given with the status, or NULL */
-	const char *content_type; /* Content-Type, or NULL */
-	const char *location;   /* Location, or NULL */
-	int location_local;     /* Location is a local path ("/x", not "//x") and no
+	const char *reason;               /* reason phrase given with the status, or NULL */
+	const char *content_type;         /* Content-Type, or NULL */
+	const char *location;             /* Location, or NULL */
+	int location_local;               /* Location is a local path ("/x", not "//x") and no
 				   Status was given: RFC 3875's local redirect, which
 				   the server serves itself when there is no body */
-	int nph;                /* the block began with an "HTTP/1.x NNN reason" line
+	int nph;                          /* the block began with an "HTTP/1.x NNN reason" line
 				   (a non-parsed-header script) */
-	int64_t content_length; /* Content-Length, or -1 when not given */
+	int64_t content_length;           /* Content-Length, or -1 when not given */
 	struct cgi_reply_header *headers; /* other headers, in order */
 	size_t header_count;
-	const char *error;      /* after CGI_REPLY_ERROR: static text, e.g.
+	const char *error; /* after CGI_REPLY_ERROR: static text, e.g.
 				   "bad Status line" */
 
 	/* Private. */

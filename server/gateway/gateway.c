@@ -59,12 +59,11 @@ static void on_deadline(struct loop_timer *t);
 static void on_settle(struct loop_timer *t);
 static void relay_stderr(struct gw *g, size_t limit);
 
-#define GW_OF(ptr, member) ((struct gw *)(void *)((char *)(ptr) - offsetof(struct gw, member)))
+#define GW_OF(ptr, member) ((struct gw *)(void *)((char *)(ptr)-offsetof(struct gw, member)))
 
 /* "SCRIPT: answered STATUS: WHY; HOW": the one form of a failed script's
  * log line, whichever handler ran it. */
-static void gw_log_failure(const char *script, unsigned status, const char *why,
-		const char *how)
+static void gw_log_failure(const char *script, unsigned status, const char *why, const char *how)
 {
 	plxd_log(PLXD_LOG_ERROR, "%s: answered %u: %s%s%s", script, status, why,
 			how && how[0] ? "; " : "", how ? how : "");
@@ -76,8 +75,8 @@ void gw_log_end(const struct gw *g)
 		plxd_log(PLXD_LOG_INFO, "%s: %s", g->script, g->end.how);
 }
 
-void gw_init(struct gw *g, const struct gw_ops *ops, struct plxd_request *r,
-		const char *script, const struct gw_settings *set)
+void gw_init(struct gw *g, const struct gw_ops *ops, struct plxd_request *r, const char *script,
+		const struct gw_settings *set)
 {
 	memset(g, 0, sizeof *g);
 	g->ops = ops;
@@ -96,7 +95,8 @@ void gw_init(struct gw *g, const struct gw_ops *ops, struct plxd_request *r,
 	 * of the response's head, beside its request's. */
 	size_t room = plxd_reply_header_room(r);
 	g->header_room_binds = room < set->max_script_header;
-	cgi_reply_init(&g->reply, g->header_room_binds ? (room ? room : 1) : set->max_script_header);
+	cgi_reply_init(&g->reply,
+			g->header_room_binds ? (room ? room : 1) : set->max_script_header);
 	spool_init(&g->spool, set->tmp_dir, SPOOL_IN_MEMORY);
 }
 
@@ -200,8 +200,10 @@ static void feed(struct gw *g)
 			ssize_t n = plxd_body_read(g->r, g->feed_buf, FEED_CHUNK);
 			if (n <= 0) {
 				if (n < 0)
-					plxd_log(PLXD_LOG_ERROR, "%s: reading the spooled request "
-							"body: %s", g->script, strerror(errno));
+					plxd_log(PLXD_LOG_ERROR,
+							"%s: reading the spooled request "
+							"body: %s",
+							g->script, strerror(errno));
 				g->feed_done = 1;
 				close_in(g); /* the script sees the end of its input */
 				return;
@@ -318,8 +320,10 @@ static void pull(struct gw *g)
 static void keep(struct gw *g, const char *data, size_t n)
 {
 	if (g->spool.len + n > g->set.spool_limit) {
-		snprintf(g->why, sizeof g->why, "printed more than %llu bytes before its response "
-				"could start", (unsigned long long)g->set.spool_limit);
+		snprintf(g->why, sizeof g->why,
+				"printed more than %llu bytes before its response "
+				"could start",
+				(unsigned long long)g->set.spool_limit);
 		fail(g, 500, g->why);
 		return;
 	}
@@ -339,10 +343,14 @@ static void take(struct gw *g, const char *data, size_t n)
 		if (rr == CGI_REPLY_MORE)
 			return;
 		if (rr == CGI_REPLY_ERROR) {
-			fail(g, 500, g->header_room_binds && strcmp(g->reply.error,
-					"header block too large") == 0
-				? "header block too large for the connection's memory beside its "
-				  "request ([server] max_header_size)" : g->reply.error);
+			fail(g, 500,
+					g->header_room_binds
+									&& strcmp(g->reply.error,
+											   "header block too large")
+											== 0
+							? "header block too large for the connection's memory beside its "
+							  "request ([server] max_header_size)"
+							: g->reply.error);
 			return;
 		}
 		g->phase = HELD;
@@ -392,8 +400,8 @@ static void advance(struct gw *g)
 	}
 	/* HEAD says what GET would send: a length the script did not give is
 	 * counted (a 1xx, 204 or 304 has none to say). */
-	if (plxd_request_head(g->r) && rep->content_length < 0 && !g->out_eof &&
-			rep->status >= 200 && rep->status != 204 && rep->status != 304) {
+	if (plxd_request_head(g->r) && rep->content_length < 0 && !g->out_eof && rep->status >= 200
+			&& rep->status != 204 && rep->status != 304) {
 		g->counted = g->spool.len;
 		g->phase = COUNT;
 		return; /* counted by pull; answered at the output's end */
@@ -410,7 +418,9 @@ static void output_ended(struct gw *g)
 			return;
 		}
 		cgi_reply_eof(&g->reply);
-		fail(g, 500, g->reply.error ? g->reply.error : "output ended inside the header block");
+		fail(g, 500,
+				g->reply.error ? g->reply.error
+					       : "output ended inside the header block");
 		return;
 	case HELD:
 		advance(g);
@@ -586,7 +596,9 @@ static void respond(struct gw *g)
 	struct MHD_Response *resp;
 	if (plxd_response_bodiless(r, status)) {
 		/* HEAD: what GET would send (counted, or all spooled). */
-		uint64_t size = declared >= 0 ? (uint64_t)declared : g->counted > have ? g->counted : have;
+		uint64_t size = declared >= 0       ? (uint64_t)declared
+				: g->counted > have ? g->counted
+						    : have;
 		resp = plxd_response_stream(r, status, size, NULL, NULL);
 		g->phase = SENT;
 	} else if (g->out_eof && g->spool.fd < 0 && (declared < 0 || (uint64_t)declared == have)
@@ -603,8 +615,9 @@ static void respond(struct gw *g)
 	} else {
 		/* A script cut short (killed mid-output) streams without a length,
 		 * so that the missing end can say so. */
-		uint64_t size = declared >= 0 ? (uint64_t)declared
-			: g->out_eof && !g->end.cut ? have : MHD_SIZE_UNKNOWN;
+		uint64_t size = declared >= 0               ? (uint64_t)declared
+				: g->out_eof && !g->end.cut ? have
+							    : MHD_SIZE_UNKNOWN;
 		resp = plxd_response_stream(r, status, size, stream, g);
 		g->phase = STREAM;
 		/* More than it announced is already here: the connection will
@@ -632,9 +645,10 @@ static ssize_t stream_end(struct gw *g)
 {
 	int64_t declared = g->reply.content_length;
 	if (declared >= 0 && g->sent < (uint64_t)declared) {
-		plxd_log(PLXD_LOG_ERROR, "%s: output ended after %llu of the %lld bytes its "
-				"Content-Length announced; connection closed", g->script,
-				(unsigned long long)g->sent, (long long)declared);
+		plxd_log(PLXD_LOG_ERROR,
+				"%s: output ended after %llu of the %lld bytes its "
+				"Content-Length announced; connection closed",
+				g->script, (unsigned long long)g->sent, (long long)declared);
 		stop(g, GW_STOP_ABANDON);
 		return MHD_CONTENT_READER_END_WITH_ERROR;
 	}
@@ -666,8 +680,10 @@ static ssize_t stream_end(struct gw *g)
  * next request on it would read garbage otherwise). */
 static void overflowed(struct gw *g)
 {
-	plxd_log(PLXD_LOG_ERROR, "%s: printed more than the %lld bytes its Content-Length "
-			"announced; connection closed", g->script, (long long)g->reply.content_length);
+	plxd_log(PLXD_LOG_ERROR,
+			"%s: printed more than the %lld bytes its Content-Length "
+			"announced; connection closed",
+			g->script, (long long)g->reply.content_length);
 	plxd_connection_close(g->r);
 	stop(g, GW_STOP_ABANDON);
 }
@@ -757,7 +773,8 @@ void gw_finished(struct gw *g, enum plxd_end how)
 	int complete = how == PLXD_END_DONE && (g->phase == SENT || g->phase == STREAM);
 	if (how == PLXD_END_CLIENT_GONE && !g->stopped && g->phase != STARTING)
 		plxd_log(PLXD_LOG_INFO, "%s: the client left %s; ended the script", g->script,
-				g->phase < STREAM ? "before the script's headers" : "during the response");
+				g->phase < STREAM ? "before the script's headers"
+						  : "during the response");
 	g->r = NULL;
 	if (g->phase != STREAM)
 		g->phase = OVER;

@@ -40,21 +40,21 @@ struct gw;
 
 /* How the script ended, as far as the handler knows. */
 struct gw_end {
-	int known;          /* the rest is valid */
-	int failed;         /* died, exited non-zero, was killed or lost */
-	int cut;            /* what it printed may be incomplete (killed by a
+	int known;    /* the rest is valid */
+	int failed;   /* died, exited non-zero, was killed or lost */
+	int cut;      /* what it printed may be incomplete (killed by a
 			       signal, its worker lost): a response in
 			       progress is cut short, the connection closed */
-	char how[96];       /* "exited with status 3", "killed by signal 11
+	char how[96]; /* "exited with status 3", "killed by signal 11
 			       (SIGSEGV)", "died", or "" */
 };
 
 /* Why the request needs the script no more. */
 enum gw_stop {
-	GW_STOP_DONE,     /* its response is complete (or it redirected) */
-	GW_STOP_ABANDON,  /* its response failed, or the client left: its
+	GW_STOP_DONE,    /* its response is complete (or it redirected) */
+	GW_STOP_ABANDON, /* its response failed, or the client left: its
 			     output is not wanted, it should end soon */
-	GW_STOP_TIMEOUT   /* it ran past its timeout: end it now */
+	GW_STOP_TIMEOUT  /* it ran past its timeout: end it now */
 };
 
 struct gw_ops {
@@ -75,21 +75,21 @@ struct gw_ops {
 };
 
 struct gw_settings {
-	uint64_t timeout_ms;       /* the script's time, from gw_init */
-	size_t max_script_header;   /* the header block it may print */
-	uint64_t spool_limit;      /* output held before the response can start */
-	const char *tmp_dir;       /* where that goes past memory */
+	uint64_t timeout_ms;      /* the script's time, from gw_init */
+	size_t max_script_header; /* the header block it may print */
+	uint64_t spool_limit;     /* output held before the response can start */
+	const char *tmp_dir;      /* where that goes past memory */
 };
 
 /* Embedded in the handler's per-request struct. Fields marked private are
  * the gateway's. */
 struct gw {
 	const struct gw_ops *ops;
-	struct plxd_request *r;    /* NULL once the request has ended */
-	const char *script;        /* names it in log lines; the handler's */
+	struct plxd_request *r; /* NULL once the request has ended */
+	const char *script;     /* names it in log lines; the handler's */
 	struct loop *loop;
-	struct gw_end end;         /* the handler fills it, then gw_ended */
-	const char *out_cut;       /* set by the handler before its read()
+	struct gw_end end;   /* the handler fills it, then gw_ended */
+	const char *out_cut; /* set by the handler before its read()
 				      returns 0 when the output was ended for
 				      it (a background process held it) */
 
@@ -100,31 +100,31 @@ struct gw {
 	struct loop_watch in_w, out_w, err_w;
 	struct loop_timer deadline, settle;
 	struct cgi_reply reply;
-	struct spool spool;        /* output before the response started */
-	uint64_t spool_sent;       /* of it, handed to libmicrohttpd */
-	uint64_t sent;             /* body bytes handed to libmicrohttpd */
-	uint64_t counted;          /* HEAD: the body's length */
+	struct spool spool;  /* output before the response started */
+	uint64_t spool_sent; /* of it, handed to libmicrohttpd */
+	uint64_t sent;       /* body bytes handed to libmicrohttpd */
+	uint64_t counted;    /* HEAD: the body's length */
 	int out_eof;
-	int handled;               /* handle() ran: the request is complete */
-	int stream_waits;          /* the reader waits for output */
-	unsigned fail_status;      /* a failure waiting for the end to be known */
-	unsigned deferred;         /* an error answered after the request body */
-	int settled;               /* waited SETTLE_MS for the end: no more */
-	int header_room_binds;     /* the connection's memory, not the setting,
+	int handled;           /* handle() ran: the request is complete */
+	int stream_waits;      /* the reader waits for output */
+	unsigned fail_status;  /* a failure waiting for the end to be known */
+	unsigned deferred;     /* an error answered after the request body */
+	int settled;           /* waited SETTLE_MS for the end: no more */
+	int header_room_binds; /* the connection's memory, not the setting,
 				      bounds the header block */
 	const char *fail_why;
 	char why[96];
-	char *feed_buf;            /* request body on its way to stdin */
+	char *feed_buf; /* request body on its way to stdin */
 	size_t feed_len, feed_off;
 	int feed_done;
-	struct log_lines lines;    /* stderr: the line being assembled */
+	struct log_lines lines; /* stderr: the line being assembled */
 	int stopped;
 };
 
 /* Prepares g for request r, whose script is named script; the timeout
  * starts now. */
-void gw_init(struct gw *g, const struct gw_ops *ops, struct plxd_request *r,
-		const char *script, const struct gw_settings *set);
+void gw_init(struct gw *g, const struct gw_ops *ops, struct plxd_request *r, const char *script,
+		const struct gw_settings *set);
 
 /* The script runs: the write end of its stdin (-1: it gets none; the
  * gateway closes it once the body is in), its output (read() is called
@@ -165,6 +165,5 @@ void gw_fini(struct gw *g);
  * "SCRIPT: exited with status 4") when that was not a plain success, as
  * both handlers say it. */
 void gw_log_end(const struct gw *g);
-
 
 #endif

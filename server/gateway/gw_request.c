@@ -87,11 +87,13 @@ char **gw_request_env(struct plxd_request *r, const char *path, int pass_authori
 		/* Only a request with a body has a type: not a local redirect's
 		 * GET, which keeps the first request's headers. */
 		.content_type = r->content_length != 0
-			? plxd_request_header(r, MHD_HTTP_HEADER_CONTENT_TYPE) : NULL,
+				? plxd_request_header(r, MHD_HTTP_HEADER_CONTENT_TYPE)
+				: NULL,
 		/* A body of known length may still be arriving (the cgi handler
 		 * streams it); a chunked one was spooled, so its length is known. */
 		.content_length = r->content_length > 0 ? r->content_length
-			: r->content_length < 0 ? (int64_t)r->body_length : -1,
+				: r->content_length < 0 ? (int64_t)r->body_length
+							: -1,
 		.headers = headers.v,
 		.header_count = headers.n,
 	};
@@ -120,4 +122,3 @@ char **gw_request_env(struct plxd_request *r, const char *path, int pass_authori
 		free(headers.v);
 	return env;
 }
-

@@ -87,11 +87,13 @@ int spawn_attr_init(posix_spawnattr_t *attr)
 	sigset_t all, none;
 	sigfillset(&all);
 	sigemptyset(&none);
-	if ((rc = posix_spawnattr_setsigdefault(attr, &all)) != 0 ||
-			(rc = posix_spawnattr_setsigmask(attr, &none)) != 0 ||
-			(rc = posix_spawnattr_setpgroup(attr, 0)) != 0 ||
-			(rc = posix_spawnattr_setflags(attr, POSIX_SPAWN_SETSIGDEF |
-					POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETPGROUP)) != 0) {
+	if ((rc = posix_spawnattr_setsigdefault(attr, &all)) != 0
+			|| (rc = posix_spawnattr_setsigmask(attr, &none)) != 0
+			|| (rc = posix_spawnattr_setpgroup(attr, 0)) != 0
+			|| (rc = posix_spawnattr_setflags(attr,
+					    POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK
+							    | POSIX_SPAWN_SETPGROUP))
+					!= 0) {
 		posix_spawnattr_destroy(attr);
 		return rc;
 	}
@@ -120,11 +122,14 @@ int spawn_start(const struct spawn_spec *spec, struct spawn_child *c)
 	fa_ready = 1;
 	/* dup2 clears FD_CLOEXEC on 0, 1, 2; closefrom drops anything a
 	 * library may have opened without O_CLOEXEC. */
-	if ((rc = posix_spawn_file_actions_adddup2(&fa, in[0], 0)) != 0 ||
-			(rc = posix_spawn_file_actions_adddup2(&fa, out[1], 1)) != 0 ||
-			(rc = posix_spawn_file_actions_adddup2(&fa, err[1], 2)) != 0 ||
-			(rc = posix_spawn_file_actions_addclosefrom_np(&fa, 3)) != 0 ||
-			(spec->dir && (rc = posix_spawn_file_actions_addchdir_np(&fa, spec->dir)) != 0))
+	if ((rc = posix_spawn_file_actions_adddup2(&fa, in[0], 0)) != 0
+			|| (rc = posix_spawn_file_actions_adddup2(&fa, out[1], 1)) != 0
+			|| (rc = posix_spawn_file_actions_adddup2(&fa, err[1], 2)) != 0
+			|| (rc = posix_spawn_file_actions_addclosefrom_np(&fa, 3)) != 0
+			|| (spec->dir
+					&& (rc = posix_spawn_file_actions_addchdir_np(&fa,
+							    spec->dir))
+							!= 0))
 		goto fail;
 	if ((rc = spawn_attr_init(&attr)) != 0)
 		goto fail;

@@ -17,26 +17,26 @@ struct spawn_limits {
 };
 
 struct spawn_spec {
-	const char *path;         /* the program to execute (interpreter or script) */
-	char *const *argv;        /* its arguments, argv[0] first */
-	char *const *envp;        /* its whole environment */
-	const char *dir;          /* its working directory */
+	const char *path;                  /* the program to execute (interpreter or script) */
+	char *const *argv;                 /* its arguments, argv[0] first */
+	char *const *envp;                 /* its whole environment */
+	const char *dir;                   /* its working directory */
 	const struct spawn_limits *limits; /* NULL or all 0: none */
-	const char *helper;       /* plxd-cgi-exec, which applies limits; needed
+	const char *helper;                /* plxd-cgi-exec, which applies limits; needed
 				     only when limits are set */
 };
 
 /* A running (or finished, not yet reaped) child. Descriptors are -1 when
  * closed; every one is O_CLOEXEC. */
 struct spawn_child {
-	pid_t pid;      /* also its process group; -1: none */
-	int pidfd;      /* readable once the child has exited */
-	int in;         /* write end of its stdin */
-	int out;        /* read end of its stdout */
-	int err;        /* read end of its stderr */
-	int exited;     /* pidfd was seen readable */
-	int reaped;     /* waited for: status is valid */
-	int status;     /* wait status, as waitpid gives it */
+	pid_t pid;  /* also its process group; -1: none */
+	int pidfd;  /* readable once the child has exited */
+	int in;     /* write end of its stdin */
+	int out;    /* read end of its stdout */
+	int err;    /* read end of its stderr */
+	int exited; /* pidfd was seen readable */
+	int reaped; /* waited for: status is valid */
+	int status; /* wait status, as waitpid gives it */
 };
 
 /* How a process ended, for a log line: "exited with status 3", "killed by

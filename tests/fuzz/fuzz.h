@@ -11,12 +11,13 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 /* Aborts with a message naming the property when cond is false. */
-#define FUZZ_CHECK(cond) \
-	do { \
-		if (!(cond)) { \
-			fprintf(stderr, "%s:%d: property failed: %s\n", __FILE__, __LINE__, #cond); \
-			abort(); \
-		} \
+#define FUZZ_CHECK(cond)                                                                    \
+	do {                                                                                \
+		if (!(cond)) {                                                              \
+			fprintf(stderr, "%s:%d: property failed: %s\n", __FILE__, __LINE__, \
+					#cond);                                             \
+			abort();                                                            \
+		}                                                                           \
 	} while (0)
 
 #endif

@@ -41,13 +41,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		nh++;
 	}
 	struct cgi_env_request req = {
-		.method = "POST", .protocol = "HTTP/1.1", .target = "/x.pl",
-		.query = n > 0 ? lines[0] : NULL, .script_name = "/x.pl",
-		.path_info = n > 1 ? lines[1] : NULL, .script_file = "/srv/x.pl",
-		.document_root = "/srv", .remote_addr = (flags & 4) ? "10.0.0.1" : "192.0.2.1",
-		.remote_port = 1234, .server_addr = "127.0.0.1", .server_port = 80,
-		.content_length = (flags & 8) ? 12 : -1, .https = !!(flags & 2),
-		.headers = headers, .header_count = nh,
+		.method = "POST",
+		.protocol = "HTTP/1.1",
+		.target = "/x.pl",
+		.query = n > 0 ? lines[0] : NULL,
+		.script_name = "/x.pl",
+		.path_info = n > 1 ? lines[1] : NULL,
+		.script_file = "/srv/x.pl",
+		.document_root = "/srv",
+		.remote_addr = (flags & 4) ? "10.0.0.1" : "192.0.2.1",
+		.remote_port = 1234,
+		.server_addr = "127.0.0.1",
+		.server_port = 80,
+		.content_length = (flags & 8) ? 12 : -1,
+		.https = !!(flags & 2),
+		.headers = headers,
+		.header_count = nh,
 	};
 	/* Parsed once, as plxd parses [server] trusted_proxies at load. */
 	static struct addr_list trusted;
@@ -55,11 +64,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!parsed) {
 		char err[128];
 		FUZZ_CHECK(addr_list_parse("10.0.0.1 ::1 10.0.0.2 172.16.0.0/12 fd00::/8", &trusted,
-					err, sizeof err) == 0);
+					   err, sizeof err)
+				== 0);
 		parsed = 1;
 	}
 	struct cgi_env_options opt = {
-		.path = "/bin", .pass_authorization = flags & 1,
+		.path = "/bin",
+		.pass_authorization = flags & 1,
 		.trusted_proxies = &trusted,
 	};
 	char **env = cgi_env_build(&req, &opt);
@@ -67,7 +78,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		const char *eq = strchr(env[i], '=');
 		FUZZ_CHECK(eq && eq > env[i]);
 		for (const char *c = env[i]; c < eq; c++)
-			FUZZ_CHECK((*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '_');
+			FUZZ_CHECK((*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9')
+					|| *c == '_');
 		for (size_t j = 0; j < i; j++)
 			FUZZ_CHECK(strncmp(env[i], env[j], (size_t)(eq - env[i]) + 1) != 0);
 	}
@@ -78,9 +90,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	FUZZ_CHECK(cgi_env_get(env, "GATEWAY_INTERFACE"));
 	const char *addr = cgi_env_get(env, "REMOTE_ADDR");
 	unsigned char bin[16];
-	FUZZ_CHECK(addr && (inet_pton(AF_INET, addr, bin) == 1 || inet_pton(AF_INET6, addr, bin) == 1));
+	FUZZ_CHECK(addr
+			&& (inet_pton(AF_INET, addr, bin) == 1
+					|| inet_pton(AF_INET6, addr, bin) == 1));
 	if (!(flags & 4))
-		FUZZ_CHECK(strcmp(addr, "192.0.2.1") == 0 && !cgi_env_get(env, "HTTPS") == !(flags & 2));
+		FUZZ_CHECK(strcmp(addr, "192.0.2.1") == 0
+				&& !cgi_env_get(env, "HTTPS") == !(flags & 2));
 	cgi_env_free(env);
 	free(text);
 	return 0;

@@ -13,8 +13,8 @@ static int is_token(const char *s)
 	if (!*s)
 		return 0;
 	for (; *s; s++)
-		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
-					strchr("!#$%&'*+-.^_`|~", *s)))
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z')
+				    || (*s >= '0' && *s <= '9') || strchr("!#$%&'*+-.^_`|~", *s)))
 			return 0;
 	return 1;
 }

@@ -28,10 +28,13 @@ static const char *check_word(const char *value)
 	return strchr(value, '!') ? "no exclamation marks" : NULL;
 }
 
-#define KEY(n, t, f, d, ...) \
-	{ .name = n, .type = t, .offset = offsetof(struct every_type, f), .default_value = d, \
-	  .help = "h", __VA_ARGS__ }
+#define KEY(n, t, f, d, ...)                                                    \
+	{                                                                       \
+		.name = n, .type = t, .offset = offsetof(struct every_type, f), \
+		.default_value = d, .help = "h", __VA_ARGS__                    \
+	}
 
+/* clang-format off */
 static const struct conf_key keys[] = {
 	KEY("s", CONF_STRING, s, "x", .check = check_word),
 	KEY("p", CONF_PATH, p, "rel/dir"),
@@ -44,15 +47,18 @@ static const struct conf_key keys[] = {
 	CONF_ALIAS_KEY("old_size", "size"),
 	CONF_KEYS_END
 };
+/* clang-format on */
 
+/* clang-format off */
 static const struct plxd_handler fakes[] = {
 	{ .abi = PLXD_HANDLER_ABI, .name = "static", .keys = keys, .conf_size = sizeof(struct every_type) },
 	{ .abi = PLXD_HANDLER_ABI, .name = "echo", .keys = keys, .conf_size = sizeof(struct every_type) },
 	{ .abi = PLXD_HANDLER_ABI, .name = "cgi", .keys = keys, .conf_size = sizeof(struct every_type) },
 };
+/* clang-format on */
 
-static const struct plxd_handler *find(const char *name, const char *load, char *err,
-		size_t errlen, void *ctx)
+static const struct plxd_handler *find(const char *name, const char *load, char *err, size_t errlen,
+		void *ctx)
 {
 	(void)ctx;
 	if (load) {

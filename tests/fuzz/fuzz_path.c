@@ -34,11 +34,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (status == 0) {
 		FUZZ_CHECK(strlen(path) < cap);
 		check_normal(path);
-		FUZZ_CHECK(query && (query[0] == '\0' || (query > target && query <= target + size)));
+		FUZZ_CHECK(query
+				&& (query[0] == '\0'
+						|| (query > target && query <= target + size)));
 		if (!strpbrk(path, "%?")) {
 			char *again = malloc(strlen(path) + 2);
 			const char *q2, *why2;
-			FUZZ_CHECK(path_from_target(path, again, strlen(path) + 2, &q2, &why2) == 0);
+			FUZZ_CHECK(path_from_target(path, again, strlen(path) + 2, &q2, &why2)
+					== 0);
 			FUZZ_CHECK(strcmp(again, path) == 0);
 			free(again);
 		}

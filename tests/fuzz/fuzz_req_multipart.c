@@ -73,7 +73,9 @@ static int on_file_end(void *ctx, unsigned long long size)
 }
 
 static const struct req_multipart_sink sink = {
-	.field = on_field, .file_begin = on_file_begin, .file_data = on_file_data,
+	.field = on_field,
+	.file_begin = on_file_begin,
+	.file_data = on_file_data,
 	.file_end = on_file_end,
 };
 

@@ -25,11 +25,13 @@ struct probe_conf {
 	unsigned long unused;
 };
 
+/* clang-format off */
 static const struct conf_key probe_keys[] = {
 	{ .name = "unused", .type = CONF_UINT, .default_value = "0",
 	  .offset = offsetof(struct probe_conf, unused), .help = "nothing" },
 	CONF_KEYS_END
 };
+/* clang-format on */
 
 static int probe_start(const void *conf, void **state)
 {

@@ -26,12 +26,12 @@ struct mhd_head_field {
 };
 
 struct mhd_head {
-	char *buf;               /* the read buffer: the request, changed in place */
+	char *buf; /* the read buffer: the request, changed in place */
 	size_t len;
-	size_t pos;              /* bytes consumed */
-	const char *method;      /* start of the head, as passed to the handler */
+	size_t pos;         /* bytes consumed */
+	const char *method; /* start of the head, as passed to the handler */
 	const char *version;
-	size_t head_len;         /* MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE */
+	size_t head_len; /* MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE */
 	struct mhd_head_field fields[MHD_HEAD_MAX_FIELDS];
 	size_t nfields;
 	char *moved[MHD_HEAD_MAX_FIELDS]; /* names a fold copied out */
@@ -61,8 +61,8 @@ static char *mhd_head_line(struct mhd_head *h, size_t *line_len)
 
 static int mhd_head_version(const char *v, size_t len)
 {
-	return len == 8 && memcmp(v, "HTTP/", 5) == 0 && v[6] == '.' && v[5] == '1'
-		&& v[7] >= '0' && v[7] <= '9';
+	return len == 8 && memcmp(v, "HTTP/", 5) == 0 && v[6] == '.' && v[5] == '1' && v[7] >= '0'
+			&& v[7] <= '9';
 }
 
 /* parse_initial_message_line, minus what only touches the target. */
@@ -172,7 +172,10 @@ static int mhd_head_parse(struct mhd_head *h, const char *req, size_t len)
 		if (h->nfields == MHD_HEAD_MAX_FIELDS)
 			return -1;
 		h->fields[h->nfields++] = (struct mhd_head_field){
-			.name = last, .name_len = strlen(last), .value = value, .value_len = strlen(value),
+			.name = last,
+			.name_len = strlen(last),
+			.value = value,
+			.value_len = strlen(value),
 		};
 		if (line[0] != '\0' && mhd_head_header_line(line, &last, &value) < 0)
 			return -1;

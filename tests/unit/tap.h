@@ -10,11 +10,11 @@
 
 static int tap_count, tap_failed;
 
-#define ok(cond, ...) tap_ok(!!(cond), __FILE__, __LINE__, __VA_ARGS__)
+#define ok(cond, ...)          tap_ok(!!(cond), __FILE__, __LINE__, __VA_ARGS__)
 #define is_str(got, want, ...) tap_is_str((got), (want), __FILE__, __LINE__, __VA_ARGS__)
 
-__attribute__((format(printf, 4, 5), unused))
-static int tap_ok(int pass, const char *file, int line, const char *fmt, ...)
+__attribute__((format(printf, 4, 5), unused)) static int tap_ok(int pass, const char *file,
+		int line, const char *fmt, ...)
 {
 	va_list ap;
 	tap_count++;
@@ -30,9 +30,8 @@ static int tap_ok(int pass, const char *file, int line, const char *fmt, ...)
 	return pass;
 }
 
-__attribute__((format(printf, 5, 6), unused))
-static int tap_is_str(const char *got, const char *want, const char *file, int line,
-		const char *fmt, ...)
+__attribute__((format(printf, 5, 6), unused)) static int tap_is_str(const char *got,
+		const char *want, const char *file, int line, const char *fmt, ...)
 {
 	int pass = (got == NULL && want == NULL) || (got && want && strcmp(got, want) == 0);
 	va_list ap;
@@ -44,14 +43,13 @@ static int tap_is_str(const char *got, const char *want, const char *file, int l
 	printf("\n");
 	if (!pass) {
 		tap_failed++;
-		printf("#   Failed at %s line %d\n#          got: '%s'\n#     expected: '%s'\n", file,
-				line, got ? got : "(null)", want ? want : "(null)");
+		printf("#   Failed at %s line %d\n#          got: '%s'\n#     expected: '%s'\n",
+				file, line, got ? got : "(null)", want ? want : "(null)");
 	}
 	return pass;
 }
 
-__attribute__((unused))
-static int done_testing(void)
+__attribute__((unused)) static int done_testing(void)
 {
 	printf("1..%d\n", tap_count);
 	return tap_failed ? 1 : 0;

@@ -62,7 +62,8 @@ int main(void)
 	ok(matches("10.0.0.0/8", "9.255.255.255") == 0, "... and just before it");
 	ok(matches("192.168.1.128/25", "192.168.1.128") == 1, "a /25: its first address");
 	ok(matches("192.168.1.128/25", "192.168.1.255") == 1, "... its last");
-	ok(matches("192.168.1.128/25", "192.168.1.127") == 0, "... not the one before (a prefix in mid-byte)");
+	ok(matches("192.168.1.128/25", "192.168.1.127") == 0,
+			"... not the one before (a prefix in mid-byte)");
 	ok(matches("0.0.0.0/0", "203.0.113.9") == 1, "/0 matches every IPv4 address");
 	ok(matches("0.0.0.0/0", "::1") == 0, "... and no IPv6 one");
 	ok(matches("1.2.3.4/32", "1.2.3.4") == 1, "/32 is one address");
@@ -70,9 +71,11 @@ int main(void)
 	ok(matches("fd00::/8", "fe00::1") == 0, "... and outside it");
 	ok(matches("2001:db8::/127", "2001:db8::1") == 1, "a /127");
 	ok(matches("2001:db8::/127", "2001:db8::2") == 0, "... one past it");
-	ok(matches("127.0.0.1", "::ffff:127.0.0.1") == 1, "an IPv4-mapped peer is its IPv4 address");
+	ok(matches("127.0.0.1", "::ffff:127.0.0.1") == 1,
+			"an IPv4-mapped peer is its IPv4 address");
 	ok(matches("::ffff:127.0.0.1", "127.0.0.1") == 1, "an IPv4-mapped list entry too");
-	ok(matches("::ffff:10.0.0.0/104", "10.9.8.7") == 1, "a mapped range counts its 96 leading bits");
+	ok(matches("::ffff:10.0.0.0/104", "10.9.8.7") == 1,
+			"a mapped range counts its 96 leading bits");
 	ok(matches(" 10.0.0.1 \t::1\n", "::1") == 1, "any whitespace separates words");
 
 	ok(text_matches("127.0.0.1", "[127.0.0.1]") == 1, "a text address in brackets");
@@ -89,7 +92,8 @@ int main(void)
 	ok(error_of("10.128.0.0/8") != NULL, "... also in a later byte");
 	ok(error_of("10.128.0.0/9") == NULL, "... not when inside the prefix");
 	ok(error_of("::ffff:10.0.0.0/95") != NULL, "a mapped range shorter than /96");
-	ok(error_of("example.com") != NULL, "a name is not an address: %s", error_of("example.com"));
+	ok(error_of("example.com") != NULL, "a name is not an address: %s",
+			error_of("example.com"));
 	ok(error_of("1.2.3.4/") != NULL, "an empty prefix");
 	ok(error_of("1.2.3.4/x") != NULL, "a prefix that is no number");
 	ok(error_of("1.2.3.4/0008") != NULL, "a prefix of more than three digits");

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #define MAX_HEADERS 8
-#define MAX_CHECKS 12
+#define MAX_CHECKS  12
 
 struct row {
 	const char *name;
@@ -24,6 +24,7 @@ struct row {
 	const char *checks[MAX_CHECKS];
 };
 
+/* clang-format off */
 static const struct row rows[] = {
 	{ "basic", .checks = {
 		"GATEWAY_INTERFACE=CGI/1.1", "REQUEST_METHOD=GET", "SERVER_PROTOCOL=HTTP/1.1",
@@ -122,6 +123,7 @@ static const struct row rows[] = {
 		.headers = { { "X-Forwarded-For", "203.0.113.9" } },
 		.trusted_proxies = "0:0:0:0:0:0:0:1", .checks = { "REMOTE_ADDR=203.0.113.9" } },
 };
+/* clang-format on */
 
 static int check(char **env, const char *want, const char *row)
 {
@@ -157,23 +159,36 @@ int main(void)
 		while (nh < MAX_HEADERS && w->headers[nh].name)
 			nh++;
 		struct cgi_env_request req = {
-			.method = "GET", .protocol = "HTTP/1.1", .target = "/a.pl?a=%20b&c",
-			.query = "a=%20b&c", .script_name = "/a.pl", .path_info = w->path_info,
-			.script_file = "/srv/www/a.pl", .document_root = "/srv/www",
+			.method = "GET",
+			.protocol = "HTTP/1.1",
+			.target = "/a.pl?a=%20b&c",
+			.query = "a=%20b&c",
+			.script_name = "/a.pl",
+			.path_info = w->path_info,
+			.script_file = "/srv/www/a.pl",
+			.document_root = "/srv/www",
 			.remote_addr = w->remote_addr ? w->remote_addr : "192.0.2.7",
-			.remote_port = 40000, .server_addr = "127.0.0.1", .server_port = 8080,
-			.server_name = w->server_name, .content_type = w->content_type,
-			.content_length = w->content_length ? w->content_length
-				: (strstr(w->name, "empty body") ? 0 : -1),
-			.https = w->https, .headers = w->headers, .header_count = nh,
+			.remote_port = 40000,
+			.server_addr = "127.0.0.1",
+			.server_port = 8080,
+			.server_name = w->server_name,
+			.content_type = w->content_type,
+			.content_length = w->content_length
+					? w->content_length
+					: (strstr(w->name, "empty body") ? 0 : -1),
+			.https = w->https,
+			.headers = w->headers,
+			.header_count = nh,
 		};
 		struct addr_list trusted = { 0 };
 		char err[128];
-		if (w->trusted_proxies && addr_list_parse(w->trusted_proxies, &trusted, err,
-					sizeof err) < 0)
+		if (w->trusted_proxies
+				&& addr_list_parse(w->trusted_proxies, &trusted, err, sizeof err)
+						< 0)
 			ok(0, "%s: trusted_proxies: %s", w->name, err);
 		struct cgi_env_options opt = {
-			.path = "/usr/bin:/bin", .server_software = "plxd/test",
+			.path = "/usr/bin:/bin",
+			.server_software = "plxd/test",
 			.pass_authorization = w->pass_authorization,
 			.trusted_proxies = w->trusted_proxies ? &trusted : NULL,
 		};
@@ -203,21 +218,25 @@ int main(void)
 	snprintf(long_var, sizeof long_var, "HTTP_%s", long_name);
 	for (char *p = long_var; *p; p++)
 		*p = *p == 'n' ? 'N' : *p;
+	/* clang-format off */
 	struct cgi_env_header big_headers[] = {
 		{ long_name, long_value }, { "Cookie", long_value }, { "Cookie", "z=9" },
 	};
+	/* clang-format on */
 	char *const extra[] = { "PERL5LIB=/opt/plxd/perl5", "PLXD_REQUEST_MAX_FIELDS=10", NULL };
-	struct cgi_env_request big = { .method = "GET", .content_length = -1,
-		.headers = big_headers, .header_count = 3 };
+	struct cgi_env_request big = { .method = "GET",
+		.content_length = -1,
+		.headers = big_headers,
+		.header_count = 3 };
 	struct cgi_env_options extras = { .extra = extra };
 	env = cgi_env_build(&big, &extras);
 	is_str(cgi_env_get(env, "PERL5LIB"), "/opt/plxd/perl5", "extra: PERL5LIB");
 	is_str(cgi_env_get(env, "PLXD_REQUEST_MAX_FIELDS"), "10", "extra: a [request] limit");
 	is_str(cgi_env_get(env, long_var), long_value, "a 300-byte header name, 5000-byte value");
 	const char *cookie = cgi_env_get(env, "HTTP_COOKIE");
-	ok(cookie && strlen(cookie) == strlen(long_value) + 5 &&
-			strncmp(cookie, long_value, strlen(long_value)) == 0 &&
-			strcmp(cookie + strlen(long_value), "; z=9") == 0,
+	ok(cookie && strlen(cookie) == strlen(long_value) + 5
+					&& strncmp(cookie, long_value, strlen(long_value)) == 0
+					&& strcmp(cookie + strlen(long_value), "; z=9") == 0,
 			"a long repeated header joins whole");
 	check_shape(env, "long variables");
 	cgi_env_free(env);

@@ -7,23 +7,24 @@
 struct row {
 	const char *name;
 	const char *input;
-	size_t len;               /* 0: strlen(input) */
+	size_t len; /* 0: strlen(input) */
 	enum cgi_reply_result result;
 	unsigned status;
 	const char *content_type;
 	const char *location;
 	int local;
 	int nph;
-	int64_t content_length;   /* expected; 0 means -1 unless has_length */
+	int64_t content_length; /* expected; 0 means -1 unless has_length */
 	int has_length;
-	size_t body;              /* bytes of input after the header block */
-	const char *header;       /* "Name: value" of the first other header */
+	size_t body;        /* bytes of input after the header block */
+	const char *header; /* "Name: value" of the first other header */
 	size_t header_count;
-	const char *error;        /* substring of the error */
+	const char *error; /* substring of the error */
 };
 
 #define B(s) s, sizeof(s) - 1
 
+/* clang-format off */
 static const struct row rows[] = {
 	{ "hello world", "Content-Type: text/html\n\n<html>", .result = CGI_REPLY_DONE,
 		.status = 200, .content_type = "text/html", .body = 6 },
@@ -113,6 +114,7 @@ static const struct row rows[] = {
 	{ "incomplete CR", "Content-Type: a/b\r\n\r", .result = CGI_REPLY_MORE },
 	{ "nothing", "", .result = CGI_REPLY_MORE },
 };
+/* clang-format on */
 
 /* Feeds input in pieces of step bytes (0: whole). Returns the result and
  * where the body starts. */
@@ -152,13 +154,13 @@ static void check_row(const struct row *w, size_t step)
 	enum cgi_reply_result res = run(&p, w->input, len, step, &body_at);
 	const char *how = step ? "byte by byte" : "whole";
 	if (!ok(res == w->result, "%s (%s): result %d (got %d%s%s)", w->name, how, w->result, res,
-				p.error ? ": " : "", p.error ? p.error : "")) {
+			    p.error ? ": " : "", p.error ? p.error : "")) {
 		cgi_reply_fini(&p);
 		return;
 	}
 	if (res == CGI_REPLY_ERROR) {
-		ok(p.error && strstr(p.error, w->error), "%s (%s): error '%s' mentions '%s'", w->name,
-				how, p.error ? p.error : "(null)", w->error);
+		ok(p.error && strstr(p.error, w->error), "%s (%s): error '%s' mentions '%s'",
+				w->name, how, p.error ? p.error : "(null)", w->error);
 		size_t used;
 		ok(cgi_reply_feed(&p, "x", 1, &used) == CGI_REPLY_ERROR && used == 0,
 				"%s (%s): stays an error", w->name, how);
@@ -168,13 +170,14 @@ static void check_row(const struct row *w, size_t step)
 				p.status);
 		is_str(p.content_type, w->content_type, "%s (%s): content type", w->name, how);
 		is_str(p.location, w->location, "%s (%s): location", w->name, how);
-		ok(p.location_local == w->local, "%s (%s): local redirect %d", w->name, how, w->local);
+		ok(p.location_local == w->local, "%s (%s): local redirect %d", w->name, how,
+				w->local);
 		ok(p.nph == w->nph, "%s (%s): nph %d", w->name, how, w->nph);
 		int64_t want_len = w->has_length ? w->content_length : -1;
 		ok(p.content_length == want_len, "%s (%s): content length %lld (got %lld)", w->name,
 				how, (long long)want_len, (long long)p.content_length);
-		ok(len - body_at == w->body, "%s (%s): %zu body bytes follow (got %zu)", w->name, how,
-				w->body, len - body_at);
+		ok(len - body_at == w->body, "%s (%s): %zu body bytes follow (got %zu)", w->name,
+				how, w->body, len - body_at);
 		ok(p.header_count == w->header_count, "%s (%s): %zu other headers (got %zu)",
 				w->name, how, w->header_count, p.header_count);
 		if (w->header && p.header_count) {
@@ -192,7 +195,8 @@ static void check_row(const struct row *w, size_t step)
 		ok(cgi_reply_eof(&p) == CGI_REPLY_ERROR, "%s (%s): end of output now is an error",
 				w->name, how);
 		ok(p.error && strstr(p.error, len ? "inside the header" : "no output"),
-				"%s (%s): says why (%s)", w->name, how, p.error ? p.error : "(null)");
+				"%s (%s): says why (%s)", w->name, how,
+				p.error ? p.error : "(null)");
 	}
 	cgi_reply_fini(&p);
 }
@@ -249,9 +253,11 @@ int main(void)
 				"its first Status survives the buffer growing (%s)", how);
 		is_str(p.content_type, "x/early", "its Content-Type survives (%s)", how);
 		is_str(p.location, "/late", "a field after the growth is right (%s)", how);
-		ok(p.header_count > 100 && strcmp(p.headers[0].name, "X-First") == 0 &&
-				strcmp(p.headers[0].value, "one") == 0 &&
-				strcmp(p.headers[p.header_count - 1].name, "X-Pad") == 0,
+		ok(p.header_count > 100 && strcmp(p.headers[0].name, "X-First") == 0
+						&& strcmp(p.headers[0].value, "one") == 0
+						&& strcmp(p.headers[p.header_count - 1].name,
+								   "X-Pad")
+								== 0,
 				"the other headers survive (%s)", how);
 		cgi_reply_fini(&p);
 	}

@@ -21,6 +21,7 @@ struct date_row {
 	time_t want; /* -1: refused */
 };
 
+/* clang-format off */
 static const struct date_row dates[] = {
 	{ "Sun, 06 Nov 1994 08:49:37 GMT", 784111777 },
 	{ "Sunday, 06-Nov-94 08:49:37 GMT", 784111777 },
@@ -34,6 +35,7 @@ static const struct date_row dates[] = {
 	{ "", -1 },
 	{ "yesterday", -1 },
 };
+/* clang-format on */
 
 int main(void)
 {
@@ -43,8 +45,8 @@ int main(void)
 		if (dates[i].want < 0)
 			ok(rc < 0, "'%s' is not a date", dates[i].text);
 		else
-			ok(rc == 0 && t == dates[i].want, "'%s' is %ld (got %d, %ld)", dates[i].text,
-					(long)dates[i].want, rc, (long)t);
+			ok(rc == 0 && t == dates[i].want, "'%s' is %ld (got %d, %ld)",
+					dates[i].text, (long)dates[i].want, rc, (long)t);
 	}
 	char text[32];
 	cond_format_date(784111777, text, sizeof text);
@@ -55,7 +57,8 @@ int main(void)
 	struct stat st = file(42, 10, 1000000 - 100, 123456789);
 	cond_validators(&v, &st, &now);
 	ok(v.usable, "a file unmodified for 100 s has validators");
-	is_str(v.etag, "\"2a-a-f41dc.123456789\"", "ETag holds inode, size and the mtime to the ns");
+	is_str(v.etag, "\"2a-a-f41dc.123456789\"",
+			"ETag holds inode, size and the mtime to the ns");
 	cond_format_date(1000000 - 100, text, sizeof text);
 	is_str(v.last_modified, text, "Last-Modified");
 
@@ -93,11 +96,15 @@ int main(void)
 	ok(!cond_not_modified(&v, "\"x\"", v.last_modified),
 			"If-None-Match wins over a matching If-Modified-Since");
 	ok(cond_not_modified(&v, NULL, v.last_modified), "If-Modified-Since equal: 304");
-	is_str(v.last_modified, "Mon, 12 Jan 1970 13:45:00 GMT", "(the date the next checks spell)");
-	ok(cond_not_modified(&v, NULL, "Monday, 12-Jan-70 13:45:00 GMT"), "the same date in RFC 850: 304");
-	ok(cond_not_modified(&v, NULL, "Mon Jan 12 13:45:00 1970"), "the same date in asctime: 304");
+	is_str(v.last_modified, "Mon, 12 Jan 1970 13:45:00 GMT",
+			"(the date the next checks spell)");
+	ok(cond_not_modified(&v, NULL, "Monday, 12-Jan-70 13:45:00 GMT"),
+			"the same date in RFC 850: 304");
+	ok(cond_not_modified(&v, NULL, "Mon Jan 12 13:45:00 1970"),
+			"the same date in asctime: 304");
 	cond_format_date(v.mtime + 10, text, sizeof text);
-	ok(!cond_not_modified(&v, NULL, text), "a later date is not equal: 200 (an older file copied in)");
+	ok(!cond_not_modified(&v, NULL, text),
+			"a later date is not equal: 200 (an older file copied in)");
 	cond_format_date(v.mtime - 10, text, sizeof text);
 	ok(!cond_not_modified(&v, NULL, text), "an earlier date: 200");
 	ok(!cond_not_modified(&v, NULL, "garbage"), "a bad date: 200");

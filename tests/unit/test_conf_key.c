@@ -20,6 +20,7 @@ static const char *no_spaces(const char *v)
 	return strchr(v, ' ') ? "no spaces allowed" : NULL;
 }
 
+/* clang-format off */
 static const struct conf_key keys[] = {
 	{ .name = "name", .type = CONF_STRING, .default_value = "anon",
 	  .offset = offsetof(struct sample, name), .check = no_spaces, .help = "h" },
@@ -40,6 +41,7 @@ static const struct conf_key keys[] = {
 	CONF_ALIAS_KEY("lost", "nowhere"),
 	CONF_KEYS_END
 };
+/* clang-format on */
 
 static int set(struct sample *s, const char *key, const char *text)
 {
@@ -60,7 +62,8 @@ int main(void)
 	ok(set(&s, "name", "bob") == 0 && strcmp(s.name, "bob") == 0, "string set");
 	ok(set(&s, "name", "bo b") < 0, "check function refuses");
 	ok(set(&s, "dir", "/abs") == 0 && strcmp(s.dir, "/abs") == 0, "absolute path kept");
-	ok(set(&s, "dir", "rel") == 0 && strcmp(s.dir, "/etc/base/rel") == 0, "relative path resolved");
+	ok(set(&s, "dir", "rel") == 0 && strcmp(s.dir, "/etc/base/rel") == 0,
+			"relative path resolved");
 
 	const char *yes[] = { "yes", "On", "TRUE", "1" }, *no[] = { "no", "off", "False", "0" };
 	for (int i = 0; i < 4; i++) {
@@ -106,21 +109,25 @@ int main(void)
 	/* Address lists: parsed at set, compared and copied as lists. */
 	ok(s.peers.n == 1 && s.peers.v[0].prefix == 32, "address list default parsed");
 	ok(set(&s, "peers", "10.0.0.0/8 ::1  fd00::/8") == 0 && s.peers.n == 3
-			&& s.peers.v[0].prefix == 8 && s.peers.v[2].prefix == 8, "address list with ranges");
-	ok(set(&s, "peers", "10.0.0.0/33") < 0 && s.peers.n == 3, "a bad range refused, the old list kept");
+					&& s.peers.v[0].prefix == 8 && s.peers.v[2].prefix == 8,
+			"address list with ranges");
+	ok(set(&s, "peers", "10.0.0.0/33") < 0 && s.peers.n == 3,
+			"a bad range refused, the old list kept");
 	char why[256];
 	ok(conf_key_set(conf_key_find(keys, "peers"), &s, "10.1.0.0/8", NULL, why, sizeof why) < 0
-			&& strstr(why, "10.1.0.0/8") && strstr(why, "past its /8 prefix"),
+					&& strstr(why, "10.1.0.0/8")
+					&& strstr(why, "past its /8 prefix"),
 			"the message names the word: %s", why);
 	ok(!conf_value_equal(conf_key_find(keys, "peers"), &s, &t), "differing lists differ");
 	conf_value_copy(conf_key_find(keys, "peers"), &t, &s);
 	ok(conf_value_equal(conf_key_find(keys, "peers"), &s, &t) && t.peers.v != s.peers.v,
 			"a copied list is equal, and its own");
 	ok(set(&t, "peers", "10.0.0.0/8 ::1 fd00::/8") == 0
-			&& conf_value_equal(conf_key_find(keys, "peers"), &s, &t),
+					&& conf_value_equal(conf_key_find(keys, "peers"), &s, &t),
 			"the same list written again is equal");
 	ok(set(&t, "peers", "10.0.0.0/8 fd00::/8 ::1") == 0
-			&& !conf_value_equal(conf_key_find(keys, "peers"), &s, &t), "order counts");
+					&& !conf_value_equal(conf_key_find(keys, "peers"), &s, &t),
+			"order counts");
 	ok(set(&t, "peers", "") == 0 && t.peers.n == 0, "an empty list");
 	is_str(conf_type_name(CONF_ADDRS), "addresses", "its type name, for --help");
 

@@ -14,6 +14,7 @@ struct row {
 	int denied;
 };
 
+/* clang-format off */
 static const struct row defaults[] = {
 	{ ".htpasswd", 1 }, { ".htaccess", 1 }, { ".env", 1 }, { ".git", 1 }, { ".svn", 1 },
 	{ ".DS_Store", 1 }, { ".x.pl", 1 }, { ".x.pl.swp", 1 }, { ".well-known", 0 },
@@ -23,6 +24,7 @@ static const struct row defaults[] = {
 	{ "x.rej", 1 }, { "x.save", 1 }, { "x.swo", 1 }, { "x.swp", 1 }, { "x.tmp", 1 },
 	{ "a~b", 0 }, { "x.pl", 0 }, { "index.html", 0 }, { "a.", 0 },
 };
+/* clang-format on */
 
 int main(void)
 {

@@ -18,8 +18,12 @@ struct row {
 	struct framing_header headers[MAX_HEADERS];
 };
 
-#define HOST { "Host", "example.com", 0 }
+#define HOST                             \
+	{                                \
+		"Host", "example.com", 0 \
+	}
 
+/* clang-format off */
 static const struct row rows[] = {
 	{ "plain GET", "GET", "HTTP/1.1", 0, { HOST } },
 	{ "POST with a length", "POST", "HTTP/1.1", 0, { HOST, { "Content-Length", "5", 0 } } },
@@ -82,6 +86,7 @@ static const struct row rows[] = {
 	  { HOST, { "Transfer-Encoding", "gzip", 0 }, { "Content-Length", "1", 0 },
 	    { "Content-Length", "2", 0 } } },
 };
+/* clang-format on */
 
 /* A raw request as plxd sees it through libmicrohttpd 0.9.75: its framing
  * status, or MHD_SELF when libmicrohttpd would answer it itself. */
@@ -111,8 +116,12 @@ struct raw_row {
 	size_t len;
 	unsigned status;
 };
-#define RAW(name, req, status) { name, req, sizeof req - 1, status }
+#define RAW(name, req, status)                    \
+	{                                         \
+		name, req, sizeof req - 1, status \
+	}
 
+/* clang-format off */
 static const struct raw_row raw_rows[] = {
 	RAW("plain GET", "GET /a HTTP/1.1\r\nHost: a\r\n\r\n", 0),
 	RAW("bare LF throughout", "GET /a HTTP/1.1\nHost: a\nX: b\n\n", 0),
@@ -162,15 +171,18 @@ static const struct raw_row raw_rows[] = {
 	    "\r\n", MHD_SELF),
 	RAW("no colon: libmicrohttpd's own 400", "GET /a HTTP/1.1\r\nHost: a\r\nX\r\n\r\n", MHD_SELF),
 };
+/* clang-format on */
 
 /* Where plxd cannot tell: in a CRLF request, a NUL or a lone ':' followed
  * by a bare LF leaves the same two NULs as a CRLF (doc/security.md, "What plxd
  * cannot close"). */
+/* clang-format off */
 static const struct raw_row raw_blind[] = {
 	RAW("NUL before a bare LF", "GET /a HTTP/1.1\r\nX: a\0\nHost: a\r\n\r\n", 0),
 	RAW("a lone ':' before a bare LF, last", "GET /a HTTP/1.1\r\nHost: a\r\n:\n"
 	    "GET /b HTTP/1.1\r\nHost: a\r\n\r\n", 0),
 };
+/* clang-format on */
 
 static void raw_requests(void)
 {
@@ -193,12 +205,14 @@ static void raw_requests(void)
 		const char *value = "chunked, identity";
 		for (size_t at = 0; at <= strlen(value); at++) {
 			char req[256];
-			int n = snprintf(req, sizeof req, "POST /a HTTP/1.1%sHost: a%sTransfer-Encoding: ",
-					ends[e], ends[e]);
+			int n = snprintf(req, sizeof req,
+					"POST /a HTTP/1.1%sHost: a%sTransfer-Encoding: ", ends[e],
+					ends[e]);
 			memcpy(req + n, value, at);
 			n += (int)at;
 			req[n++] = '\0';
-			n += snprintf(req + n, sizeof req - (size_t)n, "%s%s%s", value + at, ends[e], ends[e]);
+			n += snprintf(req + n, sizeof req - (size_t)n, "%s%s%s", value + at,
+					ends[e], ends[e]);
 			const char *why;
 			unsigned status = raw_status(req, (size_t)n, &why);
 			ok(status == 400, "a NUL at %zu of a %s value: 400 (got %u)", at,

@@ -11,17 +11,16 @@ int main(void)
 {
 	char file[] = "/tmp/plxd-test-mime-XXXXXX";
 	int fd = mkstemp(file);
-	static const char text[] =
-		"# comment line\n"
-		"\n"
-		"text/html\t\thtml htm\n"
-		"application/x-first\tdup\n"
-		"application/x-second\tdup other\n"
-		"application/gzip gz\n"
-		"application/x-tar-gz tar.gz   # trailing comment\n"
-		"application/no-extensions\n"
-		"not-a-type x\n"
-		"text/plain txt\r\n";
+	static const char text[] = "# comment line\n"
+				   "\n"
+				   "text/html\t\thtml htm\n"
+				   "application/x-first\tdup\n"
+				   "application/x-second\tdup other\n"
+				   "application/gzip gz\n"
+				   "application/x-tar-gz tar.gz   # trailing comment\n"
+				   "application/no-extensions\n"
+				   "not-a-type x\n"
+				   "text/plain txt\r\n";
 	if (fd < 0 || write(fd, text, sizeof text - 1) != (ssize_t)(sizeof text - 1))
 		abort();
 	close(fd);
@@ -31,11 +30,14 @@ int main(void)
 	is_str(err, "", "no warning for a readable file");
 	is_str(mime_lookup(t, "index.html"), "text/html", "html");
 	is_str(mime_lookup(t, "PAGE.HTM"), "text/html", "extensions match without regard to case");
-	is_str(mime_lookup(t, "a.dup"), "application/x-first", "the first line naming an extension wins");
-	is_str(mime_lookup(t, "a.other"), "application/x-second", "later extensions of that line stay");
+	is_str(mime_lookup(t, "a.dup"), "application/x-first",
+			"the first line naming an extension wins");
+	is_str(mime_lookup(t, "a.other"), "application/x-second",
+			"later extensions of that line stay");
 	is_str(mime_lookup(t, "x.tar.gz"), "application/x-tar-gz", "the longest extension first");
 	is_str(mime_lookup(t, "x.gz"), "application/gzip", "then shorter ones");
-	is_str(mime_lookup(t, "x.y.gz"), "application/gzip", "an unknown middle extension is skipped");
+	is_str(mime_lookup(t, "x.y.gz"), "application/gzip",
+			"an unknown middle extension is skipped");
 	is_str(mime_lookup(t, "notes.txt"), "text/plain", "a CRLF line");
 	ok(mime_lookup(t, "x.x") == NULL, "a line without a slash in its type is ignored");
 	ok(mime_lookup(t, "README") == NULL, "no extension: unknown");

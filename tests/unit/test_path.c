@@ -9,6 +9,7 @@ struct row {
 	const char *query;
 };
 
+/* clang-format off */
 static const struct row rows[] = {
 	{ "/", 0, "/", "" },
 	{ "/hello.pl", 0, "/hello.pl", "" },
@@ -65,6 +66,7 @@ static const struct row rows[] = {
 	{ "http:/x", 400, NULL, NULL },
 	{ "ftp://h/x", 400, NULL, NULL },
 };
+/* clang-format on */
 
 int main(void)
 {

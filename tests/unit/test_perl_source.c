@@ -14,6 +14,7 @@ struct package_case {
 	const char *want;
 };
 
+/* clang-format off */
 static const struct package_case packages[] = {
 	{ "/srv/hello.plx", 1, "PLXD::Script::srv::hello_2eplx" },
 	{ "/a_b/c.plx", 1, "PLXD::Script::a_5fb::c_2eplx" },
@@ -24,21 +25,25 @@ static const struct package_case packages[] = {
 	{ "/a/b.plx", 2, "PLXD::Script::a::b_2eplx_g2" },
 	{ "/a/b.plx_g2", 1, "PLXD::Script::a::b_2eplx_5fg2" },
 };
+/* clang-format on */
 
 /* Paths that would collide under a '_'-for-everything scheme. */
+/* clang-format off */
 static const char *const distinct[] = {
 	"/a_b/c.plx", "/a/b_c.plx", "/a/b/c.plx", "/a.b/c.plx", "/a/b.c.plx", "/a_2fb/c.plx",
 	"/a/b_2fc.plx", "/a::b/c.plx",
 };
+/* clang-format on */
 
 struct split_case {
 	const char *name;
 	const char *src;
-	const char *code;  /* expected code part */
-	const char *data;  /* expected data part, NULL: none */
+	const char *code; /* expected code part */
+	const char *data; /* expected data part, NULL: none */
 	int in_pod;
 };
 
+/* clang-format off */
 static const struct split_case splits[] = {
 	{ "no data", "print 1;\n", "print 1;\n", NULL, 0 },
 	{ "__DATA__", "print 1;\n__DATA__\nx\ny\n", "print 1;\n", "x\ny\n", 0 },
@@ -62,6 +67,7 @@ static const struct split_case splits[] = {
 	{ "shift is no here-doc", "my $x = 1 << 2;\n__END__\nd", "my $x = 1 << 2;\n", "d", 0 },
 	{ "comment is no here-doc", "# <<EOT\n__END__\nd", "# <<EOT\n", "d", 0 },
 };
+/* clang-format on */
 
 /* A #! line and what perl_source_shebang makes of it, written out by
  * describe(): "" for nothing to do. */
@@ -70,6 +76,7 @@ struct shebang_case {
 	const char *want;
 };
 
+/* clang-format off */
 static const struct shebang_case shebangs[] = {
 	{ "print 1;\n", "" },
 	{ "#!/usr/bin/perl\nprint 1;\n", "" },
@@ -134,6 +141,7 @@ static const struct shebang_case shebangs[] = {
 	{ "#!/bin/indir -x\n", "" },
 	{ "#!/usr/bin/perl -w", "w=on" },
 };
+/* clang-format on */
 
 static void separator(char *out, size_t cap, const char *name, const struct perl_separator *s)
 {
@@ -205,8 +213,10 @@ int main(void)
 		ok(has_data == (c->data != NULL), "%s: data %s", c->name,
 				c->data ? "found" : "absent");
 		if (c->data)
-			ok(len - data_at == strlen(c->data) &&
-					memcmp(c->src + data_at, c->data, len - data_at) == 0,
+			ok(len - data_at == strlen(c->data)
+							&& memcmp(c->src + data_at, c->data,
+									   len - data_at)
+									== 0,
 					"%s: data part", c->name);
 		ok(in_pod == c->in_pod, "%s: ends %sinside POD", c->name, c->in_pod ? "" : "not ");
 	}

@@ -12,6 +12,7 @@ struct row {
 	uint64_t first, last;
 };
 
+/* clang-format off */
 static const struct row rows[] = {
 	{ "bytes=0-0", 10, RANGE_ONE, 0, 0 },
 	{ "bytes=0-4", 10, RANGE_ONE, 0, 4 },
@@ -57,6 +58,7 @@ static const struct row rows[] = {
 	{ "bytes=0x1-2", 10, RANGE_NONE, 0, 0 },
 	{ "bytes=--1", 10, RANGE_NONE, 0, 0 },
 };
+/* clang-format on */
 
 int main(void)
 {
@@ -64,15 +66,17 @@ int main(void)
 		const struct row *r = &rows[i];
 		uint64_t first = 12345, last = 12345;
 		enum range_result got = range_parse(r->value, r->size, &first, &last);
-		ok(got == r->result, "'%s' on %" PRIu64 " bytes gives %d (got %d)", r->value, r->size,
-				r->result, got);
+		ok(got == r->result, "'%s' on %" PRIu64 " bytes gives %d (got %d)", r->value,
+				r->size, r->result, got);
 		if (r->result == RANGE_ONE && got == RANGE_ONE)
 			ok(first == r->first && last == r->last,
-					"'%s': %" PRIu64 "-%" PRIu64 " (got %" PRIu64 "-%" PRIu64 ")",
+					"'%s': %" PRIu64 "-%" PRIu64 " (got %" PRIu64 "-%" PRIu64
+					")",
 					r->value, r->first, r->last, first, last);
 	}
 	uint64_t first, last;
 	ok(range_parse("bytes=0-", UINT64_MAX, &first, &last) == RANGE_ONE
-			&& last == UINT64_MAX - 1, "the largest size does not overflow");
+					&& last == UINT64_MAX - 1,
+			"the largest size does not overflow");
 	return done_testing();
 }

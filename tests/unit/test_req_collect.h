@@ -14,22 +14,21 @@ struct collect {
 	int calls;
 };
 
-__attribute__((unused))
-static void collect_bytes(struct collect *c, const char *s, size_t n)
+__attribute__((unused)) static void collect_bytes(struct collect *c, const char *s, size_t n)
 {
 	for (size_t i = 0; i < n && c->len + 5 < sizeof c->out; i++) {
 		unsigned char b = (unsigned char)s[i];
 		if (b >= 0x20 && b < 0x7f && b != '\\')
 			c->out[c->len++] = (char)b;
 		else
-			c->len += (size_t)snprintf(c->out + c->len, sizeof c->out - c->len, "\\x%02x", b);
+			c->len += (size_t)snprintf(c->out + c->len, sizeof c->out - c->len,
+					"\\x%02x", b);
 	}
 	c->out[c->len] = '\0';
 }
 
-__attribute__((unused))
-static int collect_field(void *ctx, const char *name, size_t name_len, const char *value,
-		size_t value_len)
+__attribute__((unused)) static int collect_field(void *ctx, const char *name, size_t name_len,
+		const char *value, size_t value_len)
 {
 	struct collect *c = ctx;
 	if (++c->calls == c->fail_after)

@@ -8,6 +8,7 @@ struct row {
 	const char *want;
 };
 
+/* clang-format off */
 static const struct row rows[] = {
 	{ "", "" },
 	{ "a=1", "a=1;" },
@@ -29,6 +30,7 @@ static const struct row rows[] = {
 	{ "sid=abc123; theme=dark; lang=en-US",
 	  "sid=abc123;theme=dark;lang=en-US;" },
 };
+/* clang-format on */
 
 int main(void)
 {
@@ -36,7 +38,8 @@ int main(void)
 		struct collect c = { .len = 0 };
 		struct req_error err = { 0 };
 		ok(req_cookie_parse(rows[i].input, strlen(rows[i].input), collect_field, &c, &err)
-				== 0, "'%s' parses", rows[i].input);
+						== 0,
+				"'%s' parses", rows[i].input);
 		is_str(c.out, rows[i].want, "'%s' gives its cookies", rows[i].input);
 	}
 	struct collect c = { .fail_after = 1 };

@@ -30,23 +30,34 @@ int main(void)
 
 	char err[256];
 	ok(conf_key_set(conf_key_find(req_limits_keys, "max_fields"), &l, "10", NULL, err,
-			sizeof err) == 0 && l.max_fields == 10, "max_fields = 10");
+			   sizeof err) == 0
+					&& l.max_fields == 10,
+			"max_fields = 10");
 	ok(conf_key_set(conf_key_find(req_limits_keys, "max_fields"), &l, "0", NULL, err,
-			sizeof err) < 0, "max_fields = 0 is refused");
+			   sizeof err) < 0,
+			"max_fields = 0 is refused");
 	ok(conf_key_set(conf_key_find(req_limits_keys, "max_upload_size"), &l, "2G", NULL, err,
-			sizeof err) == 0 && l.max_upload_size == 2ULL << 30, "max_upload_size = 2G");
+			   sizeof err) == 0
+					&& l.max_upload_size == 2ULL << 30,
+			"max_upload_size = 2G");
 	ok(conf_key_set(conf_key_find(req_limits_keys, "max_upload_size"), &l, "0", NULL, err,
-			sizeof err) == 0 && l.max_upload_size == 0, "max_upload_size = 0 turns uploads off");
+			   sizeof err) == 0
+					&& l.max_upload_size == 0,
+			"max_upload_size = 0 turns uploads off");
 	ok(conf_key_set(conf_key_find(req_limits_keys, "max_total"), &l, "lots", NULL, err,
-			sizeof err) < 0, "a bad size is refused");
+			   sizeof err) < 0,
+			"a bad size is refused");
 	for (const struct conf_key *k = req_limits_keys; k->name; k++)
 		ok(k->help && k->help[0], "%s has a help text", k->name);
 
 	char name[64];
 	is_str(req_limits_env_name(conf_key_find(req_limits_keys, "max_field_size"), name,
-			sizeof name), "PLXD_REQUEST_MAX_FIELD_SIZE", "environment name of a key");
+			       sizeof name),
+			"PLXD_REQUEST_MAX_FIELD_SIZE", "environment name of a key");
 
-	l = (struct req_limits){ .max_fields = 7, .max_field_size = 100, .max_upload_size = 0,
+	l = (struct req_limits){ .max_fields = 7,
+		.max_field_size = 100,
+		.max_upload_size = 0,
 		.max_total = 5000 };
 	char **env = req_limits_env(&l, "/var/tmp");
 	int n = 0;
@@ -71,7 +82,8 @@ int main(void)
 	req_limits_defaults(&back);
 	ok(req_limits_from_env(&back, lookup, &e, err, sizeof err) == 0, "read back");
 	ok(back.max_fields == 7 && back.max_field_size == 100 && back.max_upload_size == 0
-			&& back.max_total == 5000, "the same limits come back");
+					&& back.max_total == 5000,
+			"the same limits come back");
 	free(env);
 	env = req_limits_env(&l, NULL);
 	ok(env[4] == NULL, "no folder variable without a folder");
@@ -80,11 +92,11 @@ int main(void)
 	struct env partial = { .names = { "PLXD_REQUEST_MAX_FIELDS" }, .values = { "3" } };
 	req_limits_defaults(&back);
 	ok(req_limits_from_env(&back, lookup, &partial, err, sizeof err) == 0
-			&& back.max_fields == 3 && back.max_total == 64ULL << 20,
+					&& back.max_fields == 3 && back.max_total == 64ULL << 20,
 			"absent variables keep their defaults");
 	struct env bad = { .names = { "PLXD_REQUEST_MAX_TOTAL" }, .values = { "12Q" } };
 	ok(req_limits_from_env(&back, lookup, &bad, err, sizeof err) < 0
-			&& strstr(err, "PLXD_REQUEST_MAX_TOTAL") != NULL,
+					&& strstr(err, "PLXD_REQUEST_MAX_TOTAL") != NULL,
 			"a bad value names its variable: %s", err);
 	return done_testing();
 }

@@ -7,26 +7,27 @@
 
 #include <stdlib.h>
 
-#define CT "multipart/form-data; boundary=XyZ"
-#define D "--XyZ\r\n"
-#define CD "Content-Disposition: form-data; "
-#define END "--XyZ--\r\n"
+#define CT       "multipart/form-data; boundary=XyZ"
+#define D        "--XyZ\r\n"
+#define CD       "Content-Disposition: form-data; "
+#define END      "--XyZ--\r\n"
 #define SPACES10 "          "
-#define SPACES100 SPACES10 SPACES10 SPACES10 SPACES10 SPACES10 SPACES10 SPACES10 SPACES10 \
-	SPACES10 SPACES10
+#define SPACES100 \
+	SPACES10 SPACES10 SPACES10 SPACES10 SPACES10 SPACES10 SPACES10 SPACES10 SPACES10 SPACES10
 
 struct row {
 	const char *what;
 	const char *content_type;
 	const char *body;
-	const char *want;      /* collected output, or the start of the message */
+	const char *want; /* collected output, or the start of the message */
 	enum req_code code;
 	unsigned long max_fields;
 	unsigned long long max_field_size, max_upload_size, max_total; /* 0: defaults */
-	int no_uploads;        /* max_upload_size 0 */
-	int fail_field, fail_file_begin, fail_file_data; /* sink refuses on call N */
+	int no_uploads;                                                /* max_upload_size 0 */
+	int fail_field, fail_file_begin, fail_file_data;               /* sink refuses on call N */
 };
 
+/* clang-format off */
 static const struct row rows[] = {
 	{ .what = "two fields",
 	  .content_type = CT,
@@ -298,6 +299,7 @@ static const struct row rows[] = {
 	  .code = REQ_STORE,
 	  .fail_file_data = 1 },
 };
+/* clang-format on */
 
 struct sink_state {
 	struct collect c;
@@ -346,7 +348,9 @@ static int on_file_end(void *ctx, unsigned long long size)
 }
 
 static const struct req_multipart_sink sink = {
-	.field = collect_field, .file_begin = on_file_begin, .file_data = on_file_data,
+	.field = collect_field,
+	.file_begin = on_file_begin,
+	.file_data = on_file_data,
 	.file_end = on_file_end,
 };
 
@@ -369,13 +373,14 @@ static enum req_code parse(const struct row *r, size_t chunk, char *out, size_t 
 	struct req_error err = { 0 };
 	*used = (struct req_usage){ 0 };
 	size_t len = strlen(r->body);
-	struct req_multipart *m = req_multipart_create(r->content_type, &lim, used, &sink, &s,
-			&err);
+	struct req_multipart *m =
+			req_multipart_create(r->content_type, &lim, used, &sink, &s, &err);
 	if (m) {
 		size_t step = chunk ? chunk : len;
 		int rc = 0;
 		for (size_t off = 0; off < len && rc == 0; off += step)
-			rc = req_multipart_feed(m, r->body + off, len - off < step ? len - off : step);
+			rc = req_multipart_feed(m, r->body + off,
+					len - off < step ? len - off : step);
 		if (rc == 0)
 			req_multipart_finish(m);
 		ok(req_multipart_feed(m, "x", 0) < 0 || err.code == REQ_OK,
@@ -398,10 +403,12 @@ int main(void)
 			ok(code == r->code, "%s (chunks of %zu): %s (got %s)", r->what, chunks[k],
 					req_code_name(r->code), req_code_name(code));
 			if (r->code == REQ_OK)
-				is_str(out, r->want, "%s (chunks of %zu): output", r->what, chunks[k]);
+				is_str(out, r->want, "%s (chunks of %zu): output", r->what,
+						chunks[k]);
 			else
 				ok(strncmp(out, r->want, strlen(r->want)) == 0,
-						"%s (chunks of %zu): says '%s'", r->what, chunks[k], out);
+						"%s (chunks of %zu): says '%s'", r->what, chunks[k],
+						out);
 		}
 	}
 
@@ -410,14 +417,17 @@ int main(void)
 		static char hbody[20000];
 		size_t hl = (size_t)sprintf(hbody, D CD "name=\"a\"\r\n");
 		while (hl < 10000)
-			hl += (size_t)sprintf(hbody + hl, many ? "X-Pad: 0123456789\r\n" : "0123456789");
+			hl += (size_t)sprintf(hbody + hl,
+					many ? "X-Pad: 0123456789\r\n" : "0123456789");
 		struct row r = { .what = many ? "many header lines" : "an endless header line",
-			.content_type = CT, .body = hbody };
+			.content_type = CT,
+			.body = hbody };
 		for (size_t k = 0; k < sizeof chunks / sizeof chunks[0]; k++) {
 			char out[8192];
 			struct req_usage used;
 			ok(parse(&r, chunks[k], out, sizeof out, &used) == REQ_BAD_MULTIPART
-					&& strcmp(out, "a multipart part's headers are longer than 8192 bytes") == 0,
+							&& strcmp(out, "a multipart part's headers are longer than 8192 bytes")
+									== 0,
 					"%s (chunks of %zu): %s", r.what, chunks[k], out);
 		}
 	}
@@ -440,7 +450,8 @@ int main(void)
 	struct sink_state s = { .row = &r };
 	struct req_multipart *m = req_multipart_create(CT, &lim, &used, &sink, &s, &err);
 	int rc = 0;
-	for (size_t off = 0, step = 1; off < blen && rc == 0; off += step, step = step * 3 % 70001 + 1)
+	for (size_t off = 0, step = 1; off < blen && rc == 0;
+			off += step, step = step * 3 % 70001 + 1)
 		rc = req_multipart_feed(m, body + off, blen - off < step ? blen - off : step);
 	ok(rc == 0 && req_multipart_finish(m) == 0, "a 3 MB upload in uneven chunks parses: %s",
 			err.message);

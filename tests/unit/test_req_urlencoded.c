@@ -8,12 +8,13 @@
 
 struct row {
 	const char *input;
-	const char *want;      /* the collected fields, or the start of the message */
+	const char *want; /* the collected fields, or the start of the message */
 	enum req_code code;
 	unsigned long max_fields;
 	unsigned long long max_field_size, max_total; /* 0: the defaults */
 };
 
+/* clang-format off */
 static const struct row rows[] = {
 	{ .input = "", .want = "", .code = REQ_OK },
 	{ .input = "a=b", .want = "a=b;", .code = REQ_OK },
@@ -59,6 +60,7 @@ static const struct row rows[] = {
 	{ .input = "a=123456", .want = "the request is larger than 7 bytes", .code = REQ_TOO_LARGE,
 	  .max_total = 7 },
 };
+/* clang-format on */
 
 static void run_row(const struct row *r)
 {
@@ -101,20 +103,23 @@ int main(void)
 	struct req_usage used = { 0 };
 	struct req_error err = { 0 };
 	struct collect c = { .len = 0 };
-	ok(req_urlencoded_parse("a=1&b=2", 7, "query string", &lim, &used, collect_field, &c,
-			&err) == 0, "first input within the limits");
+	ok(req_urlencoded_parse("a=1&b=2", 7, "query string", &lim, &used, collect_field, &c, &err)
+					== 0,
+			"first input within the limits");
 	ok(used.fields == 2 && used.bytes == 7, "usage counted (%lu fields, %llu bytes)",
 			used.fields, used.bytes);
 	ok(req_urlencoded_parse("c=3&d", 5, "request body", &lim, &used, collect_field, &c,
-			&err) < 0 && err.code == REQ_TOO_MANY_FIELDS,
+			   &err) < 0 && err.code == REQ_TOO_MANY_FIELDS,
 			"the second input's fields add to the first's");
 	used = (struct req_usage){ 0 };
 	err = (struct req_error){ 0 };
 	req_urlencoded_parse("a=1&b=2", 7, "query string", &lim, &used, collect_field, &c, &err);
-	ok(req_urlencoded_parse("c=333", 5, "request body", &lim, &used, collect_field, &c,
-			&err) == 0, "12 bytes in all is within max_total 12");
+	ok(req_urlencoded_parse("c=333", 5, "request body", &lim, &used, collect_field, &c, &err)
+					== 0,
+			"12 bytes in all is within max_total 12");
 	ok(req_urlencoded_parse("x", 1, "request body", &lim, &used, collect_field, &c, &err) < 0
-			&& err.code == REQ_TOO_LARGE, "one byte more is too large");
+					&& err.code == REQ_TOO_LARGE,
+			"one byte more is too large");
 
 	/* A callback that refuses stops the parser. */
 	req_limits_defaults(&lim);
@@ -122,7 +127,8 @@ int main(void)
 	err = (struct req_error){ 0 };
 	c = (struct collect){ .fail_after = 2 };
 	ok(req_urlencoded_parse("a=1&b=2&c=3", 11, "query string", &lim, &used, collect_field, &c,
-			&err) < 0 && err.code == REQ_STORE && c.calls == 2,
+			   &err) < 0 && err.code == REQ_STORE
+					&& c.calls == 2,
 			"a refusing callback stops the parser with REQ_STORE");
 	ok(req_code_status(REQ_STORE) == 500, "REQ_STORE is the server's fault (500)");
 

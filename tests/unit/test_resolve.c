@@ -47,11 +47,11 @@ int main(void)
 	link_to("a.pl", "root/inside.txt");
 	link_to("/etc/passwd", "root/abs");
 	make("root/idx", NULL);
-	link_to("../a.pl", "root/idx/index.html");       /* an index that is a script */
+	link_to("../a.pl", "root/idx/index.html"); /* an index that is a script */
 	make("root/outidx", NULL);
 	link_to("../../secret.txt", "root/outidx/index.html");
 	make("root/dirnamed", NULL);
-	make("root/dirnamed/index.html", NULL);           /* a folder, not an index */
+	make("root/dirnamed/index.html", NULL); /* a folder, not an index */
 	link_to("dir", "root/linkdir");
 	make("root2", NULL);
 	make("root2/index.html", "root index\n");
@@ -67,16 +67,21 @@ int main(void)
 			"a file");
 	ok(r.real_name[0] == '\0' && r.index == NULL, "no link followed, no index");
 	close(r.fd);
-	ok(resolve_path(root, "/a.pl/x/y", 0, &r) == 0 && r.name_len == 5, "PATH_INFO after a file");
+	ok(resolve_path(root, "/a.pl/x/y", 0, &r) == 0 && r.name_len == 5,
+			"PATH_INFO after a file");
 	close(r.fd);
-	ok(resolve_path(root, "/a.pl/", 0, &r) == 0 && r.name_len == 5, "trailing slash is PATH_INFO");
+	ok(resolve_path(root, "/a.pl/", 0, &r) == 0 && r.name_len == 5,
+			"trailing slash is PATH_INFO");
 	close(r.fd);
-	ok(resolve_path(root, "/", 0, &r) == 0 && S_ISDIR(r.st.st_mode) && r.name_len == 1, "the root");
+	ok(resolve_path(root, "/", 0, &r) == 0 && S_ISDIR(r.st.st_mode) && r.name_len == 1,
+			"the root");
 	close(r.fd);
-	ok(resolve_path(root, "/dir", 0, &r) == 0 && S_ISDIR(r.st.st_mode) && r.name_len == 4, "a folder");
+	ok(resolve_path(root, "/dir", 0, &r) == 0 && S_ISDIR(r.st.st_mode) && r.name_len == 4,
+			"a folder");
 	close(r.fd);
 	ok(resolve_path(root, "/dir/nothing/x", 0, &r) == 404 && r.fd == -1, "missing is 404");
-	ok(resolve_path(root, "/dir/x/index.html", 0, &r) == 404, "missing folder in the middle is 404");
+	ok(resolve_path(root, "/dir/x/index.html", 0, &r) == 404,
+			"missing folder in the middle is 404");
 	ok(resolve_path(root, "/out.txt", 0, &r) == 403, "link to a file outside is 403");
 	ok(resolve_path(root, "/outdir/", 0, &r) == 403, "link to a folder outside is 403");
 	ok(resolve_path(root, "/abs", 0, &r) == 403, "absolute link outside is 403");
@@ -91,7 +96,8 @@ int main(void)
 	is_str(r.real_name, "index.html", "the name stays when only a folder was a link");
 	close(r.fd);
 
-	ok(resolve_path(root, "/dir/", 0, &r) == 0 && S_ISREG(r.st.st_mode), "a folder's index.html");
+	ok(resolve_path(root, "/dir/", 0, &r) == 0 && S_ISREG(r.st.st_mode),
+			"a folder's index.html");
 	ok(r.index && strcmp(r.index, "index.html") == 0 && r.name_len == 15,
 			"index reported; name_len counts /dir/index.html");
 	close(r.fd);

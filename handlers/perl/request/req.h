@@ -36,7 +36,7 @@ struct req_error {
 /* Sets err (when err->code is still REQ_OK: the first problem wins, so a
  * callback may fill err itself before it returns -1). Returns -1. */
 int req_error_set(struct req_error *err, enum req_code code, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+		__attribute__((format(printf, 3, 4)));
 
 /* Writes a parameter name for a message: at most 40 bytes, quoted,
  * bytes outside printable ASCII (and '"', '\\') as '?'. Returns out. */

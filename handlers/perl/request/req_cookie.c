@@ -19,8 +19,7 @@ static void trim(const char **b, const char **e)
 		(*e)--;
 }
 
-int req_cookie_parse(const char *s, size_t len, req_field_fn *fn, void *ctx,
-		struct req_error *err)
+int req_cookie_parse(const char *s, size_t len, req_field_fn *fn, void *ctx, struct req_error *err)
 {
 	if (len == 0)
 		return 0;

@@ -17,7 +17,6 @@
  * specific, RFC 6265 5.4). Never fails on syntax: the header has already
  * been bounded by the server's header size limit.
  * Returns 0, or -1 with err set: REQ_STORE (fn returned -1), REQ_NO_MEMORY. */
-int req_cookie_parse(const char *s, size_t len, req_field_fn *fn, void *ctx,
-		struct req_error *err);
+int req_cookie_parse(const char *s, size_t len, req_field_fn *fn, void *ctx, struct req_error *err);
 
 #endif

@@ -44,18 +44,30 @@ const char *req_error_quote(char *out, size_t outlen, const char *name, size_t l
 const char *req_code_name(enum req_code code)
 {
 	switch (code) {
-	case REQ_OK: return "ok";
-	case REQ_BAD_ESCAPE: return "bad_escape";
-	case REQ_TOO_MANY_FIELDS: return "too_many_fields";
-	case REQ_FIELD_TOO_LARGE: return "field_too_large";
-	case REQ_UPLOAD_TOO_LARGE: return "upload_too_large";
-	case REQ_TOO_LARGE: return "too_large";
-	case REQ_TRUNCATED: return "truncated";
-	case REQ_NO_BOUNDARY: return "no_boundary";
-	case REQ_BAD_MULTIPART: return "bad_multipart";
-	case REQ_BAD_CONTENT_TYPE: return "bad_content_type";
-	case REQ_STORE: return "store";
-	case REQ_NO_MEMORY: return "no_memory";
+	case REQ_OK:
+		return "ok";
+	case REQ_BAD_ESCAPE:
+		return "bad_escape";
+	case REQ_TOO_MANY_FIELDS:
+		return "too_many_fields";
+	case REQ_FIELD_TOO_LARGE:
+		return "field_too_large";
+	case REQ_UPLOAD_TOO_LARGE:
+		return "upload_too_large";
+	case REQ_TOO_LARGE:
+		return "too_large";
+	case REQ_TRUNCATED:
+		return "truncated";
+	case REQ_NO_BOUNDARY:
+		return "no_boundary";
+	case REQ_BAD_MULTIPART:
+		return "bad_multipart";
+	case REQ_BAD_CONTENT_TYPE:
+		return "bad_content_type";
+	case REQ_STORE:
+		return "store";
+	case REQ_NO_MEMORY:
+		return "no_memory";
 	}
 	return "unknown";
 }
@@ -63,9 +75,12 @@ const char *req_code_name(enum req_code code)
 unsigned req_code_status(enum req_code code)
 {
 	switch (code) {
-	case REQ_OK: return 200;
+	case REQ_OK:
+		return 200;
 	case REQ_STORE:
-	case REQ_NO_MEMORY: return 500;
-	default: return 400;
+	case REQ_NO_MEMORY:
+		return 500;
+	default:
+		return 400;
 	}
 }

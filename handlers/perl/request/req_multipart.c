@@ -29,11 +29,11 @@ struct req_multipart {
 
 	char delim[4 + BOUNDARY_MAX + 1]; /* "\r\n--" boundary */
 	size_t dlen;
-	char *buf;                        /* input not yet parsed */
+	char *buf; /* input not yet parsed */
 	size_t len;
-	unsigned long long fed;           /* body bytes so far */
-	size_t header_bytes;              /* the current part's header block */
-	size_t scanned;                   /* bytes of the current header line
+	unsigned long long fed; /* body bytes so far */
+	size_t header_bytes;    /* the current part's header block */
+	size_t scanned;         /* bytes of the current header line
 					     already searched for its end */
 
 	/* The current part. */
@@ -41,7 +41,7 @@ struct req_multipart {
 	size_t name_len;
 	int has_disposition;
 	int is_file;
-	char *value;                      /* a field's value so far */
+	char *value; /* a field's value so far */
 	size_t value_len, value_cap;
 	unsigned long long file_size;
 };
@@ -161,22 +161,26 @@ static int boundary_from(struct req_multipart *m, const char *content_type)
 		m->dlen = 4 + n;
 		return 0;
 	}
-	return req_error_set(m->err, REQ_BAD_CONTENT_TYPE, r < 0
-			? "malformed parameters in the multipart Content-Type"
-			: "multipart/form-data without a boundary");
+	return req_error_set(m->err, REQ_BAD_CONTENT_TYPE,
+			r < 0 ? "malformed parameters in the multipart Content-Type"
+			      : "multipart/form-data without a boundary");
 }
 
-struct req_multipart *req_multipart_create(const char *content_type,
-		const struct req_limits *lim, struct req_usage *used,
-		const struct req_multipart_sink *sink, void *ctx, struct req_error *err)
+struct req_multipart *req_multipart_create(const char *content_type, const struct req_limits *lim,
+		struct req_usage *used, const struct req_multipart_sink *sink, void *ctx,
+		struct req_error *err)
 {
 	struct req_multipart *m = calloc(1, sizeof *m);
 	if (!m) {
 		req_error_set(err, REQ_NO_MEMORY, "out of memory parsing the request body");
 		return NULL;
 	}
-	*m = (struct req_multipart){ .lim = lim, .used = used, .sink = sink, .ctx = ctx,
-		.err = err, .state = PREAMBLE };
+	*m = (struct req_multipart){ .lim = lim,
+		.used = used,
+		.sink = sink,
+		.ctx = ctx,
+		.err = err,
+		.state = PREAMBLE };
 	if (boundary_from(m, content_type) < 0)
 		goto fail;
 	m->buf = malloc(WINDOW);
@@ -332,8 +336,9 @@ static int step(struct req_multipart *m)
 					continue;
 				goto keep;
 			}
-			if (m->state == BODY && (part_data(m, p, (size_t)(hit - p)) < 0
-						|| part_end(m) < 0))
+			if (m->state == BODY
+					&& (part_data(m, p, (size_t)(hit - p)) < 0
+							|| part_end(m) < 0))
 				return -1;
 			pos += (size_t)(hit - p) + line;
 			if (hit[m->dlen] == '-') {
@@ -426,8 +431,9 @@ static int disposition(struct req_multipart *m, const char *s, const char *end)
 	struct span name, value;
 	int r;
 	while ((r = next_param(&p, end, &name, &value)) > 0) {
-		char **field = span_is(name, "name") ? &m->name
-			: span_is(name, "filename") ? &m->filename : NULL;
+		char **field = span_is(name, "name")        ? &m->name
+				: span_is(name, "filename") ? &m->filename
+							    : NULL;
 		if (!field)
 			continue;
 		if (*field)
@@ -483,8 +489,10 @@ static int part_begin(struct req_multipart *m)
 		return req_error_set(m->err, REQ_UPLOAD_TOO_LARGE,
 				"upload %s: file uploads are not accepted",
 				req_error_quote(shown, sizeof shown, m->name, m->name_len));
-	struct req_part part = { .name = m->name, .name_len = m->name_len,
-		.filename = m->filename, .content_type = m->content_type };
+	struct req_part part = { .name = m->name,
+		.name_len = m->name_len,
+		.filename = m->filename,
+		.content_type = m->content_type };
 	if (m->sink->file_begin(m->ctx, &part) < 0)
 		return req_error_set(m->err, REQ_STORE, "cannot store upload %s",
 				req_error_quote(shown, sizeof shown, m->name, m->name_len));

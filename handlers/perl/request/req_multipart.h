@@ -17,7 +17,7 @@
 /* A file part, as its headers describe it. Strings are NUL-terminated and
  * valid during file_begin only. */
 struct req_part {
-	const char *name;         /* Content-Disposition's name, as sent */
+	const char *name; /* Content-Disposition's name, as sent */
 	size_t name_len;
 	const char *filename;     /* Content-Disposition's filename, as sent (a
 				     browser sends the base name; old ones a path) */
@@ -48,9 +48,9 @@ struct req_multipart;
  * every byte fed against lim->max_total. Returns the parser, or NULL with
  * err set: REQ_BAD_CONTENT_TYPE (not multipart/form-data, no boundary, a
  * boundary longer than 70 bytes), REQ_NO_MEMORY. */
-struct req_multipart *req_multipart_create(const char *content_type,
-		const struct req_limits *lim, struct req_usage *used,
-		const struct req_multipart_sink *sink, void *ctx, struct req_error *err);
+struct req_multipart *req_multipart_create(const char *content_type, const struct req_limits *lim,
+		struct req_usage *used, const struct req_multipart_sink *sink, void *ctx,
+		struct req_error *err);
 
 /* Parses the next len bytes of the body. Returns 0, or -1 with err set;
  * after an error every call returns -1. Errors: REQ_TOO_LARGE,

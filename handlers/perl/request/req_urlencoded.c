@@ -25,9 +25,9 @@ static int bad_escape(struct req_error *err, const char *where, const char *at, 
 
 /* Decodes raw into *out (advancing it past the result and its NUL), within
  * max bytes. Returns 0, or -1 with err set. */
-static int decode(const char *raw, size_t len, char **out, size_t *out_len,
-		unsigned long long max, const char *what, const char *name, size_t name_len,
-		const char *where, struct req_error *err)
+static int decode(const char *raw, size_t len, char **out, size_t *out_len, unsigned long long max,
+		const char *what, const char *name, size_t name_len, const char *where,
+		struct req_error *err)
 {
 	size_t bad;
 	if (req_decode_strict(raw, len, *out, out_len, &bad) < 0)
@@ -43,9 +43,8 @@ static int decode(const char *raw, size_t len, char **out, size_t *out_len,
 	return 0;
 }
 
-int req_urlencoded_parse(const char *s, size_t len, const char *where,
-		const struct req_limits *lim, struct req_usage *used, req_field_fn *fn, void *ctx,
-		struct req_error *err)
+int req_urlencoded_parse(const char *s, size_t len, const char *where, const struct req_limits *lim,
+		struct req_usage *used, req_field_fn *fn, void *ctx, struct req_error *err)
 {
 	if (len == 0)
 		return 0;
@@ -78,14 +77,18 @@ int req_urlencoded_parse(const char *s, size_t len, const char *where,
 		char *out = buf, *name = buf;
 		size_t name_len, value_len;
 		if (decode(p, (size_t)((eq ? eq : stop) - p), &out, &name_len, lim->max_field_size,
-				"name", p, (size_t)((eq ? eq : stop) - p), where, err) < 0
+				    "name", p, (size_t)((eq ? eq : stop) - p), where,
+				    err) < 0
 				|| decode(value, (size_t)(stop - value), &out, &value_len,
-					lim->max_field_size, "value", name, name_len, where, err) < 0) {
+						   lim->max_field_size, "value", name, name_len,
+						   where, err)
+						< 0) {
 			rc = -1;
 			break;
 		}
 		if (fn(ctx, name, name_len, name + name_len + 1, value_len) < 0) {
-			rc = req_error_set(err, REQ_STORE, "cannot store parameter from the %s", where);
+			rc = req_error_set(err, REQ_STORE, "cannot store parameter from the %s",
+					where);
 			break;
 		}
 		p = stop < end ? stop + 1 : end;

@@ -20,8 +20,7 @@
  * Returns 0, or -1 with err set: REQ_BAD_ESCAPE, REQ_TOO_MANY_FIELDS,
  * REQ_FIELD_TOO_LARGE, REQ_TOO_LARGE, REQ_STORE (fn returned -1),
  * REQ_NO_MEMORY. Memory: one buffer of len bytes while it runs. */
-int req_urlencoded_parse(const char *s, size_t len, const char *where,
-		const struct req_limits *lim, struct req_usage *used, req_field_fn *fn, void *ctx,
-		struct req_error *err);
+int req_urlencoded_parse(const char *s, size_t len, const char *where, const struct req_limits *lim,
+		struct req_usage *used, req_field_fn *fn, void *ctx, struct req_error *err);
 
 #endif
