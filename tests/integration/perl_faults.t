@@ -7,6 +7,7 @@ use strict;
 use warnings;
 use Test::More;
 use PlxdTest qw(wait_for write_file);
+use PlxdRaw qw(responses);
 use POSIX ();
 use File::Temp ();
 use IO::Select;
@@ -129,6 +130,8 @@ ok($s->wait_log(qr/headdie\.plx: exited with status 255$/m), '... logged as the 
     my $raw = $s->raw("GET /latedie.plx HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 10);
     like($raw, qr/^HTTP\/1.1 200.*partial\n/s, 'flushed headers and body, then die: they arrive');
     like($raw, qr/\r\n0\r\n\r\n\z/, '... and the chunked body ends properly');
+    my @late = responses($raw);
+    ok(@late == 1 && $late[0]{body} =~ /partial\n/, '... one response, framed exactly');
     ok($s->wait_log(qr/latedie\.plx: late oops/), 'the message is logged');
 }
 
@@ -273,12 +276,16 @@ my $waited_s = time - $t1;
 my ($queued) = grep { !$answered || $_ != $answered } @more;
 my $refused = $answered ? PlxdTest::read_until_closed($answered, 30) : '';
 like($refused, qr{^HTTP/1\.1 503 }, 'beyond the queue: 503');
+is(scalar(my @r503 = responses($refused)), 1, '... one response, framed exactly');
 ok($waited_s < 10, sprintf('at once (%.2f s)', $waited_s));
 like($refused, qr/^Retry-After: 1\r$/m, 'with Retry-After');
 ok(!IO::Select->new($queued)->can_read(0), 'the other one waits in the queue');
 write_file($release, '');
-like(PlxdTest::read_until_closed($first, 30), qr{^HTTP/1\.1 200 .*released}s, 'the running request is served');
-like(PlxdTest::read_until_closed($queued, 30), qr{^HTTP/1\.1 200 .*\r\n\r\n\d+\n}s,
+my ($first_raw, $queued_raw) = map { PlxdTest::read_until_closed($_, 30) } $first, $queued;
+is(scalar(my @rf = responses($first_raw)), 1, 'the running request: one response, framed exactly');
+is(scalar(my @rq = responses($queued_raw)), 1, 'the queued one: one response, framed exactly');
+like($first_raw, qr{^HTTP/1\.1 200 .*released}s, 'the running request is served');
+like($queued_raw, qr{^HTTP/1\.1 200 .*\r\n\r\n\d+\n}s,
     'and so is the queued one');
 $q->stop;
 
