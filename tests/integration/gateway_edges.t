@@ -8,7 +8,7 @@ use warnings;
 use Test::More;
 use IO::Select;
 use Time::HiRes qw(time);
-use PlxdRaw qw(read_responses request_bytes);
+use PlxdRaw qw(read_responses request_bytes responses);
 use PlxdTest qw(wait_for);
 
 my %files = (
@@ -119,15 +119,19 @@ for my $ext ('pl', 'plx') {
     my $raw = $s->raw(request_bytes('GET', "/cl0.$ext") . request_bytes('GET', '/hello.html'), 10);
     like($raw, qr{^HTTP/1\.1 200 .*Content-Length: 0\r\n}s, ".$ext: Content-Length 0 and more output: the empty body");
     unlike($raw, qr/EXTRA|hello\n/, '... nothing else, and the connection is not reused');
+    my @r = responses($raw);
+    ok(@r == 1 && $r[0]{body} eq '', '... one response, framed exactly');
     ok($s->wait_log(qr/cl0\.$ext: printed more than the 0 bytes its Content-Length announced; connection closed/),
         '... logged');
 }
 
 # ---- a client that shuts down its sending side --------------------------------
 # Taken as gone while a script runs (doc/security.md); a static file is
-# answered before anyone looks.
+# answered before anyone looks. The script runs until its timeout (2 s),
+# so the half-close always comes while it runs (a script that answers at
+# once could be answered before plxd reads the end of the request).
 {
-    for my $path ('/hello.pl', '/hello.html') {
+    for my $path ('/noread.pl', '/hello.html') {
         my $sock = $s->connect;
         $sock->syswrite(request_bytes('GET', $path));
         shutdown($sock, 1);
@@ -138,6 +142,7 @@ for my $ext ('pl', 'plx') {
             is($got, '', "a half-closed client of $path: taken as gone, no answer");
         } else {
             like($got, qr{^HTTP/1\.1 200 }, "a half-closed client of $path: answered");
+            is(scalar(my @r = responses($got)), 1, '... one response, framed exactly');
         }
     }
 }
