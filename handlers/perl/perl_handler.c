@@ -855,8 +855,12 @@ static int perl_handle(struct plxd_request *r)
 	r->data = q;
 	/* The environment a .pl script gets, PERL5LIB and [request] included. */
 	q->env = gw_request_env(r, conf->path, conf->pass_authorization, st->perl5lib);
+	/* The request is complete before its script starts: the gateway must
+	 * know it first, or what an idle worker prints at once would be held
+	 * as if its body still arrived ([server] max_body), not streamed. */
+	int rc = gw_handle(&q->gw);
 	acquire(q);
-	return gw_handle(&q->gw);
+	return rc;
 }
 
 static void perl_finished(struct plxd_request *r, enum plxd_end how)

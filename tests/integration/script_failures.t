@@ -158,7 +158,9 @@ sub lines_of {
         next if $1 eq 'debug';
         push @out, "$1: $2";
     }
-    return @out;
+    # Sorted: whether a stderr line is relayed before or after the failure
+    # line is a race between two pipes, in either handler.
+    return sort @out;
 }
 
 my (%seen, @bg);
