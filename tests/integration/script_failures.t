@@ -128,9 +128,12 @@ my %files = ('ok.html' => "ok\n");
 for my $i (0 .. $#rows) {
     $files{"r$i.pl"} = $files{"r$i.plx"} = $rows[$i]{script};
 }
+# connection_timeout (120 s) is far beyond the 30 s within which closed()
+# must see the end: a connection plxd keeps cannot pass for a closed one.
 my %common = (
     files    => \%files,
     handlers => { '.pl' => 'cgi', '.plx' => 'perl' },
+    server   => { connection_timeout => '120s' },
 );
 my $s = PlxdTest->start(%common,
     sections => { cgi  => { timeout => '60s', max_script_header_size => $HDR_MAX },
@@ -202,6 +205,7 @@ for my $i (0 .. $#rows) {
         }
         is($r->{body}, $row->{body}, "$what: the body is the script's output") if defined $row->{body};
         if ($row->{closes}) {
+            is(scalar @r, 1, "$what: the request after it is not answered");
             ok(closed($sock), "$what: the connection is closed after it");
         } else {
             is($r[1] && $r[1]{body}, "ok\n", "$what: the next request on the connection is answered");
