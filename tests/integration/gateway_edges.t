@@ -165,6 +165,7 @@ for my $ext ('pl', 'plx') {
 }
 
 # ---- a Location with a fragment ----------------------------------------------------
+scripts_reaped();    # the half-closed client's script, ended, holds its slot until reaped
 is($s->get('/frag.pl')->{content}, "hello\n", 'a local redirect to PATH#fragment serves PATH');
 
 # ---- an idle worker that died --------------------------------------------------------
