@@ -1,5 +1,5 @@
 /* A latency histogram with log-scale buckets: four to each power of two,
- * so a bucket is at most an eighth of its value wide, and 160 buckets
+ * so a bucket is at most a quarter of its lowest value wide, and 160 buckets
  * reach past 2^40 us (twelve days). Percentiles read from it are the
  * middle of the bucket they fall in: within 12.5% of the true value.
  * Counting is one increment of one array element; summing histograms is
