@@ -148,9 +148,9 @@ const struct conf_key status_keys[] = {
 			"address X-Forwarded-For names, as for REMOTE_ADDR",
 		.tests = "integration/status.t"),
 	STATUS_KEY("counters", CONF_BOOL, counters, "on", .flags = CONF_RESTART,
-		.help = "count requests, latencies and connection phases for the page; off leaves "
-			"the page only the workers, scripts and children (to measure what counting "
-			"costs: bench/run's status comparison)",
+		.help = "count requests, latencies, connection phases and per-script figures for "
+			"the page; off leaves it the workers and the CGI children (to measure what "
+			"counting costs: `bench/run --status-cost`)",
 		.tests = "integration/status.t"),
 	CONF_KEYS_END
 };

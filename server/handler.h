@@ -192,6 +192,10 @@ struct plxd_report_script {
 };
 void plxd_report_script(struct plxd_report *rep, const struct plxd_report_script *s);
 
+/* Whether the status page's figures are counted ([status] counters, fixed
+ * at start): a handler keeps its per-request figures only then. */
+int plxd_counting(void);
+
 enum { PLXD_SPOOL_BODY, PLXD_STREAM_BODY, PLXD_RESPONDED };
 
 /* handle(): the response comes later. */

@@ -83,6 +83,11 @@ void plxd_report_script(struct plxd_report *rep, const struct plxd_report_script
 	};
 }
 
+int plxd_counting(void)
+{
+	return stats_enabled();
+}
+
 static void gather(struct status_data *d, const struct site *site)
 {
 	*d = (struct status_data){

@@ -332,7 +332,7 @@ static void acquire(struct perl_req *q)
 			.ready = waiter_ready,
 			.send = send_request,
 			.ctx = q,
-			.script = q->script };
+			.script = plxd_counting() ? q->script : NULL };
 		enum perl_acquire a =
 				perl_pool_acquire(q->st->pool, q->conf->queue, &q->wt, &w, &e);
 		if (a == PERL_QUEUED) {
@@ -514,7 +514,8 @@ static void on_ctl(struct loop_watch *w, unsigned events)
 	int compiled = !!(q->result.flags & PERL_WIRE_COMPILED);
 	wk->served = q->result.requests;
 	wk->compiled = (unsigned)compiled;
-	perl_scripts_add(q->st->scripts, q->script, compiled, q->result.run_us);
+	if (plxd_counting())
+		perl_scripts_add(q->st->scripts, q->script, compiled, q->result.run_us);
 	if ((fresh >= 0) != !!(q->result.flags & PERL_WIRE_NEW_STDOUT)) {
 		plxd_log(PLXD_LOG_ERROR, "%s: unexpected message from perl worker %d", q->script,
 				(int)wk->pid);

@@ -418,11 +418,14 @@ void perl_pool_describe_exit(struct perl_worker *w, char *out, size_t outlen)
 
 /* ---- the keeper ---- */
 
-/* With the lock held: s is lent to a request for script. */
+/* With the lock held: s is lent to a request for script (NULL: not
+ * noted). */
 static void slot_busy(struct slot *s, const char *script)
 {
 	s->state = SLOT_BUSY;
-	snprintf(s->script, sizeof s->script, "%s", script ? script : "");
+	if (!script) /* not counting ([status] counters = off) */
+		return;
+	snprintf(s->script, sizeof s->script, "%s", script);
 	s->script_since_us = clock_us();
 }
 

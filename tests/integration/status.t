@@ -245,6 +245,7 @@ my $other = '203.0.113.9';
     is($j->{requests}{total}, 0, '... and counts no request');
     is($j->{connections}{writing}, 0, '... nor connection phases');
     is($j->{workers}[0]{requests}, 2, '... the workers are still shown');
+    is(scalar @{ $j->{scripts} }, 0, '... but no per-script figures are kept');
     $r->stop;
 }
 for my $bad (['path', 'plxd-status', qr/\[status\] path|path/], ['allow', 'not-an-address', qr/allow/],
