@@ -210,6 +210,11 @@ if ($available{'counter.pl'} && $available{'counter.plx'}) {
         like($r->{text}, qr/\d+ req\/s; latency median [\d.]+ ms/, '... shown with its latency');
         ok($r->{inked} > 200, '... and drawn on its canvas');
     }
+    if ($ENV{PLXD_TEST_KEEP}) {
+        js(q{document.getElementById('burst').scrollIntoView()});
+        write_file("$tmp/burst.png", decode_base64(sw(GET => '/screenshot')));
+        diag("screenshot after the burst: $tmp/burst.png");
+    }
     ok($live->{plx}{rate} > $live->{pl}{rate}, "the persistent rate is higher ($live->{plx}{rate} against $live->{pl}{rate} req/s)");
 } else {
     fail('the live burst: hello.pl and hello.plx need the cgi and perl handlers (see above)');
