@@ -248,6 +248,27 @@ my $other = '203.0.113.9';
     is(scalar @{ $j->{scripts} }, 0, '... but no per-script figures are kept');
     $r->stop;
 }
+# 32 handler ids: plxd, status, then 29 section names of their own; the
+# 30th section's requests and any later ones are counted as "other". The
+# static section comes last (after the routes' sections).
+for my $instances (28, 29) {
+    my %routes = map { sprintf('.e%02d', $_) => sprintf('echo:e%02d', $_) } 1 .. $instances;
+    my $r = PlxdTest->start(files => \%files, handlers => \%routes);
+    $r->get('/hello.html') for 1 .. 2;
+    my $j = status_json($r);
+    my $sections = $instances + 1;
+    if ($sections == 29) {
+        is(scalar keys %{ $j->{requests}{by_handler} }, 31, "$sections sections: 31 handler rows, each named");
+        is($j->{requests}{by_handler}{static}{total}, 2, '... static among them');
+        ok(!exists $j->{requests}{by_handler}{other}, '... and no "other"');
+    } else {
+        is(scalar keys %{ $j->{requests}{by_handler} }, 32, "$sections sections: 32 handler rows");
+        ok(!exists $j->{requests}{by_handler}{static}, '... the 30th section (static) has no row of its own');
+        is($j->{requests}{by_handler}{other}{total}, 2, '... it is counted as "other"');
+    }
+    $r->stop;
+}
+
 for my $bad (['path', 'plxd-status', qr/\[status\] path|path/], ['allow', 'not-an-address', qr/allow/],
         ['counters', 'maybe', qr/counters/]) {
     my ($key, $value, $re) = @$bad;
