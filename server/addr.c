@@ -185,3 +185,30 @@ int addr_list_match(const struct addr_list *l, const struct sockaddr *sa)
 	}
 	return addr_list_match_addr(l, &a);
 }
+
+int addr_client(const struct addr_list *trusted, const struct addr_range *peer,
+		const char *const *lines, size_t n, struct addr_range *out)
+{
+	*out = *peer;
+	if (!trusted || !addr_list_match_addr(trusted, peer))
+		return 0;
+	int found = 0;
+	for (size_t i = n; i-- > 0;) {
+		const char *v = lines[i];
+		size_t end = v ? strlen(v) : 0;
+		while (end > 0) {
+			size_t start = end;
+			while (start > 0 && v[start - 1] != ',')
+				start--;
+			struct addr_range ip;
+			if (addr_parse(v + start, end - start, &ip) < 0)
+				return found; /* garbage: believe nothing further left */
+			*out = ip;
+			found = 1;
+			if (!addr_list_match_addr(trusted, &ip))
+				return found;
+			end = start > 0 ? start - 1 : 0;
+		}
+	}
+	return found;
+}

@@ -47,4 +47,15 @@ int addr_parse(const char *text, size_t len, struct addr_range *out);
 /* Whether an address (a full-length range from addr_parse) falls in the list. */
 int addr_list_match_addr(const struct addr_list *l, const struct addr_range *a);
 
+/* The client's address as plxd believes it (REMOTE_ADDR, the status
+ * page's allow): peer, unless peer is in trusted; then X-Forwarded-For,
+ * whose n lines (a repeated header, in order) list the hops left to right,
+ * each proxy appending the address it saw. They are walked from the right,
+ * stopping at the first address that is not a trusted proxy: only that one
+ * and those right of it were written by proxies plxd trusts. Garbage stops
+ * the walk, keeping what was found before it. Returns 1 when *out came
+ * from X-Forwarded-For, 0 when it is peer. */
+int addr_client(const struct addr_list *trusted, const struct addr_range *peer,
+		const char *const *lines, size_t n, struct addr_range *out);
+
 #endif

@@ -26,6 +26,7 @@
 
 static const char *check_listen(const char *value);
 static const char *check_log_level(const char *value);
+static const char *check_status_path(const char *value);
 
 #define SERVER_KEY(n, t, field, def, ...)                                            \
 	{                                                                            \
@@ -128,7 +129,39 @@ const struct conf_key server_keys[] = {
 		.tests = "integration/hostile.t integration/request_plx.t"),
 	CONF_KEYS_END
 };
+
+#define STATUS_KEY(n, t, field, def, ...)                                            \
+	{                                                                            \
+		.name = n, .type = t, .offset = offsetof(struct status_conf, field), \
+		.default_value = def, __VA_ARGS__                                    \
+	}
+
+const struct conf_key status_keys[] = {
+	STATUS_KEY("path", CONF_STRING, path, "/plxd-status", .check = check_status_path,
+		.help = "the URL path of plxd's status page (HTML; `?json` and `?prometheus` for "
+			"the same figures as JSON and in Prometheus' text format), answered before "
+			"any file of that name; empty for no page",
+		.tests = "integration/status.t"),
+	STATUS_KEY("allow", CONF_ADDRS, allow, "127.0.0.0/8 ::1",
+		.help = "client addresses and CIDR ranges that may see the page, as for "
+			"trusted_proxies; others get 404. From a trusted proxy, the client is the "
+			"address X-Forwarded-For names, as for REMOTE_ADDR",
+		.tests = "integration/status.t"),
+	STATUS_KEY("counters", CONF_BOOL, counters, "on", .flags = CONF_RESTART,
+		.help = "count requests, latencies, connection phases and per-script figures for "
+			"the page; off leaves it the workers and the CGI children (to measure what "
+			"counting costs: `bench/run --status-cost`)",
+		.tests = "integration/status.t"),
+	CONF_KEYS_END
+};
 /* clang-format on */
+
+static const char *check_status_path(const char *value)
+{
+	if (value[0] && (value[0] != '/' || strpbrk(value, "?#% \t")))
+		return "expected a path that starts with / (no query, no %-escapes), or nothing";
+	return NULL;
+}
 
 int config_parse_listen(const char *text, char *host, size_t hostlen, unsigned *port)
 {
@@ -344,7 +377,7 @@ static void read_file(struct parse *p)
 static int is_key_section(const char *name)
 {
 	return strcmp(name, "server") == 0 || strcmp(name, "handlers") == 0
-			|| strcmp(name, "request") == 0;
+			|| strcmp(name, "request") == 0 || strcmp(name, "status") == 0;
 }
 
 static int same_key(const struct entry *a, const struct entry *b)
@@ -597,6 +630,9 @@ struct config *config_load(const char *file, const struct config_override *overr
 	set_values(&p, "server", server_keys, &c->server, base_dir);
 	req_limits_defaults(&c->request);
 	set_values(&p, "request", req_limits_keys, &c->request, base_dir);
+	if (conf_section_defaults(status_keys, &c->status, base_dir, err, sizeof err) < 0)
+		add_error(&p, "[status]: bad default: %s", err);
+	set_values(&p, "status", status_keys, &c->status, base_dir);
 
 	/* Handler sections: every section named in the file, then every handler
 	 * [handlers] names, then the static fallback. */
@@ -648,6 +684,7 @@ void config_free(struct config *c)
 	if (!c)
 		return;
 	conf_section_free(server_keys, &c->server);
+	conf_section_free(status_keys, &c->status);
 	for (size_t i = 0; i < c->nhandlers; i++) {
 		conf_section_free(c->handlers[i].handler->keys, c->handlers[i].conf);
 		free(c->handlers[i].conf);

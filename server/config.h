@@ -39,6 +39,15 @@ struct server_conf {
 /* The keys of [server]. */
 extern const struct conf_key server_keys[];
 
+/* [status]: plxd's status page (server/status.c). */
+struct status_conf {
+	char *path;             /* "" for no page */
+	struct addr_list allow; /* clients that may see it */
+	int counters;           /* count requests and connections at all */
+};
+
+extern const struct conf_key status_keys[];
+
 /* One handler's configuration: its [section], defaults filled in. */
 /* A handler's section: [NAME] for a handler NAME, or [NAME:INSTANCE] for
  * another instance of it, started apart with settings of its own (two perl
@@ -46,9 +55,10 @@ extern const struct conf_key server_keys[];
 struct handler_section {
 	char *name; /* the section's name */
 	const struct plxd_handler *handler;
-	void *conf;  /* handler->conf_size bytes, filled by handler->keys */
-	char *load;  /* the section's load = PATH, or NULL */
-	void *state; /* the running handler's state, set by modules_apply */
+	void *conf;        /* handler->conf_size bytes, filled by handler->keys */
+	char *load;        /* the section's load = PATH, or NULL */
+	void *state;       /* the running handler's state, set by modules_apply */
+	unsigned stats_id; /* its requests' counters (stats.h), set by modules_apply */
 };
 
 /* One [handlers] row: files ending in ext go to section's handler. */
@@ -67,6 +77,7 @@ struct config {
 	char *warnings;
 	struct server_conf server;
 	struct req_limits request; /* [request]: limits for parsing parameters */
+	struct status_conf status; /* [status] */
 	struct handler_section *handlers;
 	size_t nhandlers;
 	struct route *routes;

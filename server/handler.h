@@ -22,6 +22,8 @@
  *                handler, even one that never reached handle
  *                (body cut short, or refused with 413)
  *   reconfigure  plxd re-read its configuration (SIGHUP)      main
+ *   report       (optional) the status page is asked for:     an event
+ *                the handler's figures (short locks only)     thread
  *   stop         plxd shuts down, after the last request      main
  *
  * No hook may block. An event thread carries many connections: a handler
@@ -53,6 +55,10 @@
  *   posts     server/loop.c       functions posted to a loop from elsewhere
  *   spawn     handlers/cgi        CGI spawns waiting for the spawner
  *   pool      handlers/perl       idle workers and the requests queued
+ *   scripts   handlers/perl       the per-script figures of the status page
+ *
+ * The status page's request counters (server/stats.c) take no lock: each
+ * event thread counts into its own struct, read with relaxed atomics.
  */
 #ifndef PLXD_HANDLER_H
 #define PLXD_HANDLER_H
@@ -116,6 +122,8 @@ struct plxd_request {
 				    streaming handler adds its own count */
 };
 
+struct plxd_report;
+
 struct plxd_handler {
 	unsigned abi;                /* PLXD_HANDLER_ABI */
 	const char *name;            /* as named in [handlers] and its [section] */
@@ -154,7 +162,39 @@ struct plxd_handler {
 	 * was queued. */
 	int (*handle)(struct plxd_request *r);
 	void (*finished)(struct plxd_request *r, enum plxd_end how);
+
+	/* Optional: the handler's rows of the status page, given with the
+	 * plxd_report_* calls below. Runs on the event thread serving the
+	 * page, at any time between start and stop: it may take a lock
+	 * briefly, never wait. */
+	void (*report)(void *state, struct plxd_report *rep);
 };
+
+/* The status page's rows (server/status.c copies what they point to). */
+/* A figure of the handler's own: "children_running". */
+void plxd_report_gauge(struct plxd_report *rep, const char *name, uint64_t value);
+
+struct plxd_report_worker {
+	long pid;
+	const char *state;  /* "idle", "busy", "starting", "down" */
+	const char *script; /* the script it runs, or NULL */
+	uint64_t script_us; /* for how long it has run it */
+	uint64_t requests;  /* served since it started */
+	uint64_t rss_kb;    /* resident size now; 0 when unknown */
+	uint64_t scripts_compiled;
+};
+void plxd_report_worker(struct plxd_report *rep, const struct plxd_report_worker *w);
+
+struct plxd_report_script {
+	const char *path;
+	uint64_t compiles, runs;
+	uint64_t run_us_sum, run_us_p99;
+};
+void plxd_report_script(struct plxd_report *rep, const struct plxd_report_script *s);
+
+/* Whether the status page's figures are counted ([status] counters, fixed
+ * at start): a handler keeps its per-request figures only then. */
+int plxd_counting(void);
 
 enum { PLXD_SPOOL_BODY, PLXD_STREAM_BODY, PLXD_RESPONDED };
 
@@ -240,6 +280,10 @@ const char *plxd_tmp_dir(struct plxd_request *r); /* tmp_dir: folder for temp fi
 uint64_t plxd_max_body(struct plxd_request *r);   /* max_body: bytes of request body */
 /* trusted_proxies, parsed at load: match a peer with addr_list_match. */
 const struct addr_list *plxd_trusted_proxies(struct plxd_request *r);
+/* The client's address as REMOTE_ADDR gives it: the peer, or from a
+ * trusted proxy the address X-Forwarded-For names (addr_client). Returns
+ * 0, or -1 when the peer is no IP address. */
+int plxd_client_addr(struct plxd_request *r, struct addr_range *out);
 
 /* The [request] limits this request runs under, for req_limits_env
  * (req_limits.h); a module needs no field of it. */

@@ -204,6 +204,10 @@ static const struct help_section core_sections[] = {
 	  "`PLXD_REQUEST_MAX_TOTAL`, with `PLXD_REQUEST_TMPDIR` set to `[server] tmp_dir`; a "
 	  "script run outside plxd gets the defaults. A request over one gets a 400 that names "
 	  "the problem." },
+	{ "status", status_keys,
+	  "plxd's status page: uptime, connections, requests by handler and status class, "
+	  "latency percentiles, CGI children, each Perl worker and each persistent script, as "
+	  "HTML, JSON or Prometheus text (`doc/status.md`)." },
 };
 /* clang-format on */
 

@@ -16,6 +16,7 @@
 #include "log.h"
 #include "loop.h"
 #include "site.h"
+#include "stats.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -82,6 +83,11 @@ static struct ip_count *ip_table[IP_BUCKETS];
 static pthread_mutex_t ip_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void *thread_main(void *arg);
+
+unsigned http_threads(void)
+{
+	return nthreads;
+}
 
 unsigned http_open_connections(void)
 {
@@ -328,6 +334,7 @@ static void on_connection(void *cls, struct MHD_Connection *connection, void **s
 		c->next->prev = c->prev;
 	if (c->ip_counted)
 		ip_count_add((struct sockaddr *)&c->peer, -1, 0);
+	stats_conn_phase(&c->phase, STATS_IDLE);
 	atomic_fetch_sub(&open_connections, 1);
 	free(c->target);
 	free(c);
@@ -357,6 +364,7 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *connectio
 		}
 		memcpy(c->target, uri, len + 1);
 		c->request_start_us = clock_us();
+		stats_conn_phase(&c->phase, STATS_READING);
 	}
 	return NULL;
 }
@@ -485,6 +493,7 @@ static void log_from_mhd(void *cls, const char *fmt, va_list ap)
 static void *thread_main(void *arg)
 {
 	struct evthread *th = arg;
+	stats_thread_attach((unsigned)(th - threads));
 	while (!th->stop) {
 		MHD_UNSIGNED_LONG_LONG mt;
 		int timeout = -1;
@@ -564,6 +573,7 @@ int http_start(int fd, const struct server_conf *server, char *err, size_t errle
 	long cores = sysconf(_SC_NPROCESSORS_ONLN);
 	nthreads = server->threads ? (unsigned)server->threads : (unsigned)(cores > 0 ? cores : 1);
 	threads = xcalloc(nthreads, sizeof *threads);
+	stats_threads_create(nthreads);
 	listen_fd = fd;
 	for (unsigned i = 0; i < nthreads; i++) {
 		struct evthread *th = &threads[i];
@@ -677,6 +687,7 @@ void http_stop(void)
 	free(threads);
 	threads = NULL;
 	nthreads = 0;
+	stats_threads_destroy();
 	if (listen_fd >= 0)
 		close(listen_fd);
 	listen_fd = -1;

@@ -37,6 +37,7 @@ struct conn {
 	char *target;       /* raw request target of the current request */
 	size_t target_cap;
 	uint64_t request_start_us;
+	unsigned char phase; /* enum stats_phase: reading, writing, idle */
 };
 
 /* Binds and listens on "ADDR:PORT". Returns the socket, or -1 with err. */
@@ -60,8 +61,9 @@ unsigned http_wait_idle(unsigned long timeout_ms);
  * requests started has ended. */
 void http_stop(void);
 
-/* For request.c. */
+/* For request.c and status.c. */
 unsigned http_open_connections(void);
+unsigned http_threads(void);
 struct conn *http_conn(struct MHD_Connection *connection);
 void http_request_started(struct conn *c);
 void http_request_ended(struct conn *c);

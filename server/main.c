@@ -7,6 +7,7 @@
 #include "http.h"
 #include "log.h"
 #include "site.h"
+#include "stats.h"
 #include "version.h"
 
 #include <errno.h>
@@ -169,6 +170,14 @@ static void reload(const struct options *o)
 				k->name);
 		conf_value_copy(k, &c->server, &old->config->server);
 	}
+	for (const struct conf_key *k = status_keys; k->name; k++) {
+		if (!(k->flags & CONF_RESTART)
+				|| conf_value_equal(k, &c->status, &old->config->status))
+			continue;
+		plxd_log(PLXD_LOG_WARN, "[status] %s changed: it takes effect only after a restart",
+				k->name);
+		conf_value_copy(k, &c->status, &old->config->status);
+	}
 	site_release(old);
 
 	char err[512];
@@ -219,6 +228,7 @@ static int serve(const struct options *o, struct config *config)
 		close(listen_fd);
 		return 1;
 	}
+	stats_init(site->config->status.counters);
 	if (modules_apply(site->config) < 0) {
 		close(listen_fd);
 		modules_stop_all();

@@ -13,6 +13,7 @@
  * Today no module names one: perl.so links no libperl, its interpreters
  * live in plxd-perl-worker, which links libperl into the executable. */
 #include "modules.h"
+#include "stats.h"
 #include "alloc.h"
 #include "log.h"
 
@@ -203,6 +204,7 @@ int modules_apply(struct config *config)
 		/* Requests find the state through their config, never through
 		 * this registry, which a reload may grow under them. */
 		s->state = in->state;
+		s->stats_id = stats_handler_id(s->name);
 	}
 	return 0;
 }

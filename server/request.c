@@ -23,6 +23,8 @@
 #include "resolve.h"
 #include "site.h"
 #include "spool.h"
+#include "stats.h"
+#include "status.h"
 #include "version.h"
 
 #include <errno.h>
@@ -346,6 +348,8 @@ static void refuse(struct request *r, unsigned status, int close_connection)
 {
 	r->close |= close_connection;
 	r->phase = PHASE_DONE;
+	if (r->conn)
+		stats_conn_phase(&r->conn->phase, STATS_WRITING);
 	if (plxd_respond_error(&r->pub, status) < 0)
 		plxd_log(PLXD_LOG_WARN, "could not queue a %u response", status);
 }
@@ -379,6 +383,8 @@ static uint64_t content_length_parse(const char *text)
 static void dispatch(struct request *r)
 {
 	r->phase = PHASE_DONE;
+	if (r->conn)
+		stats_conn_phase(&r->conn->phase, STATS_WRITING);
 	const struct plxd_handler *h = r->section->handler;
 	int rc = h->handle(&r->pub);
 	if (r->responded)
@@ -500,6 +506,45 @@ uint64_t plxd_max_body(struct plxd_request *pub)
 const struct addr_list *plxd_trusted_proxies(struct plxd_request *pub)
 {
 	return &REQUEST_OF(pub)->site->config->server.trusted_proxies;
+}
+
+/* X-Forwarded-For lines, in order; past XFF_LINES, the last ones (the
+ * walk starts from the right, and no chain of trusted proxies is that
+ * long). */
+#define XFF_LINES 16
+struct xff {
+	const char *v[XFF_LINES];
+	size_t n;
+};
+
+static enum MHD_Result collect_xff(void *cls, enum MHD_ValueKind kind, const char *name,
+		const char *value)
+{
+	(void)kind;
+	struct xff *x = cls;
+	if (!value || strcasecmp(name, "X-Forwarded-For") != 0)
+		return MHD_YES;
+	if (x->n == XFF_LINES) {
+		memmove(x->v, x->v + 1, (XFF_LINES - 1) * sizeof x->v[0]);
+		x->n--;
+	}
+	x->v[x->n++] = value;
+	return MHD_YES;
+}
+
+int plxd_client_addr(struct plxd_request *pub, struct addr_range *out)
+{
+	char text[64];
+	struct addr_range peer;
+	log_format_addr(pub->client, text, sizeof text);
+	if (addr_parse(text, strlen(text), &peer) < 0)
+		return -1;
+	struct xff x = { .n = 0 };
+	const struct addr_list *trusted = plxd_trusted_proxies(pub);
+	if (addr_list_match_addr(trusted, &peer))
+		MHD_get_connection_values(pub->connection, MHD_HEADER_KIND, collect_xff, &x);
+	addr_client(trusted, &peer, x.v, x.n, out);
+	return 0;
 }
 
 const struct req_limits *plxd_request_limits(struct plxd_request *pub)
@@ -633,6 +678,22 @@ static void request_headers(struct request *r)
 	if (MHD_lookup_connection_value(connection, MHD_HEADER_KIND,
 			    MHD_HTTP_HEADER_TRANSFER_ENCODING))
 		r->pub.content_length = -1;
+	/* The status page comes before any file of its name. */
+	const char *status_query;
+	if (status_route(&r->site->config->status, r->target, &status_query)) {
+		r->section = &status_section;
+		r->pub.path = r->site->config->status.path;
+		r->pub.query = status_query;
+		r->pub.conf = &r->site->config->status;
+		r->pub.state = r->site;
+		r->pub.root = server->root;
+		r->phase = PHASE_READING;
+		if (too_large) {
+			refuse(r, 413, 1);
+			return;
+		}
+		return;
+	}
 	unsigned status = route(r, r->target);
 	if (status && r->pub.content_length == 0) {
 		/* Answered on the next call, which keeps the connection open (a
@@ -804,6 +865,10 @@ void request_completed(void *cls, struct MHD_Connection *connection, void **con_
 		.duration_us = clock_us() - r->start_us,
 	};
 	log_access(&entry);
+	stats_request(r->section ? r->section->stats_id : STATS_PLXD, entry.status,
+			entry.duration_us);
+	if (r->conn)
+		stats_conn_phase(&r->conn->phase, STATS_IDLE);
 
 	if (r->conn && r->close_after)
 		shutdown(r->conn->fd, SHUT_RDWR); /* before a pipelined request is read */

@@ -51,7 +51,10 @@ void site_release(struct site *s)
 
 void site_install(struct site *s)
 {
+	static unsigned installed;
 	pthread_mutex_lock(&lock);
+	if (s)
+		s->generation = ++installed;
 	struct site *old = current;
 	current = s;
 	pthread_mutex_unlock(&lock);

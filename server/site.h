@@ -13,6 +13,7 @@ struct site {
 	struct config *config;
 	int root_fd; /* O_PATH descriptor of config->server.root */
 	atomic_uint refs;
+	unsigned generation; /* 1 for the first installed, one more per reload */
 };
 
 /* Takes ownership of config. Returns NULL with a message in err when the

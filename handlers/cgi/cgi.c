@@ -609,6 +609,14 @@ static void maybe_free(struct cgi_req *q)
 	loop_post(q->loop, free_req, q);
 }
 
+/* The status page's row: scripts running now (spawning, running, or
+ * lingering after their response, until reaped). */
+static void cgi_report(void *state, struct plxd_report *rep)
+{
+	struct cgi_state *st = state;
+	plxd_report_gauge(rep, "children_running", atomic_load(&st->children));
+}
+
 const struct plxd_handler plxd_handler_module = {
 	.abi = PLXD_HANDLER_ABI,
 	.name = "cgi",
@@ -621,4 +629,5 @@ const struct plxd_handler plxd_handler_module = {
 	.body = cgi_body,
 	.handle = cgi_handle,
 	.finished = cgi_finished,
+	.report = cgi_report,
 };

@@ -19,6 +19,7 @@
 #include "loop.h"
 #include "perl_conf.h"
 #include "perl_pool.h"
+#include "perl_scripts.h"
 #include "perl_wire.h"
 #include "version.h"
 
@@ -49,6 +50,7 @@ struct perl_state {
 	char perl5lib[PATH_MAX + 16]; /* "PERL5LIB=" that folder, as .pl scripts get it */
 	char *inc;                    /* [perl] inc, then perl5 */
 	unsigned long workers;        /* as started: a reload cannot change it */
+	struct perl_scripts *scripts; /* the status page's per-script figures */
 };
 
 /* One request's exchange with a worker; it may outlive its request (the
@@ -143,6 +145,7 @@ static void pool_settings(const struct perl_conf *c, const char *worker,
 static void state_free(struct perl_state *st)
 {
 	free(st->inc);
+	perl_scripts_destroy(st->scripts);
 	free(st);
 }
 
@@ -175,6 +178,7 @@ static int perl_start(const void *conf, void **state)
 {
 	const struct perl_conf *c = conf;
 	struct perl_state *st = xcalloc(1, sizeof *st);
+	st->scripts = perl_scripts_create();
 	if (find_files(st) < 0) {
 		plxd_log(PLXD_LOG_ERROR, "perl: %s not found beside the perl module (%s)",
 				WORKER_NAME, st->worker[0] ? st->worker : "?");
@@ -331,7 +335,8 @@ static void acquire(struct perl_req *q)
 		q->wt = (struct perl_waiter){ .loop = q->loop,
 			.ready = waiter_ready,
 			.send = send_request,
-			.ctx = q };
+			.ctx = q,
+			.script = plxd_counting() ? q->script : NULL };
 		enum perl_acquire a =
 				perl_pool_acquire(q->st->pool, q->conf->queue, &q->wt, &w, &e);
 		if (a == PERL_QUEUED) {
@@ -515,6 +520,12 @@ static void on_ctl(struct loop_watch *w, unsigned events)
 		return;
 	}
 	memcpy(&q->result, wk->rx, sizeof q->result);
+	/* The status page's figures, from what DONE says anyway. */
+	int compiled = !!(q->result.flags & PERL_WIRE_COMPILED);
+	wk->served = q->result.requests;
+	wk->compiled = (unsigned)compiled;
+	if (plxd_counting())
+		perl_scripts_add(q->st->scripts, q->script, compiled, q->result.run_us);
 	if ((fresh >= 0) != !!(q->result.flags & PERL_WIRE_NEW_STDOUT)) {
 		plxd_log(PLXD_LOG_ERROR, "%s: unexpected message from perl worker %d", q->script,
 				(int)wk->pid);
@@ -873,6 +884,71 @@ static void perl_finished(struct plxd_request *r, enum plxd_end how)
 	maybe_free(q);
 }
 
+/* Resident size of a process, in KB, from /proc/PID/statm; 0 when it
+ * cannot be read (gone already). */
+static uint64_t rss_kb(pid_t pid)
+{
+	char path[64], buf[128];
+	snprintf(path, sizeof path, "/proc/%d/statm", (int)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	unsigned long long size, resident;
+	if (sscanf(buf, "%llu %llu", &size, &resident) != 2)
+		return 0;
+	return (uint64_t)resident * (uint64_t)sysconf(_SC_PAGESIZE) / 1024;
+}
+
+static void report_script(const struct perl_script_figures *f, void *ctx)
+{
+	plxd_report_script(ctx,
+			&(struct plxd_report_script){
+					.path = f->path,
+					.compiles = f->compiles,
+					.runs = f->runs,
+					.run_us_sum = f->run_us_sum,
+					.run_us_p99 = f->run_us_p99,
+			});
+}
+
+/* The status page's rows: each worker (its RSS read now, outside the
+ * pool's lock), the scripts, and how many workers are busy. */
+static void perl_report(void *state, struct plxd_report *rep)
+{
+	struct perl_state *st = state;
+	struct perl_worker_view stack[64];
+	struct perl_worker_view *v = stack;
+	size_t n = perl_pool_view(st->pool, v, 64);
+	if (n > 64) {
+		v = xmalloc(n * sizeof *v);
+		n = perl_pool_view(st->pool, v, n);
+	}
+	uint64_t busy = 0;
+	for (size_t i = 0; i < n; i++) {
+		busy += strcmp(v[i].state, "busy") == 0;
+		plxd_report_worker(rep,
+				&(struct plxd_report_worker){
+						.pid = (long)v[i].pid,
+						.state = v[i].state,
+						.script = v[i].script[0] ? v[i].script : NULL,
+						.script_us = v[i].script_us,
+						.requests = v[i].requests,
+						.rss_kb = v[i].pid ? rss_kb(v[i].pid) : 0,
+						.scripts_compiled = v[i].compiled,
+				});
+	}
+	if (v != stack)
+		free(v);
+	plxd_report_gauge(rep, "workers", n);
+	plxd_report_gauge(rep, "workers_busy", busy);
+	perl_scripts_each(st->scripts, report_script, rep);
+}
+
 const struct plxd_handler plxd_handler_module = {
 	.abi = PLXD_HANDLER_ABI,
 	.name = "perl",
@@ -884,4 +960,5 @@ const struct plxd_handler plxd_handler_module = {
 	.begin = perl_begin,
 	.handle = perl_handle,
 	.finished = perl_finished,
+	.report = perl_report,
 };

@@ -65,6 +65,10 @@ struct slot {
 	unsigned failures;   /* start-ups failed in a row */
 	uint64_t retry_at_ms;
 	struct log_lines lines; /* its stderr while starting and ending */
+	/* For the status page, under the pool's lock. */
+	char script[PERL_VIEW_SCRIPT]; /* the script it runs while BUSY */
+	uint64_t script_since_us;
+	uint64_t served, compiled;
 };
 
 struct settings {
@@ -101,6 +105,7 @@ static void *keeper_main(void *arg);
 static void relay(struct slot *s, const char *label, int flush, size_t limit);
 static struct perl_waiter *slot_mark_idle(struct perl_pool *p, struct slot *s);
 static void serve_waiter(struct perl_waiter *wt);
+static void slot_busy(struct slot *s, const char *script);
 
 static struct settings *settings_copy(const struct perl_pool_settings *s)
 {
@@ -413,6 +418,17 @@ void perl_pool_describe_exit(struct perl_worker *w, char *out, size_t outlen)
 
 /* ---- the keeper ---- */
 
+/* With the lock held: s is lent to a request for script (NULL: not
+ * noted). */
+static void slot_busy(struct slot *s, const char *script)
+{
+	s->state = SLOT_BUSY;
+	if (!script) /* not counting ([status] counters = off) */
+		return;
+	snprintf(s->script, sizeof s->script, "%s", script);
+	s->script_since_us = clock_us();
+}
+
 /* With the lock held: the worker goes to the longest-waiting request,
  * which is returned (the caller sends its request with serve_waiter once
  * the lock is released), or it becomes idle. Handing it over directly keeps
@@ -426,12 +442,13 @@ static struct perl_waiter *slot_mark_idle(struct perl_pool *p, struct slot *s)
 			p->last = NULL;
 		wt->next = NULL;
 		p->waiting--;
-		s->state = SLOT_BUSY;
+		slot_busy(s, wt->script);
 		wt->given = &s->w;
 		wt->queued = 0;
 		return wt;
 	}
 	s->state = SLOT_IDLE;
+	s->script[0] = '\0';
 	p->idle++;
 	return NULL;
 }
@@ -532,6 +549,9 @@ static void *keeper_main(void *arg)
 		if (ok) {
 			s->generation = generation;
 			s->failures = 0;
+			s->served = s->compiled = 0;
+			s->w.served = 0;
+			s->w.compiled = 0;
 			if (generation != p->generation || p->stopping) {
 				s->state = SLOT_DOWN;
 				s->end = END_STOP;
@@ -699,7 +719,7 @@ enum perl_acquire perl_pool_acquire(struct perl_pool *p, unsigned long queue,
 		for (unsigned i = 0; i < p->n && !got; i++) {
 			if (p->slots[i].state == SLOT_IDLE) {
 				got = &p->slots[i];
-				got->state = SLOT_BUSY;
+				slot_busy(got, wt->script);
 				p->idle--;
 			}
 		}
@@ -760,6 +780,10 @@ void perl_pool_release(struct perl_pool *p, struct perl_worker *w, enum perl_rel
 	}
 	struct perl_waiter *wt = NULL;
 	pthread_mutex_lock(&p->lock);
+	s->served = w->served;
+	s->compiled += w->compiled;
+	w->compiled = 0;
+	s->script[0] = '\0';
 	if (how == PERL_RELEASE_IDLE && s->generation == p->generation && !p->stopping) {
 		wt = slot_mark_idle(p, s);
 	} else {
@@ -773,4 +797,33 @@ void perl_pool_release(struct perl_pool *p, struct perl_worker *w, enum perl_rel
 	pthread_mutex_unlock(&p->lock);
 	if (wt)
 		serve_waiter(wt);
+}
+
+size_t perl_pool_view(struct perl_pool *p, struct perl_worker_view *out, size_t max)
+{
+	static const char *const names[] = {
+		[SLOT_IDLE] = "idle",
+		[SLOT_BUSY] = "busy",
+		[SLOT_DOWN] = "down",
+		[SLOT_STARTING] = "starting",
+	};
+	pthread_mutex_lock(&p->lock);
+	uint64_t now = clock_us();
+	for (unsigned i = 0; i < p->n && i < max; i++) {
+		struct slot *s = &p->slots[i];
+		int live = s->state == SLOT_IDLE || s->state == SLOT_BUSY;
+		out[i] = (struct perl_worker_view){
+			/* The keeper writes pid unlocked while it starts one. */
+			.pid = live ? s->w.pid : 0,
+			.state = names[s->state],
+			.script_us = s->state == SLOT_BUSY ? now - s->script_since_us : 0,
+			.requests = s->served,
+			.compiled = s->compiled,
+		};
+		if (s->state == SLOT_BUSY)
+			memcpy(out[i].script, s->script, sizeof out[i].script);
+	}
+	size_t n = p->n;
+	pthread_mutex_unlock(&p->lock);
+	return n;
 }

@@ -35,6 +35,10 @@ struct perl_worker {
 	int err;   /* read end of its stderr, non-blocking */
 	char *rx;  /* room for one message from it */
 	size_t rx_cap;
+	/* For the status page, set by the request holding it from its DONE
+	 * message; perl_pool_release takes them into the slot. */
+	uint64_t served;   /* requests it has served, as it counts them */
+	unsigned compiled; /* its script was compiled for this request */
 };
 
 struct perl_pool;
@@ -69,6 +73,7 @@ struct perl_waiter {
 	void (*ready)(struct perl_waiter *wt); /* given (or stopping) */
 	perl_send_fn *send;
 	void *ctx;
+	const char *script;        /* what it runs, for the status page */
 	struct perl_worker *given; /* then: the worker, its request sent... */
 	int send_errno;            /* ...or not, with this errno */
 	int stopping;              /* or none: the pool stops */
@@ -112,5 +117,19 @@ void perl_pool_release(struct perl_pool *p, struct perl_worker *w, enum perl_rel
  * runs or exited with 0. Never blocks; leaves it to be reaped by the
  * pool. */
 void perl_pool_describe_exit(struct perl_worker *w, char *out, size_t outlen);
+
+/* One worker as the status page shows it. */
+#define PERL_VIEW_SCRIPT 256
+struct perl_worker_view {
+	pid_t pid; /* 0 while starting or down */
+	const char *state;
+	char script[PERL_VIEW_SCRIPT]; /* "" when idle; a longer path is cut */
+	uint64_t script_us;            /* how long it has run it */
+	uint64_t requests, compiled;   /* since its process started */
+};
+
+/* Copies up to max workers' views into out under the pool's lock, and
+ * returns how many there are. Never blocks for long. */
+size_t perl_pool_view(struct perl_pool *p, struct perl_worker_view *out, size_t max);
 
 #endif

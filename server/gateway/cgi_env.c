@@ -30,7 +30,7 @@ static const char *vars_item(const struct vars *vs, size_t i);
 static char **vars_pack(struct vars *vs);
 static const char *header_value(const struct cgi_env_request *req, const char *name);
 static const char *forwarded_for(const struct cgi_env_request *req, const struct addr_list *list,
-		char *out, size_t outlen);
+		const struct addr_range *peer, char *out, size_t outlen);
 static int host_name_valid(const char *s, size_t len);
 static void add_headers(struct vars *vs, const struct cgi_env_request *req,
 		const struct cgi_env_options *opt);
@@ -104,35 +104,36 @@ static const char *header_value(const struct cgi_env_request *req, const char *n
 	return value;
 }
 
-/* The client behind trusted proxies: X-Forwarded-For lists the hops left
- * to right, each proxy appending the address it saw, so walk from the
- * right and stop at the first address that is not a trusted proxy; only
- * that one and those right of it were written by proxies we trust. Lines
- * of a repeated header are one list (RFC 9110 5.3), in order. */
+/* The client behind trusted proxies, as addr_client finds it in the
+ * X-Forwarded-For lines (RFC 9110 5.3: a repeated header is one list, in
+ * order), written into out; NULL when they name none. */
 static const char *forwarded_for(const struct cgi_env_request *req, const struct addr_list *list,
-		char *out, size_t outlen)
+		const struct addr_range *peer, char *out, size_t outlen)
 {
-	const char *found = NULL;
-	for (size_t i = req->header_count; i-- > 0;) {
+	const char *stack[8];
+	const char **lines = stack;
+	size_t n = 0, cap = sizeof stack / sizeof stack[0];
+	for (size_t i = 0; i < req->header_count; i++) {
 		const struct cgi_env_header *h = &req->headers[i];
 		if (!h->name || !h->value || strcasecmp(h->name, "X-Forwarded-For") != 0)
 			continue;
-		size_t end = strlen(h->value);
-		while (end > 0) {
-			size_t start = end;
-			while (start > 0 && h->value[start - 1] != ',')
-				start--;
-			struct addr_range ip;
-			if (addr_parse(h->value + start, end - start, &ip) < 0)
-				return found; /* garbage: believe nothing further left */
-			if (inet_ntop(ip.family, ip.bytes, out, (socklen_t)outlen) == NULL)
-				return found;
-			found = out;
-			if (!addr_list_match_addr(list, &ip))
-				return found;
-			end = start > 0 ? start - 1 : 0;
+		if (n == cap) {
+			const char **more = xmalloc(2 * cap * sizeof *more);
+			memcpy(more, lines, n * sizeof *more);
+			if (lines != stack)
+				free(lines);
+			lines = more;
+			cap *= 2;
 		}
+		lines[n++] = h->value;
 	}
+	struct addr_range ip;
+	const char *found = NULL;
+	if (addr_client(list, peer, lines, n, &ip)
+			&& inet_ntop(ip.family, ip.bytes, out, (socklen_t)outlen) != NULL)
+		found = out;
+	if (lines != stack)
+		free(lines);
 	return found;
 }
 
@@ -219,7 +220,8 @@ char **cgi_env_build(const struct cgi_env_request *req, const struct cgi_env_opt
 	if (opt->trusted_proxies && remote_addr
 			&& addr_parse(remote_addr, strlen(remote_addr), &peer) == 0
 			&& addr_list_match_addr(opt->trusted_proxies, &peer)) {
-		const char *fwd = forwarded_for(req, opt->trusted_proxies, client, sizeof client);
+		const char *fwd = forwarded_for(req, opt->trusted_proxies, &peer, client,
+				sizeof client);
 		if (fwd) {
 			remote_addr = fwd;
 			remote_port_known = 0; /* the proxy's port says nothing of the client's */

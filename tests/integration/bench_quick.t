@@ -1,7 +1,8 @@
 # bench/run --quick, once: it builds, measures, stops what it started, and
 # writes a Markdown table, a CSV and a PNG chart that are well formed, with
 # every section's rows (the new-connection one and bare libmicrohttpd's
-# floor among them). It checks the shape of the output, never a speed.
+# floor among them). Then bench/run --status-cost's turns and callgrind
+# figures. It checks the shape of the output, never a speed.
 use strict;
 use warnings;
 use Test::More;
@@ -147,5 +148,20 @@ if ($work) {
     remove_tree($work) unless $ENV{PLXD_TEST_KEEP};
 }
 is(scalar @left, 0, 'no server bench/run started is still running') or diag(join "\n", @left);
+
+# ----- --status-cost: counters on and off in turns, then callgrind each way,
+# with the Release build the run above made.
+$log = qx('$src/bench/run' --status-cost --quick --runs 2 --callgrind 100 --out '$out' 2>&1);
+is($?, 0, 'bench/run --status-cost exits 0') or diag($log);
+my @turns = $log =~ /^run \d\/2  counters=(on|off) /mg;
+is("@turns", 'on off off on', '... alternating counters on and off, each first in turn');
+like($log, qr/^median of 2: counters on \d+ req\/s, off \d+ req\/s: counting costs -?[\d.]+%$/m,
+    '... the medians and what counting costs');
+SKIP: {
+    skip 'no valgrind', 2 unless -x '/usr/bin/valgrind';
+    like($log, qr/^callgrind counters=on : 100 hello\.html requests, \d+ instructions in plxd/m,
+        '... callgrind with counters on');
+    like($log, qr/^callgrind: counting adds -?\d+ instructions a request/m, '... and the difference');
+}
 
 done_testing;

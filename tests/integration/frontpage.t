@@ -1,8 +1,9 @@
 # The front page (cgi-bin/index.html) in a real browser: headless Chromium
 # driven through chromedriver's WebDriver HTTP API (HTTP::Tiny and JSON::PP,
 # nothing else). It loads the page, checks that every sample is linked in
-# its .pl/.plx pair and that the bench chart has its place, then follows the
-# counter links: the persistent counter grows for the same worker pid, the
+# its .pl/.plx pair and that the bench chart has its place, presses the live
+# burst's button (both series drawn, the persistent rate higher), then follows
+# the counter links: the persistent counter grows for the same worker pid, the
 # per-request one stays at 1.
 use strict;
 use warnings;
@@ -173,6 +174,50 @@ ok($chart && ($chart->{loaded} || $chart->{note}), 'the chart shows, or a note s
 if ($ENV{PLXD_TEST_KEEP}) {
     write_file("$tmp/frontpage.png", decode_base64(sw(GET => '/screenshot')));
     diag("screenshot: $tmp/frontpage.png");
+}
+
+# ----- the live burst -------------------------------------------------------
+
+# The button sends a bounded burst to hello.pl, then hello.plx, and draws
+# both: each side's figures (rate, count) appear, its canvas is drawn on, and
+# the persistent rate is the higher.
+if ($available{'counter.pl'} && $available{'counter.plx'}) {
+    sw(POST => '/url', { url => $s->url('/') });
+    like(page_text(), qr/modest load generator/, 'the live section says a browser is a modest load generator');
+    my $button = sw(POST => '/element', { using => 'css selector', value => '#burst' });
+    sw(POST => "/element/$button->{$ELEMENT}/click", {});
+    my $live;
+    my $read = q{
+        var out = {};
+        ['pl', 'plx'].forEach(function (k) {
+            var el = document.getElementById('live-' + k), c = document.getElementById('live-' + k + '-chart');
+            var px = c.getContext('2d').getImageData(0, 0, c.width, c.height).data, inked = 0;
+            for (var i = 3; i < px.length; i += 4) if (px[i]) inked++;
+            out[k] = { rate: el.dataset.rate ? parseFloat(el.dataset.rate) : null,
+                       count: parseInt(el.dataset.count || '0', 10), failed: parseInt(el.dataset.failed || '0', 10),
+                       text: el.textContent, inked: inked };
+        });
+        out.done = !document.getElementById('burst').disabled && out.pl.rate !== null && out.plx.rate !== null;
+        return out;
+    };
+    ok(wait_for(sub { $live = js($read); $live->{done} }, 180), 'the burst ends with figures on both sides')
+        or diag(explain($live));
+    for my $k (qw(pl plx)) {
+        my $r = $live->{$k};
+        is($r->{count}, 200, "hello.$k: 200 requests");
+        is($r->{failed}, 0, '... none failed');
+        ok(defined $r->{rate} && $r->{rate} > 0, "... a rate above 0 ($r->{rate} req/s)");
+        like($r->{text}, qr/\d+ req\/s; latency median [\d.]+ ms/, '... shown with its latency');
+        ok($r->{inked} > 200, '... and drawn on its canvas');
+    }
+    if ($ENV{PLXD_TEST_KEEP}) {
+        js(q{document.getElementById('burst').scrollIntoView()});
+        write_file("$tmp/burst.png", decode_base64(sw(GET => '/screenshot')));
+        diag("screenshot after the burst: $tmp/burst.png");
+    }
+    ok($live->{plx}{rate} > $live->{pl}{rate}, "the persistent rate is higher ($live->{plx}{rate} against $live->{pl}{rate} req/s)");
+} else {
+    fail('the live burst: hello.pl and hello.plx need the cgi and perl handlers (see above)');
 }
 
 # ----- the counters ---------------------------------------------------------

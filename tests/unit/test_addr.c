@@ -114,5 +114,38 @@ int main(void)
 	addr_list_free(&b);
 	addr_list_free(&c);
 	addr_list_free(&d);
+
+	/* addr_client: the walk REMOTE_ADDR and the status page share. */
+	struct addr_list trusted;
+	addr_list_parse("127.0.0.1 10.0.0.0/8", &trusted, err, sizeof err);
+	struct addr_range peer, out, want;
+	addr_parse("127.0.0.1", 9, &peer);
+	const char *one[] = { "203.0.113.9" };
+	ok(addr_client(&trusted, &peer, one, 1, &out) == 1
+					&& addr_parse("203.0.113.9", 11, &want) == 0
+					&& memcmp(out.bytes, want.bytes, 4) == 0,
+			"a trusted peer: the address X-Forwarded-For names");
+	const char *chain[] = { "198.51.100.1, 203.0.113.9", "10.1.1.1" };
+	ok(addr_client(&trusted, &peer, chain, 2, &out) == 1
+					&& memcmp(out.bytes, want.bytes, 4) == 0,
+			"... the nearest untrusted hop, across repeated lines");
+	const char *junk[] = { "203.0.113.9, junk" };
+	ok(addr_client(&trusted, &peer, junk, 1, &out) == 0
+					&& memcmp(out.bytes, peer.bytes, 4) == 0,
+			"... garbage at the right: the peer");
+	const char *left_junk[] = { "junk, 10.2.2.2" };
+	addr_parse("10.2.2.2", 8, &want);
+	ok(addr_client(&trusted, &peer, left_junk, 1, &out) == 1
+					&& memcmp(out.bytes, want.bytes, 4) == 0,
+			"... garbage further left: what was found before it");
+	struct addr_range stranger;
+	addr_parse("192.0.2.1", 9, &stranger);
+	ok(addr_client(&trusted, &stranger, one, 1, &out) == 0
+					&& memcmp(out.bytes, stranger.bytes, 4) == 0,
+			"an untrusted peer: itself, whatever the header says");
+	ok(addr_client(&trusted, &peer, NULL, 0, &out) == 0
+					&& memcmp(out.bytes, peer.bytes, 4) == 0,
+			"no header: the peer");
+	addr_list_free(&trusted);
 	return done_testing();
 }

@@ -1,0 +1,473 @@
+/* The status page's three forms (HTML, JSON, Prometheus text) from one
+ * struct status_data. The JSON schema is doc/status.md's and stays
+ * stable: keys are only ever added. Pure string work. */
+#include "status.h"
+#include "alloc.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A growing string. */
+struct out {
+	char *p;
+	size_t len, cap;
+};
+
+static void put(struct out *o, const char *s, size_t n);
+static void put_s(struct out *o, const char *s);
+static void putf(struct out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put_json_string(struct out *o, const char *s);
+static void put_html(struct out *o, const char *s);
+static void put_label(struct out *o, const char *s);
+static void render_json(struct out *o, const struct status_data *d);
+static void render_html(struct out *o, const struct status_data *d);
+static void render_prometheus(struct out *o, const struct status_data *d);
+
+static const char *const class_names[6] = { "other", "1xx", "2xx", "3xx", "4xx", "5xx" };
+
+static void put(struct out *o, const char *s, size_t n)
+{
+	if (o->len + n + 1 > o->cap) {
+		size_t cap = o->cap ? o->cap : 8192;
+		while (cap < o->len + n + 1)
+			cap *= 2;
+		o->p = xrealloc(o->p, cap);
+		o->cap = cap;
+	}
+	memcpy(o->p + o->len, s, n);
+	o->len += n;
+	o->p[o->len] = '\0';
+}
+
+static void put_s(struct out *o, const char *s)
+{
+	put(o, s, strlen(s));
+}
+
+static void putf(struct out *o, const char *fmt, ...)
+{
+	char small[512];
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(small, sizeof small, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	if ((size_t)n < sizeof small) {
+		put(o, small, (size_t)n);
+		return;
+	}
+	char *big = xmalloc((size_t)n + 1);
+	va_start(ap, fmt);
+	vsnprintf(big, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	put(o, big, (size_t)n);
+	free(big);
+}
+
+/* Control characters, '"' and '\' escaped; other bytes as they are. */
+static void put_json_string(struct out *o, const char *s)
+{
+	put_s(o, "\"");
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c == '"' || c == '\\')
+			putf(o, "\\%c", c);
+		else if (c < 0x20)
+			putf(o, "\\u%04x", c);
+		else
+			put(o, s, 1);
+	}
+	put_s(o, "\"");
+}
+
+static void put_html(struct out *o, const char *s)
+{
+	for (; *s; s++) {
+		switch (*s) {
+		case '<':
+			put_s(o, "&lt;");
+			break;
+		case '>':
+			put_s(o, "&gt;");
+			break;
+		case '&':
+			put_s(o, "&amp;");
+			break;
+		case '"':
+			put_s(o, "&quot;");
+			break;
+		default:
+			put(o, s, 1);
+		}
+	}
+}
+
+/* A Prometheus label value: '\', '"' and new lines escaped. */
+static void put_label(struct out *o, const char *s)
+{
+	put_s(o, "\"");
+	for (; *s; s++) {
+		if (*s == '\\' || *s == '"')
+			putf(o, "\\%c", *s);
+		else if (*s == '\n')
+			put_s(o, "\\n");
+		else
+			put(o, s, 1);
+	}
+	put_s(o, "\"");
+}
+
+static uint64_t mean(uint64_t sum, uint64_t n)
+{
+	return n ? sum / n : 0;
+}
+
+static uint64_t total_requests(const struct status_data *d, uint64_t by_class[6])
+{
+	uint64_t total = 0;
+	memset(by_class, 0, 6 * sizeof by_class[0]);
+	for (unsigned i = 0; i < d->sum.nhandlers; i++) {
+		total += d->sum.handlers[i].requests;
+		for (unsigned c = 0; c < 6; c++)
+			by_class[c] += d->sum.handlers[i].by_class[c];
+	}
+	return total;
+}
+
+static void json_classes(struct out *o, const uint64_t by_class[6])
+{
+	put_s(o, "{");
+	for (unsigned c = 1; c < 6; c++)
+		putf(o, "\"%s\":%" PRIu64 ",", class_names[c], by_class[c]);
+	putf(o, "\"other\":%" PRIu64 "}", by_class[0]);
+}
+
+static void render_json(struct out *o, const struct status_data *d)
+{
+	uint64_t by_class[6];
+	uint64_t total = total_requests(d, by_class);
+	putf(o, "{\"version\":");
+	put_json_string(o, d->version);
+	putf(o,
+			",\"pid\":%ld,\"uptime_s\":%.3f,\"generation\":%u,\"threads\":%u,"
+			"\"counters\":%s,",
+			d->pid, (double)d->sum.uptime_us / 1e6, d->generation, d->threads,
+			d->counters ? "true" : "false");
+	uint64_t open = d->open, busy = d->sum.reading + d->sum.writing;
+	putf(o,
+			"\"connections\":{\"open\":%" PRIu64 ",\"reading\":%" PRIu64
+			",\"writing\":%" PRIu64 ",\"idle\":%" PRIu64 "},",
+			open, d->sum.reading, d->sum.writing, open > busy ? open - busy : 0);
+	putf(o, "\"requests\":{\"total\":%" PRIu64 ",\"by_class\":", total);
+	json_classes(o, by_class);
+	put_s(o, ",\"by_handler\":{");
+	int first = 1;
+	for (unsigned i = 0; i < d->sum.nhandlers; i++) {
+		const struct stats_handler_sum *h = &d->sum.handlers[i];
+		if (!first)
+			put_s(o, ",");
+		first = 0;
+		put_json_string(o, h->name);
+		putf(o, ":{\"total\":%" PRIu64 ",\"by_class\":", h->requests);
+		json_classes(o, h->by_class);
+		putf(o,
+				",\"latency_us\":{\"mean\":%" PRIu64 ",\"p50\":%" PRIu64
+				",\"p90\":%" PRIu64 ",\"p99\":%" PRIu64 "}}",
+				mean(h->sum_us, h->requests), hist_percentile(h->hist, 0.50),
+				hist_percentile(h->hist, 0.90), hist_percentile(h->hist, 0.99));
+	}
+	put_s(o, "}},\"handlers\":{");
+	/* Gauges grouped by handler, in the order reported. */
+	first = 1;
+	for (size_t i = 0; i < d->ngauges; i++) {
+		size_t k = 0;
+		while (k < i && strcmp(d->gauges[k].handler, d->gauges[i].handler) != 0)
+			k++;
+		if (k < i)
+			continue; /* written with its handler's first gauge */
+		if (!first)
+			put_s(o, ",");
+		first = 0;
+		put_json_string(o, d->gauges[i].handler);
+		put_s(o, ":{");
+		int inner = 1;
+		for (size_t j = i; j < d->ngauges; j++) {
+			if (strcmp(d->gauges[j].handler, d->gauges[i].handler) != 0)
+				continue;
+			if (!inner)
+				put_s(o, ",");
+			inner = 0;
+			put_json_string(o, d->gauges[j].name);
+			putf(o, ":%" PRIu64, d->gauges[j].value);
+		}
+		put_s(o, "}");
+	}
+	put_s(o, "},\"workers\":[");
+	for (size_t i = 0; i < d->nworkers; i++) {
+		const struct status_worker *w = &d->workers[i];
+		put_s(o, i ? ",{\"handler\":" : "{\"handler\":");
+		put_json_string(o, w->handler);
+		putf(o, ",\"pid\":%ld,\"state\":", w->pid);
+		put_json_string(o, w->state);
+		put_s(o, ",\"script\":");
+		if (w->script)
+			put_json_string(o, w->script);
+		else
+			put_s(o, "null");
+		putf(o,
+				",\"script_running_ms\":%" PRIu64 ",\"requests\":%" PRIu64
+				",\"rss_kb\":%" PRIu64 ",\"scripts_compiled\":%" PRIu64 "}",
+				w->script_us / 1000, w->requests, w->rss_kb, w->scripts_compiled);
+	}
+	put_s(o, "],\"scripts\":[");
+	for (size_t i = 0; i < d->nscripts; i++) {
+		const struct status_script *s = &d->scripts[i];
+		put_s(o, i ? ",{\"handler\":" : "{\"handler\":");
+		put_json_string(o, s->handler);
+		put_s(o, ",\"path\":");
+		put_json_string(o, s->path);
+		putf(o,
+				",\"compiles\":%" PRIu64 ",\"runs\":%" PRIu64
+				",\"run_mean_us\":%" PRIu64 ",\"run_p99_us\":%" PRIu64 "}",
+				s->compiles, s->runs, mean(s->run_us_sum, s->runs), s->run_us_p99);
+	}
+	put_s(o, "]}\n");
+}
+
+static void html_cell_u(struct out *o, uint64_t v)
+{
+	putf(o, "<td class=n>%" PRIu64 "</td>", v);
+}
+
+static void render_html(struct out *o, const struct status_data *d)
+{
+	uint64_t by_class[6];
+	uint64_t total = total_requests(d, by_class);
+	/* Refreshes itself every 5 s; ?json and ?prometheus give the same. */
+	put_s(o,
+			"<!DOCTYPE html>\n<html><head><meta charset=utf-8>"
+			"<meta http-equiv=refresh content=5><title>plxd status</title><style>"
+			"body{font:14px system-ui,sans-serif;margin:1.5em}"
+			"table{border-collapse:collapse;margin:.5em 0 1.5em}"
+			"td,th{border:1px solid #ccc;padding:2px 8px;text-align:left}"
+			".n{text-align:right;font-variant-numeric:tabular-nums}"
+			"</style></head><body><h1>plxd status</h1>\n");
+	putf(o,
+			"<p>plxd/%s, pid %ld, up %.0f s, configuration generation %u, %u event "
+			"threads. Also as <a href=\"?json\">JSON</a> and "
+			"<a href=\"?prometheus\">Prometheus text</a>; refreshed every 5 s.</p>\n",
+			d->version, d->pid, (double)d->sum.uptime_us / 1e6, d->generation,
+			d->threads);
+	if (!d->counters)
+		put_s(o,
+				"<p><b>[status] counters = off</b>: requests and connection phases "
+				"are not counted.</p>\n");
+	uint64_t busy = d->sum.reading + d->sum.writing;
+	putf(o,
+			"<h2>Connections</h2><table><tr><th>open</th><th>reading</th>"
+			"<th>writing</th><th>idle</th></tr><tr>");
+	html_cell_u(o, d->open);
+	html_cell_u(o, d->sum.reading);
+	html_cell_u(o, d->sum.writing);
+	html_cell_u(o, d->open > busy ? d->open - busy : 0);
+	putf(o, "</tr></table>\n<h2>Requests</h2><table><tr><th>handler</th><th>total</th>");
+	for (unsigned c = 1; c < 6; c++)
+		putf(o, "<th>%s</th>", class_names[c]);
+	putf(o,
+			"<th>mean &micro;s</th><th>p50 &micro;s</th><th>p90 &micro;s</th>"
+			"<th>p99 &micro;s</th></tr>\n");
+	for (unsigned i = 0; i < d->sum.nhandlers; i++) {
+		const struct stats_handler_sum *h = &d->sum.handlers[i];
+		put_s(o, "<tr><td>");
+		put_html(o, h->name);
+		put_s(o, "</td>");
+		html_cell_u(o, h->requests);
+		for (unsigned c = 1; c < 6; c++)
+			html_cell_u(o, h->by_class[c]);
+		html_cell_u(o, mean(h->sum_us, h->requests));
+		html_cell_u(o, hist_percentile(h->hist, 0.50));
+		html_cell_u(o, hist_percentile(h->hist, 0.90));
+		html_cell_u(o, hist_percentile(h->hist, 0.99));
+		put_s(o, "</tr>\n");
+	}
+	putf(o, "<tr><th>all</th>");
+	html_cell_u(o, total);
+	for (unsigned c = 1; c < 6; c++)
+		html_cell_u(o, by_class[c]);
+	putf(o, "<td></td><td></td><td></td><td></td></tr></table>\n");
+	if (d->ngauges) {
+		putf(o,
+				"<h2>Handlers</h2><table><tr><th>handler</th><th>figure</th>"
+				"<th>value</th></tr>\n");
+		for (size_t i = 0; i < d->ngauges; i++) {
+			put_s(o, "<tr><td>");
+			put_html(o, d->gauges[i].handler);
+			put_s(o, "</td><td>");
+			put_html(o, d->gauges[i].name);
+			put_s(o, "</td>");
+			html_cell_u(o, d->gauges[i].value);
+			put_s(o, "</tr>\n");
+		}
+		put_s(o, "</table>\n");
+	}
+	if (d->nworkers) {
+		putf(o,
+				"<h2>Workers</h2><table><tr><th>handler</th><th>pid</th><th>state</th>"
+				"<th>script</th><th>for ms</th><th>requests</th><th>RSS KB</th>"
+				"<th>scripts compiled</th></tr>\n");
+		for (size_t i = 0; i < d->nworkers; i++) {
+			const struct status_worker *w = &d->workers[i];
+			put_s(o, "<tr><td>");
+			put_html(o, w->handler);
+			putf(o, "</td><td class=n>%ld</td><td>", w->pid);
+			put_html(o, w->state);
+			put_s(o, "</td><td>");
+			put_html(o, w->script ? w->script : "");
+			put_s(o, "</td>");
+			html_cell_u(o, w->script_us / 1000);
+			html_cell_u(o, w->requests);
+			html_cell_u(o, w->rss_kb);
+			html_cell_u(o, w->scripts_compiled);
+			put_s(o, "</tr>\n");
+		}
+		put_s(o, "</table>\n");
+	}
+	if (d->nscripts) {
+		putf(o,
+				"<h2>Scripts</h2><table><tr><th>handler</th><th>script</th>"
+				"<th>compiles</th><th>runs</th><th>mean &micro;s</th>"
+				"<th>p99 &micro;s</th></tr>\n");
+		for (size_t i = 0; i < d->nscripts; i++) {
+			const struct status_script *s = &d->scripts[i];
+			put_s(o, "<tr><td>");
+			put_html(o, s->handler);
+			put_s(o, "</td><td>");
+			put_html(o, s->path);
+			put_s(o, "</td>");
+			html_cell_u(o, s->compiles);
+			html_cell_u(o, s->runs);
+			html_cell_u(o, mean(s->run_us_sum, s->runs));
+			html_cell_u(o, s->run_us_p99);
+			put_s(o, "</tr>\n");
+		}
+		put_s(o, "</table>\n");
+	}
+	put_s(o, "</body></html>\n");
+}
+
+static void render_prometheus(struct out *o, const struct status_data *d)
+{
+	putf(o,
+			"# HELP plxd_uptime_seconds Seconds since plxd started.\n"
+			"# TYPE plxd_uptime_seconds gauge\nplxd_uptime_seconds %.3f\n",
+			(double)d->sum.uptime_us / 1e6);
+	putf(o,
+			"# HELP plxd_generation The configuration generation (1, then one more per "
+			"reload).\n# TYPE plxd_generation gauge\nplxd_generation %u\n",
+			d->generation);
+	uint64_t busy = d->sum.reading + d->sum.writing;
+	putf(o,
+			"# HELP plxd_connections Open connections by phase.\n"
+			"# TYPE plxd_connections gauge\n"
+			"plxd_connections{state=\"open\"} %" PRIu64 "\n"
+			"plxd_connections{state=\"reading\"} %" PRIu64 "\n"
+			"plxd_connections{state=\"writing\"} %" PRIu64 "\n"
+			"plxd_connections{state=\"idle\"} %" PRIu64 "\n",
+			d->open, d->sum.reading, d->sum.writing,
+			d->open > busy ? d->open - busy : 0);
+	putf(o,
+			"# HELP plxd_requests_total Requests ended, by handler and status class.\n"
+			"# TYPE plxd_requests_total counter\n");
+	for (unsigned i = 0; i < d->sum.nhandlers; i++)
+		for (unsigned c = 0; c < 6; c++) {
+			put_s(o, "plxd_requests_total{handler=");
+			put_label(o, d->sum.handlers[i].name);
+			putf(o, ",class=\"%s\"} %" PRIu64 "\n", class_names[c],
+					d->sum.handlers[i].by_class[c]);
+		}
+	putf(o,
+			"# HELP plxd_request_duration_us Request durations by handler (mean and "
+			"quantiles from log-scale buckets).\n# TYPE plxd_request_duration_us summary\n");
+	static const double qs[] = { 0.5, 0.9, 0.99 };
+	for (unsigned i = 0; i < d->sum.nhandlers; i++) {
+		const struct stats_handler_sum *h = &d->sum.handlers[i];
+		for (unsigned q = 0; q < 3; q++) {
+			put_s(o, "plxd_request_duration_us{handler=");
+			put_label(o, h->name);
+			putf(o, ",quantile=\"%g\"} %" PRIu64 "\n", qs[q],
+					hist_percentile(h->hist, qs[q]));
+		}
+		put_s(o, "plxd_request_duration_us_sum{handler=");
+		put_label(o, h->name);
+		putf(o, "} %" PRIu64 "\n", h->sum_us);
+		put_s(o, "plxd_request_duration_us_count{handler=");
+		put_label(o, h->name);
+		putf(o, "} %" PRIu64 "\n", h->requests);
+	}
+	if (d->ngauges)
+		putf(o,
+				"# HELP plxd_handler A handler's own figure.\n"
+				"# TYPE plxd_handler gauge\n");
+	for (size_t i = 0; i < d->ngauges; i++) {
+		put_s(o, "plxd_handler{handler=");
+		put_label(o, d->gauges[i].handler);
+		put_s(o, ",name=");
+		put_label(o, d->gauges[i].name);
+		putf(o, "} %" PRIu64 "\n", d->gauges[i].value);
+	}
+	static const char *const wfig[] = { "requests", "rss_kb", "scripts_compiled",
+		"script_running_ms" };
+	for (unsigned f = 0; f < 4; f++) {
+		if (!d->nworkers)
+			break;
+		putf(o, "# TYPE plxd_worker_%s gauge\n", wfig[f]);
+		for (size_t i = 0; i < d->nworkers; i++) {
+			const struct status_worker *w = &d->workers[i];
+			uint64_t v = f == 0      ? w->requests
+					: f == 1 ? w->rss_kb
+					: f == 2 ? w->scripts_compiled
+						 : w->script_us / 1000;
+			putf(o, "plxd_worker_%s{handler=", wfig[f]);
+			put_label(o, w->handler);
+			putf(o, ",pid=\"%ld\",state=", w->pid);
+			put_label(o, w->state);
+			putf(o, "} %" PRIu64 "\n", v);
+		}
+	}
+	static const char *const sfig[] = { "compiles", "runs", "run_mean_us", "run_p99_us" };
+	for (unsigned f = 0; f < 4; f++) {
+		if (!d->nscripts)
+			break;
+		putf(o, "# TYPE plxd_script_%s gauge\n", sfig[f]);
+		for (size_t i = 0; i < d->nscripts; i++) {
+			const struct status_script *s = &d->scripts[i];
+			uint64_t v = f == 0      ? s->compiles
+					: f == 1 ? s->runs
+					: f == 2 ? mean(s->run_us_sum, s->runs)
+						 : s->run_us_p99;
+			putf(o, "plxd_script_%s{handler=", sfig[f]);
+			put_label(o, s->handler);
+			put_s(o, ",script=");
+			put_label(o, s->path);
+			putf(o, "} %" PRIu64 "\n", v);
+		}
+	}
+}
+
+char *status_render(const struct status_data *d, enum status_format format, size_t *len)
+{
+	struct out o = { 0 };
+	put(&o, "", 0);
+	if (format == STATUS_JSON)
+		render_json(&o, d);
+	else if (format == STATUS_PROMETHEUS)
+		render_prometheus(&o, d);
+	else
+		render_html(&o, d);
+	*len = o.len;
+	return o.p;
+}

@@ -1,0 +1,282 @@
+# The status page ([status], server/status.c): who may see it (404 for
+# everyone else, through a trusted proxy too), the JSON schema doc/status.md
+# documents, exact counters after a known load, the Perl workers' and
+# scripts' rows, the CGI children, the Prometheus text, and the limits
+# (an empty path turns it off; counters = off).
+use strict;
+use warnings;
+use Test::More;
+use HTTP::Tiny;
+use JSON::PP;
+use PlxdTest qw(wait_for write_file);
+
+my $hello = qq{print "Content-Type: text/plain\\n\\nhello\\n";\n};
+my $slow  = qq{select undef, undef, undef, (\$ENV{QUERY_STRING} =~ /(\\d+)/)[0] / 1000;\n}
+    . qq{print "Content-Type: text/plain\\n\\nslept\\n";\n};
+my %files = (
+    'hello.html' => "<p>hello</p>\n",
+    'hello.plx'  => $hello,
+    'hello.pl'   => $hello,
+    'slow.plx'   => $slow,
+    'slow.pl'    => $slow,
+);
+my %handlers = ('.pl' => 'cgi', '.plx' => 'perl');
+
+sub status_json {
+    my ($s, $headers) = @_;
+    my $res = $s->get('/plxd-status?json', $headers);
+    return $res->{status} == 200 ? decode_json($res->{content}) : undef;
+}
+
+# A request that stays in flight: a slow script fetched on a socket of its own.
+sub slow_request {
+    my ($s, $path) = @_;
+    my $sock = $s->connect;
+    $sock->syswrite("GET $path HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    return $sock;
+}
+
+# ---- the counters after a known load, and the schema -----------------------
+
+my $s = PlxdTest->start(
+    files    => \%files,
+    handlers => \%handlers,
+    sections => { perl => { workers => 2 } },
+    server   => { threads => 2 },
+);
+
+my %load = ('/hello.html' => 7, '/hello.plx' => 5, '/hello.pl' => 3, '/missing.html' => 4);
+for my $path (sort keys %load) {
+    my $want = $path =~ /missing/ ? 404 : 200;
+    my @got = grep { $s->get($path)->{status} == $want } 1 .. $load{$path};
+    is(scalar @got, $load{$path}, "$path answered $want $load{$path} times");
+}
+
+my $res = $s->get('/plxd-status?json');
+is($res->{status}, 200, '?json: 200 from loopback (the default allow)');
+like($res->{headers}{'content-type'}, qr{^application/json}, '... as application/json');
+my $d = eval { decode_json($res->{content}) };
+ok($d, '... which parses') or diag($res->{content});
+
+# Every key doc/status.md lists, with its type.
+my $num = qr/^\d+(\.\d+)?$/;
+sub is_num { defined $_[0] && !ref $_[0] && $_[0] =~ $num }
+ok(is_num($d->{$_}), "$_ is a number") for qw(uptime_s generation pid threads);
+ok(JSON::PP::is_bool($d->{counters}), 'counters is a boolean');
+ok(!ref $d->{version} && length $d->{version}, 'version is a string');
+ok(is_num($d->{connections}{$_}), "connections.$_ is a number") for qw(open reading writing idle);
+ok(is_num($d->{requests}{total}), 'requests.total is a number');
+for my $c (qw(1xx 2xx 3xx 4xx 5xx other)) {
+    ok(is_num($d->{requests}{by_class}{$c}), "requests.by_class.$c is a number");
+}
+for my $h (qw(plxd status static cgi perl)) {
+    my $row = $d->{requests}{by_handler}{$h};
+    ok($row && is_num($row->{total}), "requests.by_handler.$h.total is a number");
+    ok($row && is_num($row->{latency_us}{$_}), "... latency_us.$_ too") for qw(mean p50 p90 p99);
+    ok($row && is_num($row->{by_class}{'2xx'}), '... and by_class');
+}
+is(ref $d->{workers}, 'ARRAY', 'workers is an array');
+is(ref $d->{scripts}, 'ARRAY', 'scripts is an array');
+is(ref $d->{handlers}, 'HASH', 'handlers is an object');
+is($d->{generation}, 1, 'generation 1 before any reload');
+is($d->{threads}, 2, 'threads: the event threads ([server] threads = 2)');
+ok($d->{uptime_s} >= 0 && $d->{uptime_s} < 3600, 'uptime_s is seconds since the start');
+
+# The counts, exact.
+my $by = $d->{requests}{by_handler};
+is($by->{static}{total}, 7, 'static: 7 requests');
+is($by->{static}{by_class}{'2xx'}, 7, '... all 2xx');
+is($by->{perl}{total}, 5, 'perl: 5 requests');
+is($by->{perl}{by_class}{'2xx'}, 5, '... all 2xx');
+is($by->{cgi}{total}, 3, 'cgi: 3 requests');
+is($by->{plxd}{total}, 4, 'plxd (unrouted): the 4 missing files');
+is($by->{plxd}{by_class}{'4xx'}, 4, '... all 4xx');
+is($by->{status}{total}, 0, 'status: none before this one ended');
+is($d->{requests}{total}, 19, 'requests.total: 19');
+is($d->{requests}{by_class}{'2xx'}, 15, 'requests.by_class.2xx: 15');
+is($d->{requests}{by_class}{'4xx'}, 4, 'requests.by_class.4xx: 4');
+my $lat = $by->{perl}{latency_us};
+ok($lat->{p50} > 0 && $lat->{p50} <= $lat->{p90} && $lat->{p90} <= $lat->{p99},
+    'perl latency: 0 < p50 <= p90 <= p99') or diag(explain($lat));
+ok($lat->{mean} > 0, '... and a mean');
+is($d->{connections}{writing}, 1, 'connections.writing: this request');
+ok($d->{connections}{open} >= 1, 'connections.open counts it');
+is($d->{connections}{reading}, 0, 'connections.reading: none');
+
+my $again = status_json($s);
+is($again->{requests}{by_handler}{status}{total}, 1, 'the status request is counted when it ends');
+
+# Workers: two rows, their requests adding up to the .plx requests.
+my @w = grep { $_->{handler} eq 'perl' } @{ $d->{workers} };
+is(scalar @w, 2, 'two perl workers ([perl] workers = 2)');
+my $served = 0;
+$served += $_->{requests} for @w;
+is($served, 5, 'their requests add up to the 5 .plx requests');
+for my $w (@w) {
+    ok($w->{pid} > 0 && kill(0, $w->{pid}), "worker $w->{pid} is a live process");
+    like($w->{state}, qr/^(idle|busy)$/, '... idle or busy');
+    ok($w->{rss_kb} > 1000, '... with an RSS in KB') or diag($w->{rss_kb});
+    ok(is_num($w->{$_}), "... $_ is a number") for qw(script_running_ms scripts_compiled);
+}
+my $compiled = 0;
+$compiled += $_->{scripts_compiled} for @w;
+ok($compiled >= 1 && $compiled <= 2, 'scripts_compiled: hello.plx, once per worker that ran it');
+is($d->{handlers}{perl}{workers}, 2, 'handlers.perl.workers: 2');
+ok(is_num($d->{handlers}{cgi}{children_running}), 'handlers.cgi.children_running is a number');
+
+# Scripts: hello.plx, run 5 times.
+my ($row) = grep { $_->{path} =~ m{/hello\.plx$} } @{ $d->{scripts} };
+ok($row, 'a scripts row for hello.plx') or diag(explain($d->{scripts}));
+is($row->{runs}, 5, '... 5 runs');
+is($row->{compiles}, $compiled, '... compiled as often as the workers say');
+ok(is_num($row->{run_mean_us}) && is_num($row->{run_p99_us}) && $row->{run_p99_us} > 0,
+    '... a mean and a p99 in microseconds');
+
+# A busy worker shows its script and for how long; a CGI child running counts.
+my $plx = slow_request($s, '/slow.plx?ms=1500');
+my $busy;
+wait_for(sub {
+    ($busy) = grep { $_->{state} eq 'busy' } @{ status_json($s)->{workers} };
+    $busy && $busy->{script};
+});
+ok($busy && $busy->{script} =~ m{/slow\.plx$}, 'a busy worker names the script it runs');
+ok($busy && wait_for(sub {
+    my ($b) = grep { $_->{pid} == $busy->{pid} } @{ status_json($s)->{workers} };
+    $b && $b->{state} eq 'busy' && $b->{script_running_ms} >= 100;
+}), '... and for how long it has run it');
+my $pl = slow_request($s, '/slow.pl?ms=1500');
+ok(wait_for(sub { status_json($s)->{handlers}{cgi}{children_running} >= 1 }),
+    'handlers.cgi.children_running counts a CGI script running');
+ok(wait_for(sub { status_json($s)->{connections}{writing} >= 3 }),
+    'connections.writing counts the requests in flight');
+like(PlxdTest::read_until_closed($_, 30), qr/slept/, 'the slow requests end') for $plx, $pl;
+ok(wait_for(sub { status_json($s)->{handlers}{cgi}{children_running} == 0 }),
+    '... and children_running goes back to 0');
+
+# The HTML page refreshes itself.
+$res = $s->get('/plxd-status');
+is($res->{status}, 200, 'the HTML page: 200');
+like($res->{headers}{'content-type'}, qr{^text/html}, '... text/html');
+like($res->{content}, qr/<meta http-equiv=refresh content=5>/, '... refreshing itself');
+like($res->{content}, qr{<td>static</td><td class=n>7</td>}, '... with the static count');
+like($res->{content}, qr{hello\.plx}, '... and the scripts');
+
+# Prometheus text: every line a comment or NAME{LABELS} VALUE.
+$res = $s->get('/plxd-status?prometheus');
+is($res->{status}, 200, '?prometheus: 200');
+like($res->{headers}{'content-type'}, qr{^text/plain; version=0\.0\.4}, '... text format 0.0.4');
+my @bad = grep { !/^# (HELP|TYPE) / && !/^[a-z_:][a-z0-9_:]*(\{[a-z_]+="(?:[^"\\]|\\.)*"(,[a-z_]+="(?:[^"\\]|\\.)*")*\})? -?[0-9.]+(e[+-]?\d+)?$/ }
+    split /\n/, $res->{content};
+ok(!@bad, '... every line parses') or diag(explain(\@bad));
+like($res->{content}, qr/^plxd_requests_total\{handler="static",class="2xx"\} 7$/m,
+    '... plxd_requests_total for static 2xx: 7');
+like($res->{content}, qr/^plxd_script_runs\{handler="perl",script="[^"]*\/hello\.plx"\} 5$/m,
+    '... plxd_script_runs for hello.plx: 5');
+
+is($s->request('POST', '/plxd-status', content => 'x')->{status}, 405, 'POST: 405');
+
+# A reload: the next generation.
+$s->signal('HUP');
+ok(wait_for(sub { my $j = status_json($s); $j && $j->{generation} == 2 }), 'after SIGHUP, generation 2');
+$s->stop;
+
+# ---- who may see it --------------------------------------------------------
+
+# Addresses from documentation ranges stand for clients elsewhere.
+my $other = '203.0.113.9';
+{
+    my $r = PlxdTest->start(files => \%files, sections => { status => { allow => '10.0.0.0/8' } });
+    for my $q ('', '?json', '?prometheus') {
+        my $res = $r->get("/plxd-status$q");
+        is($res->{status}, 404, "allow = 10.0.0.0/8: 127.0.0.1 gets 404 for /plxd-status$q");
+        unlike($res->{content}, qr/uptime|plxd status/, '... and none of it');
+    }
+    is($r->request('POST', '/plxd-status')->{status}, 404, '... for POST too');
+    is($r->get('/plxd-status', { 'X-Forwarded-For' => '10.1.2.3' })->{status}, 404,
+        '... whatever X-Forwarded-For says when the peer is no trusted proxy');
+    $r->stop;
+}
+{
+    my $r = PlxdTest->start(files => \%files, server => { trusted_proxies => '127.0.0.1' });
+    is($r->get('/plxd-status', { 'X-Forwarded-For' => $other })->{status}, 404,
+        'through a trusted proxy, a client outside allow gets 404 (the nginx example)');
+    is($r->get('/plxd-status', { 'X-Forwarded-For' => '127.0.0.1' })->{status}, 200,
+        '... a loopback client through it, 200');
+    is($r->get('/plxd-status')->{status}, 200, '... the proxy itself, asking without the header, 200');
+    $r->stop;
+}
+{
+    my $r = PlxdTest->start(files => \%files,
+        server => { trusted_proxies => '127.0.0.1' }, sections => { status => { allow => $other } });
+    is($r->get('/plxd-status', { 'X-Forwarded-For' => $other })->{status}, 200,
+        'allow matches the client X-Forwarded-For names behind a trusted proxy');
+    is($r->get('/plxd-status', { 'X-Forwarded-For' => "$other, 198.51.100.7" })->{status}, 404,
+        '... the nearest untrusted hop, as for REMOTE_ADDR');
+    is($r->get('/plxd-status')->{status}, 404, '... not the proxy');
+    $r->stop;
+}
+
+# ---- limits ----------------------------------------------------------------
+
+{
+    my $r = PlxdTest->start(files => { %files, 'plxd-status' => "a file\n" },
+        sections => { status => { path => '' } });
+    my $res = $r->get('/plxd-status?json');
+    is($res->{status}, 200, 'path empty: no page ...');
+    is($res->{content}, "a file\n", '... a file of that name is served instead');
+    $r->stop;
+}
+{
+    my $r = PlxdTest->start(files => { %files, 'plxd-status' => "a file\n" },
+        sections => { status => { path => '/_st' } });
+    is($r->get('/_st?json')->{status}, 200, 'path = /_st: the page is there');
+    is($r->get('/plxd-status')->{content}, "a file\n", '... and no longer at /plxd-status');
+    is($r->get('/_st/x')->{status}, 404, '... only at its path exactly (/_st/x is no page)');
+    is($r->get('/_stx')->{status}, 404, '... (nor /_stx)');
+    $r->stop;
+}
+{
+    my $r = PlxdTest->start(files => \%files, handlers => \%handlers,
+        sections => { status => { counters => 'off' }, perl => { workers => 1 } });
+    $r->get('/hello.html') for 1 .. 3;
+    $r->get('/hello.plx') for 1 .. 2;
+    my $j = status_json($r);
+    ok($j && !$j->{counters}, 'counters = off: the page says so');
+    is($j->{requests}{total}, 0, '... and counts no request');
+    is($j->{connections}{writing}, 0, '... nor connection phases');
+    is($j->{workers}[0]{requests}, 2, '... the workers are still shown');
+    is(scalar @{ $j->{scripts} }, 0, '... but no per-script figures are kept');
+    $r->stop;
+}
+# 32 handler ids: plxd, status, then 29 section names of their own; the
+# 30th section's requests and any later ones are counted as "other". The
+# static section comes last (after the routes' sections).
+for my $instances (28, 29) {
+    my %routes = map { sprintf('.e%02d', $_) => sprintf('echo:e%02d', $_) } 1 .. $instances;
+    my $r = PlxdTest->start(files => \%files, handlers => \%routes);
+    $r->get('/hello.html') for 1 .. 2;
+    my $j = status_json($r);
+    my $sections = $instances + 1;
+    if ($sections == 29) {
+        is(scalar keys %{ $j->{requests}{by_handler} }, 31, "$sections sections: 31 handler rows, each named");
+        is($j->{requests}{by_handler}{static}{total}, 2, '... static among them');
+        ok(!exists $j->{requests}{by_handler}{other}, '... and no "other"');
+    } else {
+        is(scalar keys %{ $j->{requests}{by_handler} }, 32, "$sections sections: 32 handler rows");
+        ok(!exists $j->{requests}{by_handler}{static}, '... the 30th section (static) has no row of its own');
+        is($j->{requests}{by_handler}{other}{total}, 2, '... it is counted as "other"');
+    }
+    $r->stop;
+}
+
+for my $bad (['path', 'plxd-status', qr/\[status\] path|path/], ['allow', 'not-an-address', qr/allow/],
+        ['counters', 'maybe', qr/counters/]) {
+    my ($key, $value, $re) = @$bad;
+    my $dir = File::Temp::tempdir(CLEANUP => 1);
+    write_file("$dir/plxd.conf", "[status]\n$key = $value\n");
+    my ($status, undef, $err) = PlxdTest::run_plxd('--check', '--config', "$dir/plxd.conf");
+    isnt($status, 0, "[status] $key = $value is refused at start");
+    like($err, qr/plxd\.conf:2: .*$key/, '... naming file, line and key') or diag($err);
+}
+
+done_testing;

@@ -1,0 +1,83 @@
+/* The status page's pure parts: the log-scale histogram (hist.h) and the
+ * renderer (status_page.c): percentiles within a bucket's width, strings
+ * escaped for JSON, HTML and Prometheus labels. */
+#include "hist.h"
+#include "status.h"
+#include "tap.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int main(void)
+{
+	int monotonic = 1, contained = 1;
+	for (uint64_t v = 0; v < 5000000; v = v < 64 ? v + 1 : v + v / 7) {
+		unsigned i = hist_index(v);
+		if (v > 0 && i < hist_index(v - 1))
+			monotonic = 0;
+		if (v < hist_low(i) || v >= hist_low(i) + hist_width(i))
+			contained = 0;
+	}
+	ok(monotonic, "bucket indexes grow with the value");
+	ok(contained, "every value lies in its bucket's range");
+	ok(hist_index(UINT64_MAX) == HIST_BUCKETS - 1, "the largest value: the last bucket");
+	int narrow = 1;
+	for (unsigned i = 4; i < HIST_BUCKETS; i++)
+		if (hist_width(i) * 4 > hist_low(i))
+			narrow = 0;
+	ok(narrow,
+			"a bucket is at most a quarter of its lowest value wide (its middle: within "
+			"12.5%%)");
+
+	uint64_t b[HIST_BUCKETS] = { 0 };
+	ok(hist_percentile(b, 0.99) == 0, "nothing counted: 0");
+	for (int i = 0; i < 99; i++)
+		b[hist_index(100)]++;
+	b[hist_index(10000)]++;
+	uint64_t p50 = hist_percentile(b, 0.5), p99 = hist_percentile(b, 0.99),
+		 p100 = hist_percentile(b, 1.0);
+	ok(p50 >= 88 && p50 <= 113, "p50 of 99 x 100 us and 1 x 10 ms: about 100 (%llu)",
+			(unsigned long long)p50);
+	ok(p99 >= 88 && p99 <= 113, "p99: still 100 (%llu)", (unsigned long long)p99);
+	ok(p100 >= 8750 && p100 <= 11250, "p100: about 10000 (%llu)", (unsigned long long)p100);
+
+	struct status_worker w = { .handler = "perl",
+		.pid = 42,
+		.state = "busy",
+		.script = "/a \"b\"\n<c>.plx",
+		.requests = 3 };
+	struct status_script sc = { .handler = "perl",
+		.path = "/a \"b\"\n<c>.plx",
+		.runs = 2,
+		.run_us_sum = 30 };
+	struct status_data d = { .version = "1",
+		.generation = 1,
+		.counters = 1,
+		.workers = &w,
+		.nworkers = 1,
+		.scripts = &sc,
+		.nscripts = 1 };
+	d.sum.nhandlers = 1;
+	d.sum.handlers[0].name = "static";
+	d.sum.handlers[0].requests = 5;
+	d.sum.handlers[0].by_class[2] = 5;
+	size_t len;
+	char *json = status_render(&d, STATUS_JSON, &len);
+	ok(strlen(json) == len, "JSON: the length given");
+	ok(strstr(json, "\"script\":\"/a \\\"b\\\"\\u000a<c>.plx\"") != NULL,
+			"JSON escapes quotes and control characters");
+	ok(strstr(json, "\"run_mean_us\":15") != NULL, "a script's mean run time");
+	ok(strstr(json, "\"static\":{\"total\":5,\"by_class\":{\"1xx\":0,\"2xx\":5") != NULL,
+			"requests by handler and class");
+	free(json);
+	char *html = status_render(&d, STATUS_HTML, &len);
+	ok(strstr(html, "&lt;c&gt;") != NULL && strstr(html, "<c>") == NULL, "HTML escapes <>");
+	free(html);
+	char *prom = status_render(&d, STATUS_PROMETHEUS, &len);
+	ok(strstr(prom, "script=\"/a \\\"b\\\"\\n<c>.plx\"") != NULL,
+			"Prometheus labels escape quotes and new lines");
+	ok(strstr(prom, "plxd_requests_total{handler=\"static\",class=\"2xx\"} 5\n") != NULL,
+			"plxd_requests_total");
+	free(prom);
+	return done_testing();
+}
