@@ -83,6 +83,10 @@ struct perl_req {
 	size_t tail_len, tail_off;
 	int fresh;      /* the new stdout pipe DONE brought, or -1 */
 	size_t drained; /* pipe output read after DONE */
+	int tail_done;  /* what the pipe held at DONE, then the tail, were read */
+	int pipe_eof;   /* every holder of the old pipe closed it */
+	int lingering;  /* the timer is linger for the processes holding it */
+	int held;       /* ... and they held it past linger */
 	int dirty;      /* a program the script started writes on */
 	int stopped;    /* the gateway is done with it */
 	int completed;  /* ... after a complete response */
@@ -416,7 +420,13 @@ static void describe_done(struct perl_req *q)
 			&& !(q->result.outcome == PERL_WIRE_EXIT && q->result.exit_status == 0);
 	switch (q->result.outcome) {
 	case PERL_WIRE_DIED:
-		snprintf(e->how, sizeof e->how, "died");
+		/* Said as a CGI process's end is: perl exits a die with a
+		 * status (errno, $? >> 8 or 255), and a .pl is known by it. */
+		if (q->result.exit_status != 0)
+			snprintf(e->how, sizeof e->how, "exited with status %d",
+					(int)q->result.exit_status);
+		else
+			snprintf(e->how, sizeof e->how, "died");
 		break;
 	case PERL_WIRE_COMPILE_ERROR:
 		snprintf(e->how, sizeof e->how, "did not compile");
@@ -550,7 +560,11 @@ static void on_ctl(struct loop_watch *w, unsigned events)
 }
 
 /* Output, for the gateway: the pipe while the script runs; after DONE, what
- * the pipe still holds (written before DONE), then DONE's own. */
+ * the pipe still holds (written before DONE), then DONE's own; then, when
+ * the script forked, what the processes it left holding the pipe print
+ * until they close it, for LINGER_MS at most: a CGI script's background
+ * processes are read the same way ([cgi] linger), and after it they are
+ * ended with the worker, as a CGI script's process group is. */
 static ssize_t script_read(struct gw *g, char *buf, size_t len)
 {
 	struct perl_req *q = (struct perl_req *)g;
@@ -563,26 +577,37 @@ static ssize_t script_read(struct gw *g, char *buf, size_t len)
 		errno = EAGAIN; /* its end too: DONE, or the worker's loss, says more */
 		return -1;
 	}
-	if (q->drained < DRAIN_MAX) {
+	ssize_t n = -1;
+	if (q->drained < DRAIN_MAX && !q->pipe_eof) {
 		size_t room = DRAIN_MAX - q->drained;
-		ssize_t n;
 		while ((n = read(q->w->out, buf, len < room ? len : room)) < 0 && errno == EINTR)
 			;
 		if (n > 0) {
 			q->drained += (size_t)n;
 			return n;
 		}
-	} else {
+		q->pipe_eof = n == 0;
+	} else if (!q->pipe_eof) {
 		q->dirty = 1; /* a background program floods it */
 	}
-	size_t left = q->tail_len - q->tail_off;
-	if (left > 0) {
-		size_t n = left < len ? left : len;
-		memcpy(buf, q->tail + q->tail_off, n);
-		q->tail_off += n;
-		return (ssize_t)n;
+	if (!q->tail_done) {
+		size_t left = q->tail_len - q->tail_off;
+		if (left > 0) {
+			size_t m = left < len ? left : len;
+			memcpy(buf, q->tail + q->tail_off, m);
+			q->tail_off += m;
+			return (ssize_t)m;
+		}
+		q->tail_done = 1;
 	}
-	return 0;
+	if (q->fresh < 0 || q->pipe_eof || q->held || q->dirty || q->lost)
+		return 0;
+	if (!q->lingering) {
+		q->lingering = 1;
+		loop_timer_set(q->loop, &q->timer, clock_ms() + LINGER_MS, on_timer);
+	}
+	errno = EAGAIN;
+	return -1;
 }
 
 static int script_timing(struct gw *g, char *out, size_t outlen, int partial)
@@ -634,6 +659,10 @@ static void give_back(struct perl_req *q, enum perl_release how, const char *why
 	if (q->dirty && how != PERL_RELEASE_KILL) {
 		how = PERL_RELEASE_KILL;
 		why = "a program its script started kept writing to its output";
+	}
+	if (q->held && how != PERL_RELEASE_KILL) {
+		how = PERL_RELEASE_KILL;
+		why = "a process its script started held its output past linger";
 	}
 	if (how == PERL_RELEASE_RETIRING)
 		plxd_log(PLXD_LOG_INFO, "perl worker %d retires after %llu requests: %s",
@@ -701,6 +730,19 @@ static void on_timer(struct loop_timer *t)
 		gw_fini(&q->gw);
 		maybe_free(q);
 		return;
+	}
+	if (q->lingering) {
+		q->lingering = 0;
+		if (!q->stopped) {
+			/* The script returned, a process it started holds its
+			 * output: the response ends here, in the words of the
+			 * CGI handler. */
+			q->held = 1;
+			q->gw.out_cut = "exited, but a background process held its output past "
+					"linger; its process group was ended";
+			gw_output_ready(&q->gw);
+			return;
+		}
 	}
 	/* It ran on too long after its request ended. */
 	plxd_log(PLXD_LOG_WARN,
@@ -824,8 +866,12 @@ static int perl_handle(struct plxd_request *r)
 	r->data = q;
 	/* The environment a .pl script gets, PERL5LIB and [request] included. */
 	q->env = gw_request_env(r, conf->path, conf->pass_authorization, st->perl5lib);
+	/* The request is complete before its script starts: the gateway must
+	 * know it first, or what an idle worker prints at once would be held
+	 * as if its body still arrived ([server] max_body), not streamed. */
+	int rc = gw_handle(&q->gw);
 	acquire(q);
-	return gw_handle(&q->gw);
+	return rc;
 }
 
 static void perl_finished(struct plxd_request *r, enum plxd_end how)

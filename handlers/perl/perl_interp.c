@@ -1245,6 +1245,9 @@ static enum perl_outcome ended_by(pTHX_ struct perl_interp *pi, int ret, int sav
 	}
 	if (PL_statusvalue == 1 && saved_errno == ENOMEM)
 		return PERL_FATAL;
+	/* The status a CGI process would exit with, so that both handlers
+	 * log the same "exited with status N" for it. */
+	pi->exit_status = (int)(PL_statusvalue & 0xff);
 	return PERL_DIED;
 }
 
@@ -1441,6 +1444,10 @@ static void run_request(struct perl_interp *pi, struct perl_run *run)
 			if (script->data)
 				open_data(aTHX_ pi, script);
 			sv_setpvs(ERRSV, "");
+			/* A die's status is errno's when it is set (perlfunc
+			 * die): the script starts with none, as a new process
+			 * does, not with what the worker's own calls left. */
+			errno = 0;
 			int ret = protect(aTHX_ do_call_top, script->code);
 			int saved_errno = errno;
 			/* An accept loop may have served later requests; once its

@@ -9,6 +9,7 @@ use File::Temp qw(tempdir);
 use IO::Socket::IP;
 use POSIX qw(WNOHANG);
 use PlxdTest qw(wait_for read_file write_file source_dir);
+use PlxdRaw qw(responses);
 
 my $nginx = '/usr/sbin/nginx';
 plan skip_all => "$nginx is not installed (./setup.sh test installs nginx-light)" unless -x $nginx;
@@ -52,7 +53,9 @@ sub fetch {
     my $sock = IO::Socket::IP->new(PeerHost => '127.0.0.1', PeerPort => $o{port} // $port,
         LocalHost => $o{from} // '127.0.0.1') or return '';
     $sock->syswrite("GET /who.pl HTTP/1.0\r\nHost: x\r\n" . ($o{headers} // '') . "\r\n");
-    return PlxdTest::read_until_closed($sock, 10);
+    my $raw = PlxdTest::read_until_closed($sock, 10);
+    responses($raw);    # fails on any byte that belongs to no response
+    return $raw;
 }
 
 my %seen;

@@ -7,6 +7,7 @@ use warnings;
 use Test::More;
 use Time::HiRes qw(time);
 use PlxdTest qw(read_file source_dir);
+use PlxdRaw qw(responses);
 
 my $fixture = read_file(source_dir() . '/tests/integration/cgi_fixture.pl');
 my $s = PlxdTest->start(
@@ -46,6 +47,7 @@ my $chunked = "POST /f.pl?env=CONTENT_LENGTH&stdin_len=1 HTTP/1.1\r\nHost: x\r\n
 my $raw = $s->raw($chunked);
 like($raw, qr/\r\n\r\n(?:[0-9a-fA-F]+\r\n)?CONTENT_LENGTH=11\n/, 'chunked body: CONTENT_LENGTH is known');
 like($raw, qr/stdin_len=11\n/, 'chunked body: all of it on stdin');
+is(scalar(my @r = responses($raw)), 1, 'chunked body: one response, framed exactly');
 
 my $big_chunked = "POST /f.pl?echo=1 HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
     . "Connection: close\r\n\r\n";
@@ -57,15 +59,9 @@ for my $i (0 .. 99) {
 }
 $big_chunked .= "0\r\n\r\n";
 $raw = $s->raw($big_chunked, 60);
-my ($head, $rest) = split /\r\n\r\n/, $raw, 2;
-my $decoded = '';
-while ($rest =~ s/^([0-9a-fA-F]+)\r\n//) {
-    my $n = hex $1;
-    last if $n == 0;
-    $decoded .= substr($rest, 0, $n, '');
-    $rest =~ s/^\r\n//;
-}
-ok($decoded eq $body, '3 MB chunked upload (past the in-memory spool): byte-exact');
+my @big = responses($raw);
+is(scalar @big, 1, '3 MB chunked upload: one response, framed exactly');
+ok(@big && $big[0]{body} eq $body, '3 MB chunked upload (past the in-memory spool): byte-exact');
 
 # Too large: refused before the script runs, and the connection closes: at
 # once (within 10 s), not at connection_timeout or body_timeout (60 s here),
@@ -80,12 +76,14 @@ my $t0 = time;
 $raw = $small->raw("POST /f.pl?pidfile=$marker HTTP/1.1\r\nHost: x\r\nContent-Length: 2000000\r\n\r\n"
     . ('x' x 65536), 90);
 like($raw, qr/^HTTP\/1\.1 413 /, 'over max_body: 413');
+is(scalar(my @r413 = responses($raw)), 1, '... one response, framed exactly');
 ok(time - $t0 < 10, '... and the connection closes');
 ok(!-e $marker, '... the script never ran');
 
 $raw = $small->raw("POST /f.pl?pidfile=$marker HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
     . join('', map { sprintf("%x\r\n%s\r\n", 65536, 'y' x 65536) } 1 .. 20), 10);
 like($raw, qr/^(?:HTTP\/1\.1 413 .*)?$/s, 'chunked over max_body: 413 or the connection closed');
+ok(scalar(my @rc = responses($raw)) <= 1, '... framed exactly');
 ok(!-e $marker, '... the script never ran');
 
 done_testing;

@@ -10,6 +10,7 @@ use Test::More;
 use Time::HiRes qw(time);
 use HTTP::Tiny;
 use PlxdTest qw(read_file write_file source_dir wait_for);
+use PlxdRaw qw(responses read_responses);
 
 my $fixture = read_file(source_dir() . '/tests/integration/cgi_fixture.pl');
 my $limits_cgi = "#!/bin/sh\nprintf 'Content-Type: text/plain\\n\\n'\n"
@@ -62,6 +63,9 @@ $t0 = time;
 my $raw = $t->raw("GET /f.pl?text=begun&sleep=60 HTTP/1.1\r\nHost: x\r\n\r\n", 30);
 $took = time - $t0;
 like($raw, qr/^HTTP\/1\.1 200 .*begun\r\n$/s, 'timeout after headers: what was printed, no end');
+my @cut = responses($raw, partial => 1);
+ok(@cut == 1 && !$cut[0]{complete} && !defined $cut[0]{headers}{'content-length'},
+    '... one response, no length, unterminated, and nothing after it');
 ok($took > 2.8 && $took < 20, "... connection closed at the timeout ($took s)");
 ok(wait_for(sub { !children_of($pid) }), 'no child of plxd left after the timeouts')
     or diag(join ' ', children_of($pid));
@@ -111,9 +115,13 @@ is($res->{headers}{'retry-after'}, '1', '... with Retry-After');
 $t0 = time;
 $raw = $s->raw("POST /f.pl?echo=1 HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000\r\n\r\n" . ('z' x 1000), 90);
 like($raw, qr/^HTTP\/1\.1 503 /, '503 before a body');
+is(scalar(my @r503 = responses($raw)), 1, '... one response, framed exactly');
 ok(time - $t0 < 10, '... and the connection closes');
 write_file($release, '');
-like(PlxdTest::read_until_closed($_, 30), qr/busy/, 'the running scripts complete') for @busy;
+for my $c (@busy) {
+    my ($r) = read_responses($c, 1);
+    like($r && $r->{body}, qr/busy/, 'the running scripts complete');
+}
 $res = $s->get('/f.pl?text=again');
 is($res->{content}, 'again', 'slots are given back');
 

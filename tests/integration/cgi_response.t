@@ -9,6 +9,7 @@ use Test::More;
 use IO::Select;
 use Time::HiRes qw(time);
 use PlxdTest qw(read_file source_dir wait_for);
+use PlxdRaw qw(responses);
 
 my $fixture = read_file(source_dir() . '/tests/integration/cgi_fixture.pl');
 # "Promptly" below means within 10 s: far from the script timeout (60 s)
@@ -111,12 +112,16 @@ my $sock_req = "GET /f.pl?length=10&text=abc HTTP/1.1\r\nHost: x\r\n\r\n";
 my $t0 = time;
 my $raw = $s->raw($sock_req, 90);
 like($raw, qr/Content-Length: 10\r\n.*\r\n\r\nabc$|Content-Length: 10\r\n\r\nabc$/s, 'shorter output: what there was');
+my @short = responses($raw, partial => 1);
+ok(@short == 1 && !$short[0]{complete} && $short[0]{body} eq 'abc', '... one response, cut short');
 ok(time - $t0 < 10, '... and the connection closed');
 ok($s->wait_log(qr/f\.pl: output ended after 3 of the 10 bytes/), '... logged');
 
 $t0 = time;
 $raw = $s->raw("GET /f.pl?length=3&text=abcdef HTTP/1.1\r\nHost: x\r\n\r\n", 90);
 like($raw, qr/\r\n\r\nabc$/, 'longer output: the announced bytes only');
+my @long = responses($raw);
+ok(@long == 1 && $long[0]{body} eq 'abc', '... one response, framed exactly, nothing after it');
 ok(time - $t0 < 10, '... and the connection closed');
 ok($s->wait_log(qr/f\.pl: printed more than the 3 bytes/), '... logged');
 
@@ -126,6 +131,8 @@ ok($s->wait_log(qr/f\.pl: printed more than the 3 bytes/), '... logged');
 $raw = $s->raw("GET /f.pl?stream=2 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
 like($raw, qr/Transfer-Encoding: chunked\r\n(?:.*\r\n)?\r\n7\r\nline 1\n\r\n7\r\nline 2\n\r\n0\r\n\r\n$/s,
     'no Content-Length, still printing: chunked');
+my @chunked = responses($raw);
+ok(@chunked == 1 && $chunked[0]{body} eq "line 1\nline 2\n", '... one response, framed exactly');
 {
     # Ordered by what is observed: the script has printed and exited
     # before the end of the request body (which it does not read) lets
@@ -150,9 +157,13 @@ like($raw, qr/Transfer-Encoding: chunked\r\n(?:.*\r\n)?\r\n7\r\nline 1\n\r\n7\r\
     while ($sel->can_read(30)) { last unless sysread($sock, my $buf, 65536); $got .= $buf }
     like($got, qr/Content-Length: 5\r\n(?:.*\r\n)?\r\nwhole$/s,
         'no Content-Length, ended before its response: the length of what it printed');
+    my @whole = responses($got);
+    ok(@whole == 1 && $whole[0]{body} eq 'whole', '... one response, framed exactly');
 }
 $raw = $s->raw("GET /f.pl?text=old HTTP/1.0\r\n\r\n");
 like($raw, qr/^HTTP\/1\.[01] 200.*\r\n\r\nold$/s, 'HTTP/1.0: the body ends with the connection');
+my @old = responses($raw);
+ok(@old == 1 && $old[0]{body} eq 'old', '... one response, framed exactly');
 
 # nph- scripts.
 $res = $s->get('/nph-f.pl?raw=' . qe("HTTP/1.1 203 Whatever\r\nContent-Type: text/plain\r\nX-Nph: yes\r\n\r\nnph body"));

@@ -8,6 +8,7 @@ use Test::More;
 use IO::Select;
 use Time::HiRes qw(time);
 use PlxdTest qw(read_file source_dir wait_for);
+use PlxdRaw qw(responses read_responses);
 
 my $fixture = read_file(source_dir() . '/tests/integration/cgi_fixture.pl');
 my $s = PlxdTest->start(
@@ -41,6 +42,8 @@ unlike($got, qr/line 2/, '... before the script is done');
 PlxdTest::write_file($release, '');
 $got .= PlxdTest::read_until_closed($sock, 30);
 like($got, qr/line 2\n\r\n0\r\n\r\n$/s, '... and the rest, chunked, to the end');
+my @streamed = responses($got);
+ok(@streamed == 1 && $streamed[0]{body} eq "line 1\nline 2\n", '... one response, framed exactly');
 
 # 10 MB byte-exact.
 my $chunk = join '', map { chr(($_ * 7) % 256) } 0 .. 65535;
@@ -62,13 +65,18 @@ ok(wait_for(sub { read_file("/proc/$blocked/wchan") =~ /pipe_write/ }),
     'a stalled client: the script blocks on its full output pipe');
 my $stalled = status_kb($pid, 'VmRSS');
 ok($stalled - $before < 32 * 1024, "a stalled client: plxd grew by ${\ ($stalled - $before)} kB, not 300 MB");
-my $total = 0;
+my ($total, $head, $tail) = (0, '', '');
 $sel = IO::Select->new($sock);
 while ($sel->can_read(20)) {
     my $n = sysread($sock, my $buf, 1 << 20) or last;
+    $head .= substr($buf, 0, 4096 - length $head) if length $head < 4096;
+    $tail = substr($tail . $buf, -64);
     $total += $n;
 }
 ok($total > 314572800, "... then all 300 MB arrive ($total bytes with framing)");
+# Too large to keep whole: its head and its end are checked for framing.
+like($head, qr{^HTTP/1\.1 200 [^\r]*\r\n(?:[^\r\n]+\r\n)*Transfer-Encoding: chunked\r\n}, '... chunked');
+like($tail, qr/\r\n0\r\n\r\n\z/, '... ending with its last chunk, nothing after it');
 my $after = status_kb($pid, 'VmHWM');
 ok($after < 128 * 1024, "... peak resident size ${after} kB");
 
@@ -90,6 +98,8 @@ for my $case (['after its headers', 'stream=1000'], ['before its headers', 'slee
 # Killed by a signal mid-output: the chunked body is not terminated.
 my $raw = $s->raw("GET /f.pl?text=partial&kill=KILL HTTP/1.1\r\nHost: x\r\n\r\n", 30);
 like($raw, qr/partial\r\n$/, 'killed mid-output: what it printed, no final chunk');
+my @killed = responses($raw, partial => 1);
+ok(@killed == 1 && !$killed[0]{complete} && $killed[0]{body} eq 'partial', '... one response, unterminated');
 ok($s->wait_log(qr/f\.pl: killed by signal 9 \(SIGKILL\); response cut short/), '... logged');
 
 # A background process holding stdout: the response ends after linger and
@@ -123,6 +133,7 @@ for (1 .. 5) {
 is($answered, 10, 'ten requests answered while a slow script runs');
 ok(alive($slow_script), '... which was running all along');
 PlxdTest::write_file($release, '');
-like(PlxdTest::read_until_closed($slow, 30), qr/slow/, '... and still completes');
+my ($slow_r) = read_responses($slow, 1);
+like($slow_r && $slow_r->{body}, qr/slow/, '... and still completes');
 
 done_testing;

@@ -202,12 +202,14 @@ my %files = ('probe.txt' => $probe_body);
     my $raw = $s->raw("GET /probe.txt HTTP/1.1\r\nHost: x\r\n\r\n", 2 * $BOUND);
     like($raw, qr{^HTTP/1\.1 503 }, 'past max_connections: 503');
     like($raw, qr/^Retry-After: \d+\r$/m, '... with Retry-After');
+    is(scalar(my @r503 = responses($raw)), 1, '... one response, framed exactly');
     ok(time - $t0 < $BOUND, '... at once');
     push @idle, map { attacker($s, $_) } 1 .. 20;
     $t0 = time;
     $raw = $s->raw("GET /probe.txt HTTP/1.1\r\nHost: x\r\n\r\n", 2 * $BOUND);
     ok(time - $t0 < $BOUND && ($raw eq '' || $raw =~ /^HTTP\/1\.1 503 /),
         'past the margin (48) too: closed or 503 at once, no hang');
+    ok(scalar(my @rm = responses($raw)) <= 1, '... framed exactly');
     ok(wait_for(sub { probe_failure($s) eq '' }, 60),
         'header_timeout closes the idle connections and the probe is served again');
     ok(!grep({ !closed_by_plxd($_, 1) } @idle), '... and every idle one is closed');

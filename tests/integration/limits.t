@@ -9,7 +9,11 @@ use IO::Select;
 use IO::Socket::IP;
 use Time::HiRes qw(time);
 use PlxdTest qw(wait_for);
-use PlxdRaw qw(read_responses);
+use PlxdRaw qw(read_responses responses);
+
+# Every raw answer read below is checked for its framing (PlxdRaw): a byte
+# that belongs to no response fails the test.
+sub framed { my ($raw) = @_; responses($raw); return $raw }
 
 sub closed_within {
     my ($sock, $timeout, $trickle) = @_;
@@ -32,7 +36,7 @@ my $s = PlxdTest->start(files => { 'a.txt' => "a\n" },
     server => { max_connections => 4, header_timeout => '60s', connection_timeout => '60s' });
 my @idle = map { $s->connect } 1 .. 4;
 $_->syswrite("GET /a.txt HTTP/1.1\r\n") for @idle;    # started, not finished
-my $raw = $s->raw("GET /a.txt HTTP/1.1\r\nHost: x\r\n\r\n");
+my $raw = framed($s->raw("GET /a.txt HTTP/1.1\r\nHost: x\r\n\r\n"));
 like($raw, qr{^HTTP/1\.1 503 }, 'a connection beyond max_connections gets 503');
 like($raw, qr/^Retry-After: \d+\r$/m, 'with Retry-After');
 like($raw, qr/^Connection: close\r$/mi, 'and the connection is closed');
@@ -52,11 +56,11 @@ is($r[0]{status}, 200, 'connections within the per-IP limit are served');
 # Read until plxd closes it (an answer would come first, however late).
 my $third = $s->connect;
 $third->syswrite("GET /a.txt HTTP/1.1\r\nHost: x\r\n\r\n");
-is(PlxdTest::read_until_closed($third, 30), '', 'a third connection from the same address is closed unanswered');
+is(framed(PlxdTest::read_until_closed($third, 30)), '', 'a third connection from the same address is closed unanswered');
 ok($s->wait_log(qr/refused a connection from 127\.0\.0\.1: 2 open/), 'and it is logged');
 my @proxy = map { $s->connect(local => '127.0.0.2') } 1 .. 3;
 $proxy[2]->syswrite("GET /a.txt HTTP/1.0\r\n\r\n");
-like(PlxdTest::read_until_closed($proxy[2], 30), qr{^HTTP/1\.1 200 }, 'a trusted proxy is not limited');
+like(framed(PlxdTest::read_until_closed($proxy[2], 30)), qr{^HTTP/1\.1 200 }, 'a trusted proxy is not limited');
 close $_ for @mine, @proxy, $third;
 $s->stop;
 
@@ -68,11 +72,11 @@ $s = PlxdTest->start(files => { 'a.txt' => "a\n" },
         connection_timeout => '60s' });
 @proxy = map { $s->connect(local => '127.0.0.3') } 1 .. 2;
 $proxy[1]->syswrite("GET /a.txt HTTP/1.0\r\n\r\n");
-like(PlxdTest::read_until_closed($proxy[1], 30), qr{^HTTP/1\.1 200 },
+like(framed(PlxdTest::read_until_closed($proxy[1], 30)), qr{^HTTP/1\.1 200 },
     'an address inside a trusted CIDR range is not limited');
 @mine = map { $s->connect } 1 .. 2;
 $mine[1]->syswrite("GET /a.txt HTTP/1.0\r\n\r\n");
-is(PlxdTest::read_until_closed($mine[1], 30), '', 'one outside it is (127.0.0.1 is not in 127.0.0.2/31)');
+is(framed(PlxdTest::read_until_closed($mine[1], 30)), '', 'one outside it is (127.0.0.1 is not in 127.0.0.2/31)');
 close $_ for @mine, @proxy;
 $s->stop;
 
@@ -88,7 +92,7 @@ SKIP: {
     $first->syswrite("GET /a.txt HTTP/1.1\r\n");    # started, holds its connection open
     my $second = $s->connect;
     $second->syswrite("GET /a.txt HTTP/1.0\r\n\r\n");
-    like(PlxdTest::read_until_closed($second, 30), qr{^HTTP/1\.1 200 },
+    like(framed(PlxdTest::read_until_closed($second, 30)), qr{^HTTP/1\.1 200 },
         'trusted_proxies = 0:0:0:0:0:0:0:1: a second connection from ::1 is served');
     unlike($s->error_log, qr/refused a connection from ::1/, '... and none was refused');
     close $_ for $first, $second;
@@ -112,9 +116,9 @@ ok(defined $took && $took > 1 && $took < 20, 'a client trickling its headers is 
     . ($took // 'never') . ' s), although it never idles');
 ok($s->wait_log(qr/no complete request headers within header_timeout/), 'and it is logged');
 
-$raw = $s->raw("GET /a.txt HTTP/1.1\r\nHost: x\r\nX-Big: " . ('b' x 6000) . "\r\n\r\n");
+$raw = framed($s->raw("GET /a.txt HTTP/1.1\r\nHost: x\r\nX-Big: " . ('b' x 6000) . "\r\n\r\n"));
 like($raw, qr{^HTTP/1\.1 431 }, 'headers over max_header_size get 431');
-$raw = $s->raw("GET /" . ('u' x 6000) . " HTTP/1.1\r\nHost: x\r\n\r\n");
+$raw = framed($s->raw("GET /" . ('u' x 6000) . " HTTP/1.1\r\nHost: x\r\n\r\n"));
 like($raw, qr{^HTTP/1\.1 414 }, 'a request line over max_header_size gets 414');
 is($s->get('/a.txt')->{status}, 200, 'still serving');
 $s->stop;
@@ -149,7 +153,7 @@ ok(wait_for(sub { !grep { index(PlxdTest::read_file($_), $script) >= 0 } glob '/
         select(undef, undef, undef, 0.2);
         $steady->syswrite('s' x 100);
     }
-    my $reply = PlxdTest::read_until_closed($steady, 30);
+    my $reply = framed(PlxdTest::read_until_closed($steady, 30));
     like($reply, qr{^HTTP/1\.1 200 .*body_length 1200\n}s, 'a body that keeps up with body_min_rate is read whole');
 }
 is($s->get('/a.txt')->{status}, 200, 'still serving');

@@ -5,6 +5,7 @@ use strict;
 use warnings;
 use Test::More;
 use PlxdTest qw(wait_for write_file read_file);
+use PlxdRaw qw(responses);
 
 my $s = PlxdTest->start(
     files    => { 'a.txt' => "a\n", 'x.echo' => '' },
@@ -67,6 +68,7 @@ ok(wait_for(sub {
 $s->signal('TERM');
 my $answer = PlxdTest::read_until_closed($slow, 30);
 like($answer, qr{^HTTP/1\.1 200 }, 'a request in flight at SIGTERM still gets its answer');
+is(scalar(my @r = responses($answer)), 1, '... one response, framed exactly');
 my $status = $s->wait_exit;
 is($status, 0, 'then plxd exits 0');
 like($s->error_log, qr/stopping: no new connections/, 'the stop is logged');

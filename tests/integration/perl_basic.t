@@ -5,6 +5,7 @@ use strict;
 use warnings;
 use Test::More;
 use PlxdTest qw(wait_for source_dir read_file write_file);
+use PlxdRaw qw(responses);
 use IO::Select;
 use POSIX ();
 
@@ -225,6 +226,8 @@ is($s->get('/clen.plx')->{content}, 'abc', "the script's Content-Length");
     write_file($release, '');
     $got .= PlxdTest::read_until_closed($sock, 30);
     like($got, qr/first.*second/s, 'both lines');
+    my @r = responses($got);
+    ok(@r == 1 && $r[0]{body} =~ /first.*second/s, '... in one response, framed exactly');
 }
 
 # --- bad responses, as for .pl ---

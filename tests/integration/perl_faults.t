@@ -7,6 +7,7 @@ use strict;
 use warnings;
 use Test::More;
 use PlxdTest qw(wait_for write_file);
+use PlxdRaw qw(responses);
 use POSIX ();
 use File::Temp ();
 use IO::Select;
@@ -61,7 +62,7 @@ EOF
     # if writing it failed).
     'bg.plx' => <<'EOF',
 print "Content-Type: text/plain\n\nfirst\n";
-system("(sleep 0.3; (echo late); touch '$ENV{DOCUMENT_ROOT}/bg.done') &");
+system("((echo late); touch '$ENV{DOCUMENT_ROOT}/bg.done') &");
 EOF
     # wait.plx?MARK&RELEASE: creates MARK, then waits for RELEASE (60 s at
     # most), so a test holds a worker busy exactly as long as it needs to.
@@ -124,11 +125,13 @@ is(pid_of($s), $pid, 'the worker lives on');
 my $hd = $s->get('/headdie.plx');
 is($hd->{status}, 200, 'die after the headers: the response stands');
 is($hd->{content}, "said\n", '... with what the script printed');
-ok($s->wait_log(qr/headdie\.plx: died$/m), '... logged');
+ok($s->wait_log(qr/headdie\.plx: exited with status 255$/m), '... logged as the end of a CGI process would be');
 {
     my $raw = $s->raw("GET /latedie.plx HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 10);
     like($raw, qr/^HTTP\/1.1 200.*partial\n/s, 'flushed headers and body, then die: they arrive');
     like($raw, qr/\r\n0\r\n\r\n\z/, '... and the chunked body ends properly');
+    my @late = responses($raw);
+    ok(@late == 1 && $late[0]{body} =~ /partial\n/, '... one response, framed exactly');
     ok($s->wait_log(qr/latedie\.plx: late oops/), 'the message is logged');
 }
 
@@ -147,8 +150,10 @@ is($s->get('/wreck.plx')->{content}, "wrecked\n", '%ENV = (), chdir, alarm, clos
 my $state = $s->get('/state.plx')->{content};
 is($state, "cwd=" . $s->root . " method=GET alrm=none\n", 'environment, folder and %SIG are back');
 ok($s->wait_log(qr/state\.plx: stderr works/), 'STDERR works again');
-# A background process the script left behind writes into no response.
-is($s->get('/bg.plx')->{content}, "first\n", 'the response ends when the script returns');
+# A background process the script left holding its output: what it prints
+# before it closes the output (within linger) ends the response, as under
+# CGI, and nothing of it reaches a later response.
+is($s->get('/bg.plx')->{content}, "first\nlate\n", 'the response ends when the background process closes the output');
 ok(wait_for(sub { -e $s->root . '/bg.done' }), 'the background process wrote its late output');
 like($s->get('/pid.plx')->{content}, qr/^\d+\n\z/, 'its late output reaches no later response');
 
@@ -271,12 +276,16 @@ my $waited_s = time - $t1;
 my ($queued) = grep { !$answered || $_ != $answered } @more;
 my $refused = $answered ? PlxdTest::read_until_closed($answered, 30) : '';
 like($refused, qr{^HTTP/1\.1 503 }, 'beyond the queue: 503');
+is(scalar(my @r503 = responses($refused)), 1, '... one response, framed exactly');
 ok($waited_s < 10, sprintf('at once (%.2f s)', $waited_s));
 like($refused, qr/^Retry-After: 1\r$/m, 'with Retry-After');
 ok(!IO::Select->new($queued)->can_read(0), 'the other one waits in the queue');
 write_file($release, '');
-like(PlxdTest::read_until_closed($first, 30), qr{^HTTP/1\.1 200 .*released}s, 'the running request is served');
-like(PlxdTest::read_until_closed($queued, 30), qr{^HTTP/1\.1 200 .*\r\n\r\n\d+\n}s,
+my ($first_raw, $queued_raw) = map { PlxdTest::read_until_closed($_, 30) } $first, $queued;
+is(scalar(my @rf = responses($first_raw)), 1, 'the running request: one response, framed exactly');
+is(scalar(my @rq = responses($queued_raw)), 1, 'the queued one: one response, framed exactly');
+like($first_raw, qr{^HTTP/1\.1 200 .*released}s, 'the running request is served');
+like($queued_raw, qr{^HTTP/1\.1 200 .*\r\n\r\n\d+\n}s,
     'and so is the queued one');
 $q->stop;
 

@@ -4,6 +4,7 @@ use strict;
 use warnings;
 use Test::More;
 use PlxdTest qw(source_dir read_file);
+use PlxdRaw qw(responses);
 
 if (read_file(PlxdTest::build_dir() . '/CMakeCache.txt') =~ /^PLXD_SANITIZE:BOOL=ON$/m) {
     plan skip_all => 'memory growth is not measured in the sanitizer build';
@@ -56,7 +57,9 @@ sub run_requests {
         while (defined $len && length($body) < $len) {
             sysread($sock, $body, $len - length $body, length $body) or last;
         }
-        $bad++ unless $head =~ m{^HTTP/1.1 200} && defined $len && length($body) == $len;
+        # What was read is one response, framed exactly (PlxdRaw).
+        my @r = responses(($head =~ /\A(.*?\r\n\r\n)/s)[0] . $body);
+        $bad++ unless $head =~ m{^HTTP/1.1 200} && defined $len && length($body) == $len && @r == 1;
     }
 }
 

@@ -7,6 +7,7 @@ use warnings;
 use Test::More;
 use IO::Select;
 use PlxdTest qw(wait_for write_file);
+use PlxdRaw qw(responses);
 
 my $s = PlxdTest->start(
     files => {
@@ -149,6 +150,8 @@ like($r1->{headers}{'x-plxd-perl'}, qr/^reused/, 'the second request reuses the 
         my $rest = $head;
         while ($sel->can_read(30)) { last unless sysread($sock, my $b, 4096); $rest .= $b }
         like($rest, qr/done\n/, '... and the body follows when the script ends');
+        my @r = responses($rest);
+        ok(@r == 1 && $r[0]{body} =~ /done\n/, '... one response, framed exactly');
     }
 }
 

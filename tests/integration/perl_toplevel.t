@@ -109,7 +109,7 @@ is(get('/coreexit.plx')->{content}, "core exit\n", 'CORE::exit keeps the output'
 # --- the log: each die message once, END blocks, how each ended ---
 my $root = $s->root;
 my $log = sub { $s->error_log };
-ok(wait_for(sub { $log->() =~ /late\.plx: died/ }), 'a die after the headers is logged as one');
+ok(wait_for(sub { $log->() =~ /late\.plx: exited with status \d+$/m }), 'a die after the headers is logged as the end of a CGI process');
 my $count = sub { my ($re) = @_; my @m = $log->() =~ /$re/g; scalar @m };
 my $before = $count->(qr/\Q$root\E\/late\.plx: late death$/m);
 get('/late.plx') for 1 .. 4;

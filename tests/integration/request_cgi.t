@@ -14,6 +14,7 @@ use Digest::MD5 qw(md5_hex);
 use File::Temp qw(tempdir);
 use Test::More;
 use PlxdTest qw(build_dir source_dir read_file write_file wait_for);
+use PlxdRaw qw(responses);
 
 my $perl5 = build_dir() . '/modules/perl5';
 plan skip_all => "PLXD::Request is not built in $perl5"
@@ -102,6 +103,7 @@ print $sock "POST /dump.pl HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
     . "4\r\nk=v&\r\n5\r\nk=w&m\r\n0\r\n\r\n";
 my $raw = PlxdTest::read_until_closed($sock, 10);
 like($raw, qr/^HTTP\/1\.1 200.*\r\n\r\n.*k=v\|w\nm=\n/s, 'a chunked form body');
+is(scalar(my @r = responses($raw)), 1, '... one response, framed exactly');
 
 # ---- uploads -----------------------------------------------------------------
 

@@ -73,6 +73,7 @@ is($r->{status}, 200, 'HEAD');
 is($r->{headers}{'content-length'}, 12, 'HEAD says the size');
 my $raw = $s->raw(request_bytes('HEAD', '/hello.txt', 'Connection: close'));
 like($raw, qr/\r\n\r\n\z/, 'HEAD sends no body');
+is(scalar(my @rh = responses($raw, head => [0])), 1, '... one response, framed exactly');
 
 # ---- validators, 304, never stale ------------------------------------------
 $r = get_raw('/hello.txt');
