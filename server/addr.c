@@ -196,17 +196,22 @@ int addr_client(const struct addr_list *trusted, const struct addr_range *peer,
 	for (size_t i = n; i-- > 0;) {
 		const char *v = lines[i];
 		size_t end = v ? strlen(v) : 0;
+		if (end == 0)
+			return -1; /* a header that names no one */
 		while (end > 0) {
 			size_t start = end;
 			while (start > 0 && v[start - 1] != ',')
 				start--;
 			struct addr_range ip;
+			/* Garbage: believe nothing further left. The client is then
+			 * unknown, and an access rule must not take the last trusted
+			 * hop for it. */
 			if (addr_parse(v + start, end - start, &ip) < 0)
-				return found; /* garbage: believe nothing further left */
+				return -1;
 			*out = ip;
 			found = 1;
 			if (!addr_list_match_addr(trusted, &ip))
-				return found;
+				return 1;
 			end = start > 0 ? start - 1 : 0;
 		}
 	}

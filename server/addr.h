@@ -52,9 +52,12 @@ int addr_list_match_addr(const struct addr_list *l, const struct addr_range *a);
  * whose n lines (a repeated header, in order) list the hops left to right,
  * each proxy appending the address it saw. They are walked from the right,
  * stopping at the first address that is not a trusted proxy: only that one
- * and those right of it were written by proxies plxd trusts. Garbage stops
- * the walk, keeping what was found before it. Returns 1 when *out came
- * from X-Forwarded-For, 0 when it is peer. */
+ * and those right of it were written by proxies plxd trusts. Returns 1 when
+ * *out came from X-Forwarded-For, 0 when it is peer, and -1 when garbage
+ * ("unknown", a port, an empty entry) stopped the walk before an address
+ * that is not a trusted proxy: the client is unknown, and *out is the last
+ * address believed (the peer, or the nearest trusted hop), as REMOTE_ADDR
+ * gives it. */
 int addr_client(const struct addr_list *trusted, const struct addr_range *peer,
 		const char *const *lines, size_t n, struct addr_range *out);
 

@@ -282,7 +282,8 @@ uint64_t plxd_max_body(struct plxd_request *r);   /* max_body: bytes of request 
 const struct addr_list *plxd_trusted_proxies(struct plxd_request *r);
 /* The client's address as REMOTE_ADDR gives it: the peer, or from a
  * trusted proxy the address X-Forwarded-For names (addr_client). Returns
- * 0, or -1 when the peer is no IP address. */
+ * 0, or -1 when the peer is no IP address or X-Forwarded-For hides the
+ * client (an entry that is no address before an untrusted hop). */
 int plxd_client_addr(struct plxd_request *r, struct addr_range *out);
 
 /* The [request] limits this request runs under, for req_limits_env

@@ -543,8 +543,7 @@ int plxd_client_addr(struct plxd_request *pub, struct addr_range *out)
 	const struct addr_list *trusted = plxd_trusted_proxies(pub);
 	if (addr_list_match_addr(trusted, &peer))
 		MHD_get_connection_values(pub->connection, MHD_HEADER_KIND, collect_xff, &x);
-	addr_client(trusted, &peer, x.v, x.n, out);
-	return 0;
+	return addr_client(trusted, &peer, x.v, x.n, out) < 0 ? -1 : 0;
 }
 
 const struct req_limits *plxd_request_limits(struct plxd_request *pub)

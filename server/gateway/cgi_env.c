@@ -129,7 +129,7 @@ static const char *forwarded_for(const struct cgi_env_request *req, const struct
 	}
 	struct addr_range ip;
 	const char *found = NULL;
-	if (addr_client(list, peer, lines, n, &ip)
+	if (addr_client(list, peer, lines, n, &ip) != 0
 			&& inet_ntop(ip.family, ip.bytes, out, (socklen_t)outlen) != NULL)
 		found = out;
 	if (lines != stack)

@@ -203,6 +203,16 @@ my $other = '203.0.113.9';
     is($r->get('/plxd-status', { 'X-Forwarded-For' => '127.0.0.1' })->{status}, 200,
         '... a loopback client through it, 200');
     is($r->get('/plxd-status')->{status}, 200, '... the proxy itself, asking without the header, 200');
+    # An entry that is no address hides the client: unknown, never allowed
+    # (the proxy's loopback address is not taken for it).
+    for my $hidden ("$other:4711", 'unknown', '', 'fe80::1%eth0', "\"$other\"", "$other, junk") {
+        is($r->get('/plxd-status', { 'X-Forwarded-For' => $hidden })->{status}, 404,
+            "... X-Forwarded-For '$hidden' hides the client: 404");
+    }
+    is($r->get('/plxd-status', { 'X-Forwarded-For' => "junk, $other" })->{status}, 404,
+        '... garbage left of the client is never read: the client, outside allow, 404');
+    is($r->get('/plxd-status', { 'X-Forwarded-For' => "junk, 127.0.0.1, 127.0.0.1" })->{status}, 404,
+        '... garbage left of trusted hops: unknown, 404');
     $r->stop;
 }
 {

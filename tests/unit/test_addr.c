@@ -130,14 +130,22 @@ int main(void)
 					&& memcmp(out.bytes, want.bytes, 4) == 0,
 			"... the nearest untrusted hop, across repeated lines");
 	const char *junk[] = { "203.0.113.9, junk" };
-	ok(addr_client(&trusted, &peer, junk, 1, &out) == 0
+	ok(addr_client(&trusted, &peer, junk, 1, &out) == -1
 					&& memcmp(out.bytes, peer.bytes, 4) == 0,
-			"... garbage at the right: the peer");
+			"... garbage at the right: unknown, the peer as the last believed");
+	const char *port[] = { "203.0.113.9:4711" };
+	ok(addr_client(&trusted, &peer, port, 1, &out) == -1,
+			"... an address with a port: unknown");
 	const char *left_junk[] = { "junk, 10.2.2.2" };
 	addr_parse("10.2.2.2", 8, &want);
-	ok(addr_client(&trusted, &peer, left_junk, 1, &out) == 1
+	ok(addr_client(&trusted, &peer, left_junk, 1, &out) == -1
 					&& memcmp(out.bytes, want.bytes, 4) == 0,
-			"... garbage further left: what was found before it");
+			"... garbage left of trusted hops: unknown, the nearest trusted hop believed");
+	const char *past_client[] = { "junk, 203.0.113.9" };
+	addr_parse("203.0.113.9", 11, &want);
+	ok(addr_client(&trusted, &peer, past_client, 1, &out) == 1
+					&& memcmp(out.bytes, want.bytes, 4) == 0,
+			"... garbage left of the client: never read");
 	struct addr_range stranger;
 	addr_parse("192.0.2.1", 9, &stranger);
 	ok(addr_client(&trusted, &stranger, one, 1, &out) == 0
