@@ -134,12 +134,22 @@ static enum perl_wire_outcome wire_outcome(enum perl_outcome o)
 	}
 }
 
+/* The worker's own peak, VmHWM. Not getrusage's ru_maxrss: Linux keeps
+ * that across execve, and plxd starts a worker with posix_spawn (a vfork
+ * sharing plxd's memory until the exec), so it would carry plxd's peak and
+ * retire every worker at once when plxd itself is past max_rss. */
 static uint64_t peak_rss_kb(void)
 {
-	struct rusage ru;
-	if (getrusage(RUSAGE_SELF, &ru) < 0)
+	FILE *f = fopen("/proc/self/status", "re");
+	if (!f)
 		return 0;
-	return (uint64_t)ru.ru_maxrss;
+	char line[128];
+	unsigned long long kb = 0;
+	while (fgets(line, sizeof line, f))
+		if (sscanf(line, "VmHWM: %llu kB", &kb) == 1)
+			break;
+	fclose(f);
+	return kb;
 }
 
 /* The transport lent to the Perl runtime: one request at a time, read

@@ -89,7 +89,14 @@ my %files = ('hello.html' => "hello\n");
         . "raise it (ulimit -Hn) for the test suite") if $hard < $want;
     system('prlimit', "--pid=$$", "--nofile=$hard:$hard") == 0
         or BAIL_OUT("cannot raise the open-files soft limit to $hard");
-    my $s = PlxdTest->start(files => \%files,
+    # A worker started after plxd's peak must not inherit it: max_rss sits
+    # between a worker's own size and what plxd reaches holding the
+    # connections (getrusage's ru_maxrss, kept across the exec of a
+    # posix_spawn, would carry plxd's peak into every later worker).
+    my $max_rss_mb = $ENV{PLXD_SANITIZED} ? 150 : 40;
+    my $s = PlxdTest->start(files => { %files, 'pid.plx' => 'print "Content-Type: text/plain\n\n$$";' },
+        handlers => { '.plx' => 'perl' },
+        sections => { perl => { workers => 1, max_rss => "${max_rss_mb}M" } },
         server => { max_connections => 12000, header_timeout => '120s',
                     connection_timeout => '120s' });
     my $rss_before = rss_mb($s->pid);
@@ -113,6 +120,16 @@ my %files = ('hello.html' => "hello\n");
     ok($median < 0.1, sprintf('... within 100 ms (median of 9: %.1f ms)', $median * 1000));
     ok(threads($s->pid) < 40, '... by the same few threads (' . threads($s->pid) . ')');
     close $_ for @idle;
+
+    my $peak = status_field($s->pid, 'VmHWM') / 1024;
+    ok($peak > $max_rss_mb, sprintf("plxd's peak (%.0f MB) is past the perl max_rss (%d MB)",
+        $peak, $max_rss_mb));
+    my $old = $s->get('/pid.plx')->{content};
+    kill 'KILL', $old if $old =~ /^\d+$/;    # the next worker starts after plxd's peak
+    my $new = wait_for(sub { my $r = $s->get('/pid.plx'); $r->{status} == 200 && $r->{content} ne $old ? $r->{content} : undef });
+    ok($new, "a worker started after plxd's peak serves ($new)");
+    my @pids = map { $s->get('/pid.plx')->{content} } 1 .. 3;
+    is_deeply(\@pids, [ ($new) x 3 ], '... and is not retired for max_rss: its own peak is what counts');
     $s->stop;
 }
 
