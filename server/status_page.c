@@ -69,54 +69,99 @@ static void putf(struct out *o, const char *fmt, ...)
 }
 
 /* Control characters, '"' and '\' escaped; other bytes as they are. */
+/* The length of the well-formed UTF-8 character at s (1 to 4), or 0 for a
+ * byte that starts none: a script's name is bytes, and every format here
+ * must be UTF-8 (JSON, Prometheus labels, the HTML page's charset). */
+static size_t utf8_char(const unsigned char *s)
+{
+	size_t n;
+	unsigned min;
+	unsigned cp;
+	if (s[0] < 0x80)
+		return 1;
+	if ((s[0] & 0xe0) == 0xc0)
+		n = 2, min = 0x80, cp = s[0] & 0x1f;
+	else if ((s[0] & 0xf0) == 0xe0)
+		n = 3, min = 0x800, cp = s[0] & 0x0f;
+	else if ((s[0] & 0xf8) == 0xf0)
+		n = 4, min = 0x10000, cp = s[0] & 0x07;
+	else
+		return 0;
+	for (size_t i = 1; i < n; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (s[i] & 0x3f);
+	}
+	if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return n;
+}
+
+#define REPLACEMENT "\xef\xbf\xbd" /* U+FFFD, for a byte that is no UTF-8 */
+
 static void put_json_string(struct out *o, const char *s)
 {
 	put_s(o, "\"");
-	for (; *s; s++) {
+	while (*s) {
 		unsigned char c = (unsigned char)*s;
-		if (c == '"' || c == '\\')
+		size_t n = utf8_char((const unsigned char *)s);
+		if (n == 0) {
+			put_s(o, "\\ufffd");
+			n = 1;
+		} else if (c == '"' || c == '\\') {
 			putf(o, "\\%c", c);
-		else if (c < 0x20)
+		} else if (c < 0x20 || c == 0x7f) {
 			putf(o, "\\u%04x", c);
-		else
-			put(o, s, 1);
+		} else {
+			put(o, s, n);
+		}
+		s += n;
 	}
 	put_s(o, "\"");
 }
 
 static void put_html(struct out *o, const char *s)
 {
-	for (; *s; s++) {
-		switch (*s) {
-		case '<':
+	while (*s) {
+		size_t n = utf8_char((const unsigned char *)s);
+		unsigned char c = (unsigned char)*s;
+		if (n == 0 || (c < 0x20 && c != '\t' && c != '\n') || c == 0x7f) {
+			put_s(o, REPLACEMENT);
+			n = 1;
+		} else if (c == '<') {
 			put_s(o, "&lt;");
-			break;
-		case '>':
+		} else if (c == '>') {
 			put_s(o, "&gt;");
-			break;
-		case '&':
+		} else if (c == '&') {
 			put_s(o, "&amp;");
-			break;
-		case '"':
+		} else if (c == '"') {
 			put_s(o, "&quot;");
-			break;
-		default:
-			put(o, s, 1);
+		} else {
+			put(o, s, n);
 		}
+		s += n;
 	}
 }
 
-/* A Prometheus label value: '\', '"' and new lines escaped. */
+/* A Prometheus label value: '\', '"' and new lines escaped, other control
+ * bytes and what is no UTF-8 replaced. */
 static void put_label(struct out *o, const char *s)
 {
 	put_s(o, "\"");
-	for (; *s; s++) {
-		if (*s == '\\' || *s == '"')
-			putf(o, "\\%c", *s);
-		else if (*s == '\n')
+	while (*s) {
+		size_t n = utf8_char((const unsigned char *)s);
+		unsigned char c = (unsigned char)*s;
+		if (c == '\\' || c == '"') {
+			putf(o, "\\%c", c);
+		} else if (c == '\n') {
 			put_s(o, "\\n");
-		else
-			put(o, s, 1);
+		} else if (n == 0 || c < 0x20 || c == 0x7f) {
+			put_s(o, REPLACEMENT);
+			n = 1;
+		} else {
+			put(o, s, n);
+		}
+		s += n;
 	}
 	put_s(o, "\"");
 }

@@ -79,5 +79,23 @@ int main(void)
 	ok(strstr(prom, "plxd_requests_total{handler=\"static\",class=\"2xx\"} 5\n") != NULL,
 			"plxd_requests_total");
 	free(prom);
+
+	/* A name that is no UTF-8 (a file named with Latin-1 bytes, or
+	 * garbage) still gives UTF-8 in every format; UTF-8 is kept. */
+	w.script = sc.path = "/inv\xff\xfe-\xc3\xa9-\xc0\xaf-\x1b.plx";
+	json = status_render(&d, STATUS_JSON, &len);
+	ok(strstr(json, "\"/inv\\ufffd\\ufffd-\xc3\xa9-\\ufffd\\ufffd-\\u001b.plx\"") != NULL,
+			"JSON: bytes that are no UTF-8 become \\ufffd, an overlong form too; é is kept");
+	free(json);
+	prom = status_render(&d, STATUS_PROMETHEUS, &len);
+	ok(strstr(prom, "script=\"/inv\xef\xbf\xbd\xef\xbf\xbd-\xc3\xa9-\xef\xbf\xbd\xef\xbf\xbd-\xef\xbf\xbd.plx\"")
+					!= NULL,
+			"Prometheus: the same bytes and ESC become U+FFFD");
+	free(prom);
+	html = status_render(&d, STATUS_HTML, &len);
+	ok(strstr(html, "/inv\xef\xbf\xbd\xef\xbf\xbd-\xc3\xa9-") != NULL
+					&& strstr(html, "\x1b") == NULL,
+			"HTML: the same, and no control byte");
+	free(html);
 	return done_testing();
 }
