@@ -433,6 +433,14 @@ static unsigned route(struct request *r, const char *target)
 	r->pub.query = query;
 
 	const struct config *config = r->site->config;
+	/* The status page takes its path: a file there is never served, also
+	 * when asked for in a form the page's exact match does not take
+	 * (//plxd-status, /%70lxd-status, /x/../plxd-status, absolute form). */
+	if (config->status.path[0] && strcmp(r->path, config->status.path) == 0) {
+		plxd_log(PLXD_LOG_INFO, "refused %s: the status page's path, in another form",
+				target);
+		return 404;
+	}
 	struct resolved res;
 	status = (unsigned)resolve_path(r->site->root_fd, r->path,
 			config->server.follow_symlinks_outside, &res);

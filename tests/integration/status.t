@@ -8,6 +8,7 @@ use warnings;
 use Test::More;
 use HTTP::Tiny;
 use JSON::PP;
+use PlxdRaw qw(responses);
 use PlxdTest qw(wait_for write_file);
 
 my $hello = qq{print "Content-Type: text/plain\\n\\nhello\\n";\n};
@@ -223,6 +224,18 @@ my $other = '203.0.113.9';
     is($r->get('/plxd-status', { 'X-Forwarded-For' => "$other, 198.51.100.7" })->{status}, 404,
         '... the nearest untrusted hop, as for REMOTE_ADDR');
     is($r->get('/plxd-status')->{status}, 404, '... not the proxy');
+    $r->stop;
+}
+
+# ---- the file the page shadows ----------------------------------------------
+{
+    my $r = PlxdTest->start(files => { %files, 'plxd-status' => "a file\n", 'x/y' => "y\n" });
+    for my $form ('//plxd-status', '/./plxd-status', '/%70lxd-status', '/x/../plxd-status',
+        'http://127.0.0.1/plxd-status?json') {
+        my ($res) = responses($r->raw("GET $form HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"));
+        ok($res && $res->{status} != 200 && ($res->{body} // '') !~ /a file/,
+            "$form: never the file at the page's path (" . ($res ? $res->{status} : 'no answer') . ')');
+    }
     $r->stop;
 }
 
