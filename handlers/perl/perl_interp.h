@@ -60,6 +60,16 @@ struct perl_run {
 struct perl_interp *perl_interp_create(const struct perl_interp_options *o, int argc, char **argv,
 		char *err, size_t errlen);
 
+/* An interpreter for a thread of plxd ([perl] isolation = thread): a
+ * clone of parent (made by perl_interp_create in plxd, which did the
+ * set-up and the preload once and never serves). Its STDIN, STDOUT and
+ * STDERR live on descriptors of its own, made from fds (taken over):
+ * /dev/null, the response channel, the log pipe. Call it on the thread that
+ * will serve with it: that thread gets a working directory of its own
+ * (unshare(CLONE_FS)). Returns NULL with a message in err. */
+struct perl_interp *perl_interp_clone(struct perl_interp *parent, const int fds[3], char *err,
+		size_t errlen);
+
 /* How requests reach the runtime and their answers leave it. A script
  * written as a FastCGI accept loop (see PLXD/Worker.pm) answers requests
  * and takes the next ones from inside the loop, so the runtime calls both

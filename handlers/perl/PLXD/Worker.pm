@@ -10,13 +10,13 @@ use strict;
 # Code compiled from now on calls it for every plain "exit".
 *CORE::GLOBAL::exit = \&PLXD::Worker::exit;
 
-# Reopens STDIN, STDOUT or STDERR on its fd with default layers, after the
+# Reopens STDIN, STDOUT or STDERR (handle 0, 1, 2) on fd with default layers, after the
 # worker found it closed, moved elsewhere, or given other layers.
 sub open_std {
-    my ($fd) = @_;
-    return open(STDIN, '<&=', 0) if $fd == 0;
-    return open(STDOUT, '>&=', 1) if $fd == 1;
-    return open(STDERR, '>&=', 2);
+    my ($handle, $fd) = @_;
+    return open(STDIN, '<&=', $fd) if $handle == 0;
+    return open(STDOUT, '>&=', $fd) if $handle == 1;
+    return open(STDERR, '>&=', $fd);
 }
 
 # The standard globs and their IO objects as the worker set them up. A
