@@ -101,7 +101,9 @@ struct perl_interp {
 	 * 0-2 are plxd's. The std_* functions index by handle (0-2) and act on
 	 * these. */
 	int fd[3];
-	int cloned; /* an interpreter thread's, cloned from plxd's parent */
+	int cloned;   /* an interpreter thread's, cloned from plxd's parent */
+	int cancel;   /* perl_interp_cancel asked for the script's end (atomic) */
+	int canceled; /* ... and it was ended */
 	struct std_state std[3];
 	Off_t std_posn[2]; /* tell(STDIN), tell(STDOUT) when opened */
 	GV *std_gv[3];     /* STDIN, STDOUT, STDERR */
@@ -592,6 +594,34 @@ static int interp_bind(pTHX_ struct perl_interp *pi, char *err, size_t errlen)
 	return 0;
 }
 
+/* perl's signal check (PERL_ASYNC_CHECK, between ops) in a clone: ends
+ * the script when perl_interp_cancel asked, with the unwinding of exit,
+ * which no eval catches; otherwise dispatches signals as perl does. */
+static void cancel_check(pTHX)
+{
+	struct perl_interp *pi = current;
+	if (pi && pi->run && __atomic_exchange_n(&pi->cancel, 0, __ATOMIC_ACQ_REL)) {
+		pi->canceled = 1;
+		my_exit(255);
+	}
+	Perl_despatch_signals(aTHX);
+}
+
+int perl_interp_take_channel(struct perl_interp *pi, int handle)
+{
+	int *fd = handle == 1 ? &pi->stdout_fd : &pi->stderr_fd;
+	int taken = *fd;
+	*fd = -1;
+	return taken;
+}
+
+void perl_interp_cancel(struct perl_interp *pi)
+{
+	__atomic_store_n(&pi->cancel, 1, __ATOMIC_RELEASE);
+	/* Makes perl look, at its next op. */
+	__atomic_store_n(&pi->perl->Isig_pending, 1, __ATOMIC_RELEASE);
+}
+
 /* perl_clone reads the parent: one clone at a time, and the parent runs
  * nothing else. */
 static pthread_mutex_t clone_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -634,6 +664,7 @@ struct perl_interp *perl_interp_clone(struct perl_interp *parent, const int fds[
 	}
 	pthread_mutex_unlock(&clone_lock);
 	PL_perl_destruct_level = 2;
+	PL_signalhook = cancel_check;
 	current = pi;
 	/* Its standard handles are clones of plxd's fds 0-2: onto its own.
 	 * Closed first, or perl would reopen them in place, with a dup2 onto
@@ -1102,6 +1133,7 @@ static void globals_begin(pTHX_ struct perl_interp *pi, const struct perl_run *r
 	IoLINES(pi->std_io[0]) = 0;
 	pi->exit_called = 0;
 	pi->exit_status = 0;
+	__atomic_store_n(&pi->cancel, 0, __ATOMIC_RELAXED); /* one meant for the request before */
 }
 
 /* Two handler values are the same: the same code, or equal strings. */
@@ -1395,6 +1427,8 @@ static enum perl_outcome ended_by(pTHX_ struct perl_interp *pi, int ret, int sav
 	PL_exit_flags &= ~PERL_EXIT_EXPECTED;
 	if (ret != 2)
 		return PERL_FATAL;
+	if (pi->canceled)
+		return PERL_CANCELED;
 	if (pi->exit_called)
 		return PERL_EXIT;
 	if (core_exit) {
@@ -1616,7 +1650,7 @@ static void run_request(struct perl_interp *pi, struct perl_run *run)
 				run->outcome = ended_by(aTHX_ pi, ret, saved_errno);
 			else
 				STATUS_ALL_SUCCESS; /* $? in END blocks, as after perl_run */
-			if (run->outcome != PERL_FATAL)
+			if (run->outcome != PERL_FATAL && run->outcome != PERL_CANCELED)
 				run_ends(aTHX_ pi, script);
 		}
 		perl_registry_rebind(aTHX_ script);

@@ -25,8 +25,10 @@ enum perl_outcome {
 	PERL_DIED,          /* it died (perl wrote the message to stderr) */
 	PERL_COMPILE_ERROR, /* it did not compile (message written to stderr) */
 	PERL_NOT_FOUND,     /* the script file could not be read */
-	PERL_FATAL          /* Perl itself gave up (out of memory): the
+	PERL_FATAL,         /* Perl itself gave up (out of memory): the
 			       interpreter must not serve again */
+	PERL_CANCELED       /* perl_interp_cancel ended it: its interpreter
+			       is discarded */
 };
 
 /* One request, as the worker hands it over. */
@@ -69,6 +71,16 @@ struct perl_interp *perl_interp_create(const struct perl_interp_options *o, int 
  * (unshare(CLONE_FS)). Returns NULL with a message in err. */
 struct perl_interp *perl_interp_clone(struct perl_interp *parent, const int fds[3], char *err,
 		size_t errlen);
+
+/* Ends the script a clone runs, from any thread: at its next Perl op
+ * (not inside C code) it unwinds as exit does, which its own eval cannot
+ * catch, and its END blocks do not run; the request's outcome is
+ * PERL_CANCELED. For a runaway script ([perl] timeout). */
+void perl_interp_cancel(struct perl_interp *pi);
+
+/* Takes back the descriptor a clone was given for STDOUT (handle 1) or
+ * STDERR (2), before perl_interp_destroy, for the clone that replaces it. */
+int perl_interp_take_channel(struct perl_interp *pi, int handle);
 
 /* How requests reach the runtime and their answers leave it. A script
  * written as a FastCGI accept loop (see PLXD/Worker.pm) answers requests

@@ -19,11 +19,13 @@
 struct perl_thread {
 	struct perl_threads *owner;
 	pthread_t tid;
-	int started;         /* tid is a thread to join */
-	int out[2], err[2];  /* [0] plxd's read ends, [1] the clone's */
-	pthread_mutex_t mu;  /* guards job, stop, ready, failed */
-	pthread_cond_t cond; /* a job or stop for the thread; ready for its maker */
-	struct perl_job *job;
+	int started;              /* tid is a thread to join */
+	int out[2], err[2];       /* [0] plxd's read ends, [1] the clone's */
+	pthread_mutex_t mu;       /* guards job, serving, pi, stop, ready, failed */
+	pthread_cond_t cond;      /* a job or stop for the thread; ready for its maker */
+	struct perl_job *job;     /* handed over, not taken yet */
+	struct perl_job *serving; /* taken, its done not called yet */
+	struct perl_interp *pi;   /* the clone serving */
 	int stop;
 	int ready, failed;
 	char why[512]; /* why the clone failed */
@@ -40,35 +42,38 @@ static struct perl_run *next_job(void *ctx);
 static int answer_job(void *ctx, struct perl_run *run);
 static void running_job(void *ctx, const struct perl_run *run);
 
-/* The job being served, once the thread has taken it. */
-static _Thread_local struct perl_job *serving;
-
 static struct perl_run *next_job(void *ctx)
 {
 	struct perl_thread *t = ctx;
 	pthread_mutex_lock(&t->mu);
 	while (!t->job && !t->stop)
 		pthread_cond_wait(&t->cond, &t->mu);
-	serving = t->job;
+	struct perl_job *job = t->job;
+	t->serving = job;
 	t->job = NULL;
 	pthread_mutex_unlock(&t->mu);
-	return serving ? &serving->run : NULL;
+	return job ? &job->run : NULL;
 }
 
+/* A canceled script's interpreter serves no more: a fresh clone takes its
+ * place (thread_main). */
 static int answer_job(void *ctx, struct perl_run *run)
 {
-	(void)ctx;
-	struct perl_job *job = serving;
-	serving = NULL;
+	struct perl_thread *t = ctx;
+	pthread_mutex_lock(&t->mu);
+	struct perl_job *job = t->serving;
+	t->serving = NULL;
+	pthread_mutex_unlock(&t->mu);
 	job->done(job, run);
-	return 0;
+	return run->outcome == PERL_CANCELED ? -1 : 0;
 }
 
 static void running_job(void *ctx, const struct perl_run *run)
 {
-	(void)ctx;
-	if (serving && serving->running)
-		serving->running(serving, run);
+	struct perl_thread *t = ctx;
+	struct perl_job *job = t->serving; /* this thread's own write */
+	if (job && job->running)
+		job->running(job, run);
 }
 
 static void thread_ready(struct perl_thread *t, int failed, const char *why)
@@ -97,16 +102,39 @@ static void *thread_main(void *arg)
 	}
 	struct perl_interp *pi = perl_interp_clone(t->owner->parent, fds, err, sizeof err);
 	thread_ready(t, !pi, pi ? NULL : err);
-	if (!pi)
-		return NULL;
 	struct perl_transport tr = {
 		.next = next_job,
 		.answer = answer_job,
 		.running = running_job,
 		.ctx = t,
 	};
-	perl_interp_serve(pi, &tr);
-	perl_interp_destroy(pi);
+	while (pi) {
+		pthread_mutex_lock(&t->mu);
+		t->pi = pi;
+		pthread_mutex_unlock(&t->mu);
+		perl_interp_serve(pi, &tr);
+		pthread_mutex_lock(&t->mu);
+		t->pi = NULL;
+		int stop = t->stop;
+		pthread_mutex_unlock(&t->mu);
+		/* The clone's descriptors are its own copies: the next clone
+		 * gets the same channels. */
+		int next[3] = { open("/dev/null", O_RDWR | O_CLOEXEC),
+			stop ? -1 : perl_interp_take_channel(pi, 1),
+			stop ? -1 : perl_interp_take_channel(pi, 2) };
+		perl_interp_destroy(pi);
+		pi = NULL;
+		if (stop || next[0] < 0 || next[1] < 0 || next[2] < 0) {
+			for (int i = 0; i < 3; i++)
+				if (next[i] >= 0)
+					close(next[i]);
+			break;
+		}
+		pi = perl_interp_clone(t->owner->parent, next, err, sizeof err);
+		if (!pi)
+			fprintf(stderr, "perl: an interpreter thread could not be replaced: %s\n",
+					err);
+	}
 	return NULL;
 }
 
@@ -220,6 +248,16 @@ int perl_thread_out(const struct perl_thread *t)
 int perl_thread_err(const struct perl_thread *t)
 {
 	return t->err[0];
+}
+
+int perl_thread_cancel(struct perl_thread *t, struct perl_job *job)
+{
+	pthread_mutex_lock(&t->mu);
+	int serving = t->serving == job && t->pi;
+	if (serving)
+		perl_interp_cancel(t->pi);
+	pthread_mutex_unlock(&t->mu);
+	return serving;
 }
 
 void perl_thread_submit(struct perl_thread *t, struct perl_job *job)

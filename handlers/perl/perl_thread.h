@@ -41,6 +41,11 @@ struct perl_thread *perl_threads_get(struct perl_threads *p, unsigned i);
 int perl_thread_out(const struct perl_thread *t);
 int perl_thread_err(const struct perl_thread *t);
 
+/* Ends the script job runs on t, if t still runs it (perl_interp_cancel):
+ * its done comes with PERL_CANCELED, and a fresh clone then serves t's
+ * next job. Returns 1 when asked, 0 when job was not running. */
+int perl_thread_cancel(struct perl_thread *t, struct perl_job *job);
+
 /* Hands job to t, which must be idle (its previous job's done has run).
  * Never blocks. */
 void perl_thread_submit(struct perl_thread *t, struct perl_job *job);

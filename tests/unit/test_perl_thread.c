@@ -72,7 +72,7 @@ int main(void)
 		printf("Bail out! mkdtemp: %s\n", strerror(errno));
 		return 1;
 	}
-	char path[2][256], sub[2][256], cwd_before[512];
+	char sub[2][64], path[2][160], cwd_before[512];
 	for (int i = 0; i < 2; i++) {
 		snprintf(sub[i], sizeof sub[i], "%s/%c", dir, 'a' + i);
 		snprintf(path[i], sizeof path[i], "%s/s.plx", sub[i]);
@@ -147,6 +147,64 @@ int main(void)
 		pthread_cond_wait(&res[0].cond, &res[0].mu);
 	pthread_mutex_unlock(&res[0].mu);
 	ok(res[0].outcome == PERL_OK && !job[0].run.compiled, "a second request reuses the script");
+
+	/* A runaway script is ended, uncaught by its eval, without its END
+	 * block, and a fresh clone serves the thread's next request. */
+	char runaway[300];
+	snprintf(runaway, sizeof runaway, "%s/runaway.plx", dir);
+	write_file(runaway,
+			"$| = 1; print \"start\\n\";\n"
+			"eval { 1 while 1 }; print \"caught\\n\";\n"
+			"END { print \"end\\n\" }\n");
+	struct stat rst;
+	stat(runaway, &rst);
+	struct result rres = { .mu = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
+	struct perl_job rjob = {
+		.run = { .script = runaway,
+				.dev = rst.st_dev,
+				.ino = rst.st_ino,
+				.size = (uint64_t)rst.st_size,
+				.mtime_sec = rst.st_mtim.tv_sec,
+				.mtime_nsec = rst.st_mtim.tv_nsec,
+				.env = env[0],
+				.stdin_fd = -1 },
+		.done = job_done,
+		.ctx = &rres,
+	};
+	struct perl_thread *t0 = perl_threads_get(p, 0);
+	char drained[256];
+	read_pipe(perl_thread_out(t0), drained, sizeof drained); /* the run before */
+	ok(perl_thread_cancel(t0, &rjob) == 0, "a job not running is not canceled");
+	perl_thread_submit(t0, &rjob);
+	struct pollfd pfd = { .fd = perl_thread_out(t0), .events = POLLIN };
+	char started[64] = "";
+	if (poll(&pfd, 1, 10000) == 1)
+		read_pipe(pfd.fd, started, sizeof started);
+	is_str(started, "start\n", "the runaway script runs");
+	ok(perl_thread_cancel(t0, &rjob) == 1, "it is canceled while it runs");
+	pthread_mutex_lock(&rres.mu);
+	while (!rres.done)
+		pthread_cond_wait(&rres.cond, &rres.mu);
+	pthread_mutex_unlock(&rres.mu);
+	ok(rres.outcome == PERL_CANCELED, "its outcome says it was canceled");
+	char rest[64];
+	read_pipe(pfd.fd, rest, sizeof rest);
+	is_str(rres.tail, "", "its eval did not catch the end, and its END block did not run");
+	is_str(rest, "", "nothing more came through its pipe");
+	res[0].done = 0;
+	perl_thread_submit(t0, &job[0]);
+	pthread_mutex_lock(&res[0].mu);
+	while (!res[0].done)
+		pthread_cond_wait(&res[0].cond, &res[0].mu);
+	pthread_mutex_unlock(&res[0].mu);
+	char want[600];
+	snprintf(want, sizeof want, "id=A cwd=%s sh=A\n", sub[0]);
+	ok(res[0].outcome == PERL_OK && job[0].run.compiled,
+			"a fresh clone serves the next request (compiling the script again)");
+	is_str(res[0].tail, want, "... as the first did");
+	char out[256];
+	read_pipe(perl_thread_out(t0), out, sizeof out);
+	unlink(runaway);
 
 	perl_threads_destroy(p);
 	for (int i = 0; i < 2; i++) {
