@@ -169,6 +169,7 @@ static void env_prune(pTHX_ HV *hv, char *const *env, size_t n);
 static void environ_set(struct perl_interp *pi, char *const *env, size_t n);
 static void change_dir(const char *script);
 static PerlIO *std_handle(pTHX_ struct perl_interp *pi, int fd);
+static void std_unbuffer(pTHX_ struct perl_interp *pi);
 static void std_record(pTHX_ struct perl_interp *pi, int fd);
 static void std_record_target(struct perl_interp *pi, int fd, int target);
 static int std_glob_changed(pTHX_ struct perl_interp *pi, int fd);
@@ -212,6 +213,7 @@ XS(xs_fcgi_accept);
 XS(xs_fcgi_finish);
 XS(xs_fcgi_flush);
 XS(xs_fcgi_last_call);
+XS(xs_in_child);
 
 /* ---- set-up ---- */
 
@@ -263,6 +265,14 @@ XS(xs_fcgi_flush)
 	XSRETURN_EMPTY;
 }
 
+/* PLXD::Worker::in_child(): whether this is a process the script forked. */
+XS(xs_in_child)
+{
+	dXSARGS;
+	PERL_UNUSED_VAR(items);
+	XSRETURN_IV(forked_child ? 1 : 0);
+}
+
 /* PLXD::Worker::fcgi_last_call(): FCGI's LastCall, the loop ends at its
  * next accept. */
 XS(xs_fcgi_last_call)
@@ -283,6 +293,7 @@ static void xs_init(pTHX)
 	newXS("PLXD::Worker::fcgi_finish", xs_fcgi_finish, file);
 	newXS("PLXD::Worker::fcgi_flush", xs_fcgi_flush, file);
 	newXS("PLXD::Worker::fcgi_last_call", xs_fcgi_last_call, file);
+	newXS("PLXD::Worker::in_child", xs_in_child, file);
 }
 
 /* A child the script forked (fork, or open with "-|") runs the worker's
@@ -507,6 +518,11 @@ struct perl_interp *perl_interp_create(const struct perl_interp_options *o, int 
 		snprintf(err, errlen, "worker bootstrap failed: %s", SvPV_nolen(ERRSV));
 		goto fail;
 	}
+	struct eval_arg threaded = { .code = "PLXD::Worker::thread_overrides()" };
+	if (o->threaded && (protect(aTHX_ do_eval, &threaded) != 0 || SvTRUE(ERRSV))) {
+		snprintf(err, errlen, "thread set-up failed: %s", SvPV_nolen(ERRSV));
+		goto fail;
+	}
 	AV *inc = GvAVn(PL_incgv);
 	pi->system_inc = av_copy(aTHX_ inc);
 	size_t ninc = 0;
@@ -691,6 +707,7 @@ struct perl_interp *perl_interp_clone(struct perl_interp *parent, const int fds[
 		snprintf(err, errlen, "cannot open the standard handles of a cloned interpreter");
 		goto fail;
 	}
+	std_unbuffer(aTHX_ pi);
 	if (interp_bind(aTHX_ pi, err, errlen) < 0)
 		goto fail;
 	modules_record(aTHX_ pi);
@@ -1017,7 +1034,20 @@ static void std_reopen(pTHX_ struct perl_interp *pi, int fd, int target)
 	call_sv((SV *)pi->open_std, G_SCALAR | G_EVAL | G_DISCARD);
 	FREETMPS;
 	LEAVE;
+	if (fd == 2)
+		std_unbuffer(aTHX_ pi);
 	std_record(aTHX_ pi, fd);
+}
+
+/* STDERR unbuffered, as perl makes it at start-up, so that a script's
+ * message reaches the log with its own request: a handle opened afresh is
+ * buffered, so it gets $| (kept on between requests in a clone). */
+static void std_unbuffer(pTHX_ struct perl_interp *pi)
+{
+	(void)pi;
+	IO *io = GvIO(PL_stderrgv);
+	if (io)
+		IoFLAGS(io) |= IOf_FLUSH;
 }
 
 /* The body, if any, goes on fd 0; the last stdio_end left STDIN clean on
@@ -1104,6 +1134,8 @@ static void stdio_end(pTHX_ struct perl_interp *pi, struct perl_run *run, int in
 	for (int i = 0; i < 3; i++)
 		if (GvIO(pi->std_gv[i]))
 			IoFLAGS(GvIO(pi->std_gv[i])) &= ~IOf_FLUSH;
+	if (pi->cloned)
+		std_unbuffer(aTHX_ pi);
 	if (PL_defoutgv != out_gv)
 		setdefout(out_gv);
 }

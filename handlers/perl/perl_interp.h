@@ -16,6 +16,7 @@ struct perl_interp;
 struct perl_interp_options {
 	const char *preload; /* file required once before serving; NULL: none */
 	char *const *inc;    /* folders put in front of @INC, NULL-terminated; may be NULL */
+	int threaded;        /* the parent of interpreter threads inside plxd */
 };
 
 /* How a request's script ended. */

@@ -25,6 +25,8 @@ struct perl_thread {
 	pthread_cond_t cond;      /* a job or stop for the thread; ready for its maker */
 	struct perl_job *job;     /* handed over, not taken yet */
 	struct perl_job *serving; /* taken, its done not called yet */
+	struct perl_run run;      /* its run, the interpreter's: the job may be
+				     gone once done has returned */
 	struct perl_interp *pi;   /* the clone serving */
 	int stop;
 	int ready, failed;
@@ -51,8 +53,10 @@ static struct perl_run *next_job(void *ctx)
 	struct perl_job *job = t->job;
 	t->serving = job;
 	t->job = NULL;
+	if (job)
+		t->run = job->run;
 	pthread_mutex_unlock(&t->mu);
-	return job ? &job->run : NULL;
+	return job ? &t->run : NULL;
 }
 
 /* A canceled script's interpreter serves no more: a fresh clone takes its
@@ -63,9 +67,18 @@ static int answer_job(void *ctx, struct perl_run *run)
 	pthread_mutex_lock(&t->mu);
 	struct perl_job *job = t->serving;
 	t->serving = NULL;
+	struct perl_interp *pi = t->pi;
 	pthread_mutex_unlock(&t->mu);
-	job->done(job, run);
-	return run->outcome == PERL_CANCELED ? -1 : 0;
+	job->fresh_out = -1;
+	int fresh[2];
+	if (run->forked && run->outcome != PERL_CANCELED && pipe2(fresh, O_CLOEXEC) == 0) {
+		fcntl(fresh[0], F_SETFL, O_NONBLOCK);
+		perl_interp_set_stdout(pi, fresh[1]);
+		job->fresh_out = fresh[0];
+	}
+	int canceled = run->outcome == PERL_CANCELED;
+	job->done(job, run); /* job may be freed from now on */
+	return canceled ? -1 : 0;
 }
 
 static void running_job(void *ctx, const struct perl_run *run)
@@ -87,6 +100,30 @@ static void thread_ready(struct perl_thread *t, int failed, const char *why)
 	pthread_mutex_unlock(&t->mu);
 }
 
+/* The thread that waits for plxd's signals (SIGHUP, SIGTERM, ...) with
+ * them blocked, and every other thread of plxd blocks them too; an
+ * interpreter thread blocks none, so that the programs its scripts start
+ * inherit an empty mask (perl's system() restores the thread's mask in the
+ * child): one of those signals reaching it is passed on to plxd's. */
+static pthread_t signal_thread;
+
+static void forward_signal(int sig)
+{
+	pthread_kill(signal_thread, sig);
+}
+
+static void forward_signals(const sigset_t *waited)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = forward_signal;
+	sa.sa_flags = SA_RESTART;
+	sigfillset(&sa.sa_mask);
+	for (int sig = 1; sig < NSIG; sig++)
+		if (sig != SIGKILL && sig != SIGSTOP && sigismember(waited, sig) == 1)
+			sigaction(sig, &sa, NULL);
+}
+
 static void *thread_main(void *arg)
 {
 	struct perl_thread *t = arg;
@@ -102,6 +139,9 @@ static void *thread_main(void *arg)
 	}
 	struct perl_interp *pi = perl_interp_clone(t->owner->parent, fds, err, sizeof err);
 	thread_ready(t, !pi, pi ? NULL : err);
+	sigset_t none;
+	sigemptyset(&none);
+	pthread_sigmask(SIG_SETMASK, &none, NULL);
 	struct perl_transport tr = {
 		.next = next_job,
 		.answer = answer_job,
@@ -172,11 +212,13 @@ struct perl_threads *perl_threads_create(const struct perl_interp_options *o, un
 		return NULL;
 	}
 	p->threads = xcalloc(n, sizeof *p->threads);
-	/* Interpreter threads take no signal: plxd's main thread waits for
-	 * them (SIGHUP, SIGTERM), and a script's alarm is its own. */
+	/* The threads start with every signal blocked, until their clone is
+	 * made; then they block none (forward_signals). */
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, &old);
+	signal_thread = pthread_self();
+	forward_signals(&old);
 	for (unsigned i = 0; i < n; i++) {
 		struct perl_thread *t = &p->threads[i];
 		t->owner = p;
@@ -267,3 +309,14 @@ void perl_thread_submit(struct perl_thread *t, struct perl_job *job)
 	pthread_cond_signal(&t->cond);
 	pthread_mutex_unlock(&t->mu);
 }
+
+const struct perl_threads_api perl_threads_api = {
+	.version = PERL_THREADS_API_VERSION,
+	.create = perl_threads_create,
+	.destroy = perl_threads_destroy,
+	.get = perl_threads_get,
+	.out = perl_thread_out,
+	.err = perl_thread_err,
+	.submit = perl_thread_submit,
+	.cancel = perl_thread_cancel,
+};

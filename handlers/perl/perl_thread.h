@@ -13,7 +13,8 @@ struct perl_thread;
 
 /* One request for an interpreter thread: the caller's until done has run. */
 struct perl_job {
-	struct perl_run run; /* its "In" fields, as for a worker */
+	struct perl_run run; /* its "In" fields, as for a worker (copied when
+				the thread takes the job) */
 	/* Optional, on the interpreter thread: the script is compiled and
 	 * about to run (run.want_running). */
 	void (*running)(struct perl_job *job, const struct perl_run *run);
@@ -22,6 +23,11 @@ struct perl_job {
 	 * only during the call. */
 	void (*done)(struct perl_job *job, const struct perl_run *run);
 	void *ctx;
+	/* Set before done when the script started processes (run.forked):
+	 * one may still hold the response pipe, so the thread has a new one
+	 * from now on, and this is its read end (non-blocking), the caller's
+	 * to keep and close. -1 otherwise. */
+	int fresh_out;
 };
 
 /* Makes the parent interpreter on the calling thread, then n threads each
@@ -49,5 +55,21 @@ int perl_thread_cancel(struct perl_thread *t, struct perl_job *job);
 /* Hands job to t, which must be idle (its previous job's done has run).
  * Never blocks. */
 void perl_thread_submit(struct perl_thread *t, struct perl_job *job);
+
+/* What perl.so finds in plxd-perl-threads.so: it opens that object only
+ * for thread mode, so that plxd holds no libperl otherwise. */
+#define PERL_THREADS_API_VERSION 1
+struct perl_threads_api {
+	unsigned version;
+	struct perl_threads *(*create)(const struct perl_interp_options *o, unsigned n, char *err,
+			size_t errlen);
+	void (*destroy)(struct perl_threads *p);
+	struct perl_thread *(*get)(struct perl_threads *p, unsigned i);
+	int (*out)(const struct perl_thread *t);
+	int (*err)(const struct perl_thread *t);
+	void (*submit)(struct perl_thread *t, struct perl_job *job);
+	int (*cancel)(struct perl_thread *t, struct perl_job *job);
+};
+extern const struct perl_threads_api perl_threads_api;
 
 #endif

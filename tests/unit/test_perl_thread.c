@@ -19,6 +19,8 @@ struct result {
 	pthread_cond_t cond;
 	int done;
 	enum perl_outcome outcome;
+	int compiled;
+	int fresh_out; /* the thread's new response pipe, after a run that forked */
 	char tail[4096];
 };
 
@@ -30,9 +32,26 @@ static void job_done(struct perl_job *job, const struct perl_run *run)
 	memcpy(res->tail, run->tail ? run->tail : "", n);
 	res->tail[n] = '\0';
 	res->outcome = run->outcome;
+	res->compiled = run->compiled;
+	res->fresh_out = job->fresh_out;
 	res->done = 1;
 	pthread_cond_signal(&res->cond);
 	pthread_mutex_unlock(&res->mu);
+}
+
+/* Waits for res's done; the thread's response pipe is *out from then on
+ * (a new one is the test's to close when replaced; first is the thread's). */
+static void wait_done(struct result *res, int *out, int first)
+{
+	pthread_mutex_lock(&res->mu);
+	while (!res->done)
+		pthread_cond_wait(&res->cond, &res->mu);
+	pthread_mutex_unlock(&res->mu);
+	if (res->fresh_out < 0)
+		return;
+	if (*out != first)
+		close(*out);
+	*out = res->fresh_out;
 }
 
 static void write_file(const char *path, const char *text)
@@ -83,7 +102,7 @@ int main(void)
 		return 1;
 
 	char err[1024];
-	struct perl_interp_options o = { 0 };
+	struct perl_interp_options o = { .threaded = 1 };
 	struct perl_threads *p = perl_threads_create(&o, 2, err, sizeof err);
 	if (!ok(p != NULL, "two interpreter threads start (%s)", p ? "ok" : err))
 		return 1;
@@ -112,14 +131,15 @@ int main(void)
 	}
 	/* Both at once: each sleeps after its chdir, so a shared working
 	 * directory would show in the other's. */
+	/* Each thread's response pipe: a run that started processes leaves
+	 * it a new one (fresh_out), the old one may still be held. */
+	int outfd[2] = { perl_thread_out(perl_threads_get(p, 0)),
+		perl_thread_out(perl_threads_get(p, 1)) };
+	int first_out[2] = { outfd[0], outfd[1] };
 	perl_thread_submit(perl_threads_get(p, 0), &job[0]);
 	perl_thread_submit(perl_threads_get(p, 1), &job[1]);
-	for (int i = 0; i < 2; i++) {
-		pthread_mutex_lock(&res[i].mu);
-		while (!res[i].done)
-			pthread_cond_wait(&res[i].cond, &res[i].mu);
-		pthread_mutex_unlock(&res[i].mu);
-	}
+	for (int i = 0; i < 2; i++)
+		wait_done(&res[i], &outfd[i], first_out[i]);
 
 	for (int i = 0; i < 2; i++) {
 		char want[600], out[4096];
@@ -128,7 +148,7 @@ int main(void)
 		snprintf(want, sizeof want, "id=%c cwd=%s sh=%c\n", id, sub[i], id);
 		is_str(res[i].tail, want, "thread %d: its own %%ENV, working directory and STDOUT",
 				i);
-		read_pipe(perl_thread_out(perl_threads_get(p, i)), out, sizeof out);
+		read_pipe(first_out[i], out, sizeof out);
 		snprintf(want, sizeof want, "child:%c\nfds:\n", id);
 		is_str(out, want,
 				"thread %d: system()'s children wrote into its response pipe, with fds 0-2 only",
@@ -142,11 +162,8 @@ int main(void)
 	/* A second run on thread 0 reuses its compiled script. */
 	res[0].done = 0;
 	perl_thread_submit(perl_threads_get(p, 0), &job[0]);
-	pthread_mutex_lock(&res[0].mu);
-	while (!res[0].done)
-		pthread_cond_wait(&res[0].cond, &res[0].mu);
-	pthread_mutex_unlock(&res[0].mu);
-	ok(res[0].outcome == PERL_OK && !job[0].run.compiled, "a second request reuses the script");
+	wait_done(&res[0], &outfd[0], first_out[0]);
+	ok(res[0].outcome == PERL_OK && !res[0].compiled, "a second request reuses the script");
 
 	/* A runaway script is ended, uncaught by its eval, without its END
 	 * block, and a fresh clone serves the thread's next request. */
@@ -173,19 +190,16 @@ int main(void)
 	};
 	struct perl_thread *t0 = perl_threads_get(p, 0);
 	char drained[256];
-	read_pipe(perl_thread_out(t0), drained, sizeof drained); /* the run before */
+	read_pipe(outfd[0], drained, sizeof drained); /* the run before */
 	ok(perl_thread_cancel(t0, &rjob) == 0, "a job not running is not canceled");
 	perl_thread_submit(t0, &rjob);
-	struct pollfd pfd = { .fd = perl_thread_out(t0), .events = POLLIN };
+	struct pollfd pfd = { .fd = outfd[0], .events = POLLIN };
 	char started[64] = "";
 	if (poll(&pfd, 1, 10000) == 1)
 		read_pipe(pfd.fd, started, sizeof started);
 	is_str(started, "start\n", "the runaway script runs");
 	ok(perl_thread_cancel(t0, &rjob) == 1, "it is canceled while it runs");
-	pthread_mutex_lock(&rres.mu);
-	while (!rres.done)
-		pthread_cond_wait(&rres.cond, &rres.mu);
-	pthread_mutex_unlock(&rres.mu);
+	wait_done(&rres, &outfd[0], first_out[0]);
 	ok(rres.outcome == PERL_CANCELED, "its outcome says it was canceled");
 	char rest[64];
 	read_pipe(pfd.fd, rest, sizeof rest);
@@ -193,20 +207,19 @@ int main(void)
 	is_str(rest, "", "nothing more came through its pipe");
 	res[0].done = 0;
 	perl_thread_submit(t0, &job[0]);
-	pthread_mutex_lock(&res[0].mu);
-	while (!res[0].done)
-		pthread_cond_wait(&res[0].cond, &res[0].mu);
-	pthread_mutex_unlock(&res[0].mu);
+	wait_done(&res[0], &outfd[0], first_out[0]);
 	char want[600];
 	snprintf(want, sizeof want, "id=A cwd=%s sh=A\n", sub[0]);
-	ok(res[0].outcome == PERL_OK && job[0].run.compiled,
+	ok(res[0].outcome == PERL_OK && res[0].compiled,
 			"a fresh clone serves the next request (compiling the script again)");
 	is_str(res[0].tail, want, "... as the first did");
-	char out[256];
-	read_pipe(perl_thread_out(t0), out, sizeof out);
 	unlink(runaway);
 
 	perl_threads_destroy(p);
+	/* The new pipes the runs left (each replaced the one before). */
+	for (int i = 0; i < 2; i++)
+		if (outfd[i] != first_out[i])
+			close(outfd[i]);
 	for (int i = 0; i < 2; i++) {
 		unlink(path[i]);
 		rmdir(sub[i]);

@@ -161,6 +161,28 @@ sub fcgi_install {
 # A changed script compiles into a package of its own (the old one may
 # still be running elsewhere on the stack); the old one is emptied then, so
 # that editing a script does not grow the worker.
+# In an interpreter thread inside plxd (isolation = thread), exec without
+# a fork and POSIX::_exit would end plxd itself, with every request in it:
+# there they end the request instead, as exit does, after a line in the
+# log. A child the script forked (system, fork, a pipe open) is a process
+# of its own, where both do what they always do.
+sub thread_overrides {
+    require POSIX;
+    my $real_exit = \&POSIX::_exit;
+    no warnings 'redefine';
+    *CORE::GLOBAL::exec = sub {
+        CORE::exec(@_) if in_child();
+        print STDERR "exec refused: it would replace plxd (isolation = thread); "
+            . "the request ends as with exit\n";
+        PLXD::Worker::exit(255);
+    };
+    *POSIX::_exit = sub {
+        $real_exit->(@_) if in_child();
+        PLXD::Worker::exit($_[0] // 0);
+    };
+    return 1;
+}
+
 sub delete_package {
     my ($package) = @_;
     require Symbol;
