@@ -286,6 +286,19 @@ static int serve(const struct options *o, struct config *config)
 	return 0;
 }
 
+#if defined(__SANITIZE_ADDRESS__)
+/* Under LeakSanitizer: in-process Perl ([perl] isolation = thread) leaves
+ * libperl's allocations, and those of the XS libraries scripts load, to the
+ * process exit, as a worker does (the same list as
+ * handlers/perl/lsan-libperl.supp, which says why each is there). Leaks of
+ * plxd's own code are still reported. */
+const char *__lsan_default_suppressions(void);
+const char *__lsan_default_suppressions(void)
+{
+	return "leak:libperl.so\nleak:XSAccessor.so\nleak:libcrypto.so\n";
+}
+#endif
+
 int main(int argc, char **argv)
 {
 	struct options o = { 0 };

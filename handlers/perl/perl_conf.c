@@ -5,6 +5,7 @@
 #include <string.h>
 
 static const char *check_inc(const char *value);
+static const char *check_isolation(const char *value);
 
 #define PERL_KEY(n, t, field, def, ...)                                            \
 	{                                                                          \
@@ -14,6 +15,13 @@ static const char *check_inc(const char *value);
 
 /* clang-format off */
 const struct conf_key perl_conf_keys[] = {
+	PERL_KEY("isolation", CONF_STRING, isolation, "process", .check = check_isolation,
+		.flags = CONF_RESTART,
+		.help = "`process`: scripts run in worker processes, one interpreter each; "
+			"`thread`: in interpreter threads inside plxd, cloned from one parent "
+			"(the ISAPI model: no process between plxd and the script; for trusted scripts only; "
+			"doc/perl.md compares them)",
+		.tests = "unit/test_perl_thread.c integration/perl_thread.t"),
 	PERL_KEY("workers", CONF_UINT, workers, "0", .max = 256, .flags = CONF_RESTART,
 		.help = "worker processes, one Perl interpreter each, started with plxd; "
 			"0: one per CPU core",
@@ -94,4 +102,16 @@ static const char *check_inc(const char *value)
 		p += strcspn(p, " \t");
 	}
 	return NULL;
+}
+
+static const char *check_isolation(const char *value)
+{
+	if (strcmp(value, "process") == 0 || strcmp(value, "thread") == 0)
+		return NULL;
+	return "must be process or thread";
+}
+
+int perl_conf_threaded(const struct perl_conf *c)
+{
+	return c->isolation && strcmp(c->isolation, "thread") == 0;
 }

@@ -6,6 +6,7 @@
 #include "conf_key.h"
 
 struct perl_conf {
+	char *isolation;       /* "process" or "thread" */
 	unsigned long workers; /* 0: one per CPU core */
 	unsigned long queue;
 	unsigned long queue_timeout_ms;
@@ -23,5 +24,8 @@ struct perl_conf {
 };
 
 extern const struct conf_key perl_conf_keys[];
+
+/* Whether c runs scripts in interpreter threads inside plxd. */
+int perl_conf_threaded(const struct perl_conf *c);
 
 #endif

@@ -20,6 +20,7 @@
 #include "perl_conf.h"
 #include "perl_pool.h"
 #include "perl_scripts.h"
+#include "perl_tpool.h"
 #include "perl_wire.h"
 #include "version.h"
 
@@ -32,7 +33,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#define WORKER_NAME "plxd-perl-worker"
+#define WORKER_NAME  "plxd-perl-worker"
+#define THREADS_NAME "plxd-perl-threads.so"
 /* After its response ended (or the client left), how long a script may
  * take to finish before its worker is killed. */
 #define LINGER_MS 2000
@@ -44,8 +46,10 @@
 #define SEND_ATTEMPTS 3
 
 struct perl_state {
-	struct perl_pool *pool;
+	struct perl_pool *pool;       /* isolation = process */
+	struct perl_tpool *tpool;     /* isolation = thread: interpreters in plxd */
 	char worker[PATH_MAX];        /* plxd-perl-worker, beside this module */
+	char threads[PATH_MAX];       /* plxd-perl-threads.so, beside it too */
 	char perl5[PATH_MAX];         /* plxd's Perl modules (PLXD::Request), beside it too */
 	char perl5lib[PATH_MAX + 16]; /* "PERL5LIB=" that folder, as .pl scripts get it */
 	char *inc;                    /* [perl] inc, then perl5 */
@@ -62,6 +66,12 @@ struct perl_req {
 	struct loop *loop;
 	char *script;
 	struct perl_wire_request wire; /* the file facts, for the worker */
+	struct perl_job job;           /* the request, for an interpreter thread */
+	struct perl_worker *job_w;     /* ... the one it was handed to (q->w may
+					  not be set yet when it answers) */
+	int handed;                    /* sent() ran: the gateway reads it */
+	int done_early;                /* its done came before that */
+	int canceling;                 /* its thread was asked to end the script */
 	int has_body;
 	char **env;            /* the request's environment, until sent */
 	struct perl_waiter wt; /* in the pool's queue */
@@ -113,6 +123,11 @@ static int script_timing(struct gw *g, char *out, size_t outlen, int partial);
 static void on_ctl(struct loop_watch *w, unsigned events);
 static void on_pid(struct loop_watch *w, unsigned events);
 static void on_drain(struct loop_watch *w, unsigned events);
+static void done_received(struct perl_req *q, int fresh);
+static void thread_done_post(void *arg);
+static int send_thread(void *ctx, struct perl_worker *w);
+static void pool_release(struct perl_state *st, struct perl_worker *w, enum perl_release how,
+		const char *why);
 static void on_timer(struct loop_timer *t);
 static void give_back(struct perl_req *q, enum perl_release how, const char *why);
 static void maybe_free(struct perl_req *q);
@@ -159,7 +174,9 @@ static int find_files(struct perl_state *st)
 		return -1;
 	int n = snprintf(st->worker, sizeof st->worker, "%s/" WORKER_NAME, dir);
 	int m = snprintf(st->perl5, sizeof st->perl5, "%s/perl5", dir);
-	if (n < 0 || (size_t)n >= sizeof st->worker || m < 0 || (size_t)m >= sizeof st->perl5)
+	int t = snprintf(st->threads, sizeof st->threads, "%s/" THREADS_NAME, dir);
+	if (n < 0 || (size_t)n >= sizeof st->worker || m < 0 || (size_t)m >= sizeof st->perl5
+			|| t < 0 || (size_t)t >= sizeof st->threads)
 		return -1;
 	snprintf(st->perl5lib, sizeof st->perl5lib, "PERL5LIB=%s", st->perl5);
 	return access(st->worker, X_OK);
@@ -190,14 +207,22 @@ static int perl_start(const void *conf, void **state)
 	pool_settings(c, st->worker, &s);
 	s.inc = st->inc;
 	char err[1024];
-	st->pool = perl_pool_create(&s, err, sizeof err);
-	if (!st->pool) {
+	if (perl_conf_threaded(c))
+		st->tpool = perl_tpool_create(st->threads, s.workers, s.preload, s.inc, err,
+				sizeof err);
+	else
+		st->pool = perl_pool_create(&s, err, sizeof err);
+	if (!st->pool && !st->tpool) {
 		plxd_log(PLXD_LOG_ERROR, "perl: %s", err);
 		state_free(st);
 		return -1;
 	}
 	st->workers = c->workers;
-	plxd_log(PLXD_LOG_INFO, "perl: %u workers started (%s)", s.workers, st->worker);
+	if (st->tpool)
+		plxd_log(PLXD_LOG_INFO, "perl: %u interpreter threads started in plxd (%s)",
+				s.workers, st->threads);
+	else
+		plxd_log(PLXD_LOG_INFO, "perl: %u workers started (%s)", s.workers, st->worker);
 	*state = st;
 	return 0;
 }
@@ -209,6 +234,16 @@ static int perl_reconfigure(void *state, const void *conf)
 	if (c->workers != st->workers)
 		plxd_log(PLXD_LOG_WARN,
 				"[perl] workers changed: it takes effect only after a restart");
+	if (!st->tpool != !perl_conf_threaded(c))
+		plxd_log(PLXD_LOG_WARN,
+				"[perl] isolation changed: it takes effect only after a restart");
+	if (st->tpool) {
+		/* The interpreters were cloned from the preload: they stay. */
+		plxd_log(PLXD_LOG_INFO,
+				"perl: interpreter threads keep their settings until a "
+				"restart; scripts that changed are compiled again");
+		return 0;
+	}
 	struct perl_pool_settings s;
 	set_inc(st, conf);
 	pool_settings(conf, st->worker, &s);
@@ -225,6 +260,7 @@ static void perl_stop(void *state)
 	if (!st)
 		return;
 	perl_pool_destroy(st->pool);
+	perl_tpool_destroy(st->tpool);
 	state_free(st);
 	plxd_log(PLXD_LOG_INFO, "perl: workers stopped");
 }
@@ -282,6 +318,121 @@ static int send_request(void *ctx, struct perl_worker *w)
 	return 0;
 }
 
+/* ---- interpreter threads (isolation = thread) ---- */
+
+/* On the request's loop: the script returned (job.done posted it). */
+static void thread_done_post(void *arg)
+{
+	struct perl_req *q = arg;
+	if (!q->handed) {
+		/* A queued request's ready was posted after the thread took
+		 * it: sent() comes first, then this. */
+		q->done_early = 1;
+		return;
+	}
+	if (q->canceling) {
+		/* Ended by its interpreter: the request was over already. What
+		 * it printed before is drained, so that the thread's next
+		 * request starts clean. */
+		q->canceling = 0;
+		q->done = 1;
+		on_drain(&q->drain_w, 0);
+		return;
+	}
+	done_received(q, q->job.fresh_out);
+}
+
+/* On the interpreter thread, as the script returns: what DONE would say,
+ * and the output still buffered, copied before the thread goes on. */
+static void thread_done(struct perl_job *job, const struct perl_run *run)
+{
+	struct perl_req *q = job->ctx;
+	q->result = (struct perl_wire_done){
+		.type = PERL_WIRE_DONE,
+		.outcome = perl_wire_outcome(run->outcome),
+		.exit_status = run->exit_status,
+		.flags = run->compiled ? PERL_WIRE_COMPILED : 0,
+		.compile_us = run->compile_us,
+		.run_us = run->run_us,
+		.requests = q->job_w->served + 1,
+	};
+	q->tail_len = run->tail_len;
+	if (run->tail_len) {
+		q->tail = xmalloc(run->tail_len);
+		memcpy(q->tail, run->tail, run->tail_len);
+	}
+	loop_post(q->loop, thread_done_post, q);
+}
+
+/* On the interpreter thread: compiled, about to run (for the timing
+ * header of a response whose headers go out before the script ends). */
+static void thread_running_post(void *arg)
+{
+	struct perl_req *q = arg;
+	q->running = 1;
+	q->run_at_us = clock_us();
+}
+
+static void thread_running(struct perl_job *job, const struct perl_run *run)
+{
+	struct perl_req *q = job->ctx;
+	q->run_info = (struct perl_wire_running){
+		.type = PERL_WIRE_RUNNING,
+		.flags = run->compiled ? PERL_WIRE_COMPILED : 0,
+		.compile_us = run->compile_us,
+	};
+	loop_post(q->loop, thread_running_post, q);
+}
+
+/* A perl_send_fn for a thread: the request is handed over in memory, its
+ * body (if any) through a pipe, as to a worker. */
+static int send_thread(void *ctx, struct perl_worker *w)
+{
+	struct perl_req *q = ctx;
+	int inp[2] = { -1, -1 };
+	if (q->has_body && (pipe2(inp, O_CLOEXEC) < 0 || fcntl(inp[1], F_SETFL, O_NONBLOCK) < 0)) {
+		int saved = errno;
+		for (int i = 0; i < 2; i++)
+			if (inp[i] >= 0)
+				close(inp[i]);
+		errno = saved;
+		return -1;
+	}
+	q->in = inp[1];
+	q->job_w = w;
+	q->job = (struct perl_job){
+		.run = { .script = q->script,
+				.dev = q->wire.dev,
+				.ino = q->wire.ino,
+				.size = q->wire.size,
+				.mtime_sec = q->wire.mtime_sec,
+				.mtime_nsec = q->wire.mtime_nsec,
+				.env = q->env,
+				.stdin_fd = inp[0],
+				.want_running = (q->wire.flags & PERL_WIRE_TIMING) != 0 },
+		.running = thread_running,
+		.done = thread_done,
+		.ctx = q,
+		.fresh_out = -1,
+	};
+	perl_tpool_api(q->st->tpool)->submit(perl_tpool_thread(w), &q->job);
+	return 0;
+}
+
+static void pool_release(struct perl_state *st, struct perl_worker *w, enum perl_release how,
+		const char *why)
+{
+	if (st->tpool)
+		perl_tpool_release(st->tpool, w);
+	else
+		perl_pool_release(st->pool, w, how, why);
+}
+
+static int pool_cancel(struct perl_state *st, struct perl_waiter *wt)
+{
+	return st->tpool ? perl_tpool_cancel(st->tpool, wt) : perl_pool_cancel(st->pool, wt);
+}
+
 /* Gives back a worker the request never reached. */
 static void untried(struct perl_req *q, enum perl_release how, const char *why)
 {
@@ -289,7 +440,7 @@ static void untried(struct perl_req *q, enum perl_release how, const char *why)
 		close(q->in);
 		q->in = -1;
 	}
-	perl_pool_release(q->st->pool, q->w, how, why);
+	pool_release(q->st, q->w, how, why);
 	q->w = NULL;
 }
 
@@ -334,11 +485,12 @@ static void acquire(struct perl_req *q)
 		int e = 0;
 		q->wt = (struct perl_waiter){ .loop = q->loop,
 			.ready = waiter_ready,
-			.send = send_request,
+			.send = q->st->tpool ? send_thread : send_request,
 			.ctx = q,
 			.script = plxd_counting() ? q->script : NULL };
-		enum perl_acquire a =
-				perl_pool_acquire(q->st->pool, q->conf->queue, &q->wt, &w, &e);
+		enum perl_acquire a = q->st->tpool
+				? perl_tpool_acquire(q->st->tpool, q->conf->queue, &q->wt, &w, &e)
+				: perl_pool_acquire(q->st->pool, q->conf->queue, &q->wt, &w, &e);
 		if (a == PERL_QUEUED) {
 			q->queued = 1;
 			loop_timer_set(q->loop, &q->timer, clock_ms() + q->conf->queue_timeout_ms,
@@ -401,12 +553,18 @@ static void waiter_ready(struct perl_waiter *wt)
 /* The request is on a worker: the gateway reads the script from now. */
 static void sent(struct perl_req *q)
 {
-	cgi_env_free(q->env);
-	q->env = NULL;
-	loop_watch_add(q->loop, &q->ctl_w, q->w->ctl, LOOP_IN, on_ctl);
+	if (!q->st->tpool) {
+		/* An interpreter thread reads it in place, until done. */
+		cgi_env_free(q->env);
+		q->env = NULL;
+		loop_watch_add(q->loop, &q->ctl_w, q->w->ctl, LOOP_IN, on_ctl);
+	}
 	int in = q->in;
 	q->in = -1;
+	q->handed = 1;
 	gw_started(&q->gw, in, q->w->out, q->w->err);
+	if (q->done_early)
+		thread_done_post(q);
 }
 
 /* How the script ended, as DONE says, for the gateway: a script that
@@ -520,12 +678,6 @@ static void on_ctl(struct loop_watch *w, unsigned events)
 		return;
 	}
 	memcpy(&q->result, wk->rx, sizeof q->result);
-	/* The status page's figures, from what DONE says anyway. */
-	int compiled = !!(q->result.flags & PERL_WIRE_COMPILED);
-	wk->served = q->result.requests;
-	wk->compiled = (unsigned)compiled;
-	if (plxd_counting())
-		perl_scripts_add(q->st->scripts, q->script, compiled, q->result.run_us);
 	if ((fresh >= 0) != !!(q->result.flags & PERL_WIRE_NEW_STDOUT)) {
 		plxd_log(PLXD_LOG_ERROR, "%s: unexpected message from perl worker %d", q->script,
 				(int)wk->pid);
@@ -534,17 +686,29 @@ static void on_ctl(struct loop_watch *w, unsigned events)
 		lose(q);
 		return;
 	}
-	q->done = 1;
 	loop_watch_del(q->loop, &q->ctl_w);
 	q->tail_len = (size_t)n - sizeof q->result;
 	if (q->tail_len) {
 		q->tail = xmalloc(q->tail_len);
 		memcpy(q->tail, wk->rx + sizeof q->result, q->tail_len);
 	}
-	if (fresh >= 0) {
+	if (fresh >= 0)
 		fcntl(fresh, F_SETFL, O_NONBLOCK);
-		q->fresh = fresh;
-	}
+	done_received(q, fresh);
+}
+
+/* DONE came (q->result and the tail are in), from a worker or an
+ * interpreter thread: the script returned. */
+static void done_received(struct perl_req *q, int fresh)
+{
+	/* The status page's figures, from what DONE says anyway. */
+	int compiled = !!(q->result.flags & PERL_WIRE_COMPILED);
+	q->w->served = q->result.requests;
+	q->w->compiled = (unsigned)compiled;
+	if (plxd_counting())
+		perl_scripts_add(q->st->scripts, q->script, compiled, q->result.run_us);
+	q->done = 1;
+	q->fresh = fresh;
 	describe_done(q);
 	/* What it wrote to stderr before DONE is in the pipe now; what the
 	 * worker writes after is not the script's. */
@@ -652,8 +816,22 @@ static int script_timing(struct gw *g, char *out, size_t outlen, int partial)
  * lets go of the script. */
 static void give_back(struct perl_req *q, enum perl_release how, const char *why)
 {
-	if (!q->w)
+	if (!q->w || q->canceling)
 		return;
+	if (q->st->tpool && !q->done) {
+		/* A thread cannot be killed: its script is ended at its next
+		 * Perl op, and the thread comes back with its done. */
+		q->canceling = 1;
+		plxd_log(PLXD_LOG_WARN, "%s: its interpreter ends it: %s", q->script,
+				why ? why : "its script must end");
+		perl_tpool_api(q->st->tpool)->cancel(perl_tpool_thread(q->w), &q->job);
+		loop_timer_stop(q->loop, &q->timer);
+		/* What it prints meanwhile is drained: a script blocked writing
+		 * to a full pipe would never reach its next op. */
+		loop_watch_del(q->loop, &q->drain_w);
+		loop_watch_add(q->loop, &q->drain_w, q->w->out, LOOP_IN, on_drain);
+		return;
+	}
 	if (how == PERL_RELEASE_IDLE && (q->result.flags & PERL_WIRE_RETIRING))
 		how = PERL_RELEASE_RETIRING;
 	if (q->dirty && how != PERL_RELEASE_KILL) {
@@ -686,7 +864,7 @@ static void give_back(struct perl_req *q, enum perl_release how, const char *why
 		close(q->in);
 		q->in = -1;
 	}
-	perl_pool_release(q->st->pool, q->w, how, why);
+	pool_release(q->st, q->w, how, why);
 	q->w = NULL;
 	q->over = 1;
 	maybe_free(q);
@@ -714,7 +892,7 @@ static void on_timer(struct loop_timer *t)
 	struct perl_req *q =
 			(struct perl_req *)(void *)((char *)t - offsetof(struct perl_req, timer));
 	if (q->queued) {
-		if (!perl_pool_cancel(q->st->pool, &q->wt)) {
+		if (!pool_cancel(q->st, &q->wt)) {
 			/* Given at this very moment: ready is on its way. */
 			loop_timer_set(q->loop, t, clock_ms() + 1000, on_timer);
 			return;
@@ -758,7 +936,7 @@ static void script_stop(struct gw *g, enum gw_stop how)
 	q->stopped = 1;
 	q->completed = how == GW_STOP_DONE;
 	if (q->queued) {
-		if (perl_pool_cancel(q->st->pool, &q->wt)) {
+		if (pool_cancel(q->st, &q->wt)) {
 			q->queued = 0;
 			loop_timer_stop(q->loop, &q->timer);
 			q->over = 1;
@@ -821,7 +999,9 @@ static int perl_begin(struct plxd_request *r)
 {
 	const struct perl_conf *conf = r->conf;
 	struct perl_state *st = r->state;
-	if (st && perl_pool_saturated(st->pool, conf->queue)) {
+	if (st
+			&& (st->tpool ? perl_tpool_saturated(st->tpool, conf->queue)
+				      : perl_pool_saturated(st->pool, conf->queue))) {
 		plxd_log(PLXD_LOG_WARN,
 				"%s: every perl worker is busy and %lu requests wait: answered 503",
 				r->file, conf->queue);
@@ -923,10 +1103,10 @@ static void perl_report(void *state, struct plxd_report *rep)
 	struct perl_state *st = state;
 	struct perl_worker_view stack[64];
 	struct perl_worker_view *v = stack;
-	size_t n = perl_pool_view(st->pool, v, 64);
+	size_t n = st->tpool ? perl_tpool_view(st->tpool, v, 64) : perl_pool_view(st->pool, v, 64);
 	if (n > 64) {
 		v = xmalloc(n * sizeof *v);
-		n = perl_pool_view(st->pool, v, n);
+		n = st->tpool ? perl_tpool_view(st->tpool, v, n) : perl_pool_view(st->pool, v, n);
 	}
 	uint64_t busy = 0;
 	for (size_t i = 0; i < n; i++) {
@@ -938,7 +1118,9 @@ static void perl_report(void *state, struct plxd_report *rep)
 						.script = v[i].script[0] ? v[i].script : NULL,
 						.script_us = v[i].script_us,
 						.requests = v[i].requests,
-						.rss_kb = v[i].pid ? rss_kb(v[i].pid) : 0,
+						/* A thread's is plxd's own. */
+						.rss_kb = v[i].pid && !st->tpool ? rss_kb(v[i].pid)
+										 : 0,
 						.scripts_compiled = v[i].compiled,
 				});
 	}

@@ -47,6 +47,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -95,6 +96,14 @@ struct perl_interp {
 	int stdout_fd;  /* copy of the response channel, to restore fd 1 */
 	int stderr_fd;  /* copy of the original fd 2, to restore it */
 	int stdin_body; /* fd 0 holds a request body */
+	/* The descriptors STDIN, STDOUT and STDERR live on: 0, 1 and 2 in a
+	 * worker process; an interpreter thread inside plxd has its own, as
+	 * 0-2 are plxd's. The std_* functions index by handle (0-2) and act on
+	 * these. */
+	int fd[3];
+	int cloned;   /* an interpreter thread's, cloned from plxd's parent */
+	int cancel;   /* perl_interp_cancel asked for the script's end (atomic) */
+	int canceled; /* ... and it was ended */
 	struct std_state std[3];
 	Off_t std_posn[2]; /* tell(STDIN), tell(STDOUT) when opened */
 	GV *std_gv[3];     /* STDIN, STDOUT, STDERR */
@@ -140,15 +149,17 @@ struct perl_interp {
 	int stop; /* serve no other request */
 };
 
-/* One interpreter per process: the XS exit and the fork hook find it here. */
-static struct perl_interp *current;
-static volatile sig_atomic_t forked_child;
+/* The calling thread's interpreter: the XS exit and the fork hook find it
+ * here (one per worker process; one per interpreter thread in plxd). */
+static _Thread_local struct perl_interp *current;
+static _Thread_local volatile sig_atomic_t forked_child;
 
 typedef void protected_fn(pTHX_ void *arg);
 
 static void xs_init(pTHX);
 static int protect(pTHX_ protected_fn *fn, void *arg);
 static void on_fork_child(void);
+static void clone_child(struct perl_interp *pi);
 static void on_fork_parent(void);
 static void on_sigpipe(int sig);
 static void install_sigpipe(void);
@@ -158,6 +169,7 @@ static void env_prune(pTHX_ HV *hv, char *const *env, size_t n);
 static void environ_set(struct perl_interp *pi, char *const *env, size_t n);
 static void change_dir(const char *script);
 static PerlIO *std_handle(pTHX_ struct perl_interp *pi, int fd);
+static void std_unbuffer(pTHX_ struct perl_interp *pi);
 static void std_record(pTHX_ struct perl_interp *pi, int fd);
 static void std_record_target(struct perl_interp *pi, int fd, int target);
 static int std_glob_changed(pTHX_ struct perl_interp *pi, int fd);
@@ -188,6 +200,7 @@ static void run_ends(pTHX_ struct perl_interp *pi, struct perl_script *s);
 static void open_data(pTHX_ struct perl_interp *pi, struct perl_script *s);
 static void tail_sent(struct perl_interp *pi);
 static void modules_record(pTHX_ struct perl_interp *pi);
+static int interp_bind(pTHX_ struct perl_interp *pi, char *err, size_t errlen);
 static int fcgi_accept(pTHX_ struct perl_interp *pi);
 static int fcgi_answer(pTHX_ struct perl_interp *pi);
 static void fcgi_turn_begin(pTHX_ struct perl_interp *pi, struct perl_run *run);
@@ -200,6 +213,7 @@ XS(xs_fcgi_accept);
 XS(xs_fcgi_finish);
 XS(xs_fcgi_flush);
 XS(xs_fcgi_last_call);
+XS(xs_in_child);
 
 /* ---- set-up ---- */
 
@@ -251,6 +265,14 @@ XS(xs_fcgi_flush)
 	XSRETURN_EMPTY;
 }
 
+/* PLXD::Worker::in_child(): whether this is a process the script forked. */
+XS(xs_in_child)
+{
+	dXSARGS;
+	PERL_UNUSED_VAR(items);
+	XSRETURN_IV(forked_child ? 1 : 0);
+}
+
 /* PLXD::Worker::fcgi_last_call(): FCGI's LastCall, the loop ends at its
  * next accept. */
 XS(xs_fcgi_last_call)
@@ -271,6 +293,7 @@ static void xs_init(pTHX)
 	newXS("PLXD::Worker::fcgi_finish", xs_fcgi_finish, file);
 	newXS("PLXD::Worker::fcgi_flush", xs_fcgi_flush, file);
 	newXS("PLXD::Worker::fcgi_last_call", xs_fcgi_last_call, file);
+	newXS("PLXD::Worker::in_child", xs_in_child, file);
 }
 
 /* A child the script forked (fork, or open with "-|") runs the worker's
@@ -282,11 +305,59 @@ static void xs_init(pTHX)
 static void on_fork_child(void)
 {
 	forked_child = 1;
+	if (current && current->cloned) {
+		clone_child(current);
+		return;
+	}
 	struct sigaction sa;
 	if (sigaction(SIGPIPE, NULL, &sa) == 0 && sa.sa_handler == on_sigpipe) {
 		sa.sa_handler = SIG_DFL;
 		sigaction(SIGPIPE, &sa, NULL);
 	}
+}
+
+/* A child forked by a script running inside plxd (system, backticks, a
+ * pipe open, fork) is a copy of plxd, and starts as a CGI script's child
+ * would: its standard descriptors are the request's, its environment the
+ * request's %ENV, and every descriptor of plxd's (the listening socket,
+ * other clients' connections, the logs) is closed at its exec; signal
+ * dispositions other than those the script set in %SIG are the defaults,
+ * and no signal is blocked. System calls only, no allocation: another
+ * thread of plxd may have held the allocator's lock at the fork. */
+static void clone_child(struct perl_interp *pi)
+{
+	dTHXa(pi->perl);
+	for (int i = 0; i < 3; i++) {
+		/* Where the script has its handle now (open STDOUT, '>', FILE
+		 * leaves it elsewhere: its children write there, as a CGI
+		 * script's would). */
+		PerlIO *f = std_handle(aTHX_ pi, i);
+		int fd = f ? PerlIO_fileno(f) : -1;
+		if (fd < 0)
+			fd = pi->fd[i];
+		if (fd != i)
+			dup2(fd, i);
+	}
+	if (pi->env_array)
+		environ = pi->env_array;
+	close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
+	for (int sig = 1; sig < NSIG; sig++) {
+		struct sigaction sa;
+		if (sig == SIGKILL || sig == SIGSTOP || sigaction(sig, NULL, &sa) < 0)
+			continue;
+		void *h = (sa.sa_flags & SA_SIGINFO) ? (void *)sa.sa_sigaction
+						     : (void *)sa.sa_handler;
+		if (sa.sa_handler == SIG_DFL || h == (void *)PL_csighandlerp
+				|| h == (void *)PL_csighandler1p || h == (void *)PL_csighandler3p)
+			continue;
+		sa.sa_handler = SIG_DFL;
+		sa.sa_flags = 0;
+		sigemptyset(&sa.sa_mask);
+		sigaction(sig, &sa, NULL);
+	}
+	sigset_t none;
+	sigemptyset(&none);
+	pthread_sigmask(SIG_SETMASK, &none, NULL);
 }
 
 /* Counts forks (system, backticks, fork, pipe opens): a child may outlive
@@ -404,6 +475,8 @@ struct perl_interp *perl_interp_create(const struct perl_interp_options *o, int 
 	pi->devnull = -1;
 	pi->stdout_fd = -1;
 	pi->stderr_fd = -1;
+	for (int i = 0; i < 3; i++)
+		pi->fd[i] = i;
 
 	PERL_SYS_INIT3(&argc, &argv, &env);
 	PerlInterpreter *my_perl = perl_alloc();
@@ -438,20 +511,18 @@ struct perl_interp *perl_interp_create(const struct perl_interp_options *o, int 
 	 * worker binary would refuse to run them. PLXD_PERL_PATH is
 	 * $Config{perlpath} of the perl whose libperl the worker is built
 	 * against. */
-	pi->sv_execname = GvSV(gv_fetchpvs("\030", GV_ADD | GV_NOTQUAL, SVt_PV));
-	sv_setpvs(pi->sv_execname, PLXD_PERL_PATH);
+	sv_setpvs(GvSV(gv_fetchpvs("\030", GV_ADD | GV_NOTQUAL, SVt_PV)), PLXD_PERL_PATH);
 
 	struct eval_arg boot = { .code = worker_pm };
 	if (protect(aTHX_ do_eval, &boot) != 0 || SvTRUE(ERRSV)) {
 		snprintf(err, errlen, "worker bootstrap failed: %s", SvPV_nolen(ERRSV));
 		goto fail;
 	}
-	pi->open_std = get_cv("PLXD::Worker::open_std", 0);
-	pi->restore_std = get_cv("PLXD::Worker::restore_std", 0);
-	pi->open_data = get_cv("PLXD::Worker::open_data", 0);
-	pi->cgi_pm_reset = get_cv("PLXD::Worker::cgi_pm_reset", 0);
-	pi->fcgi_install = get_cv("PLXD::Worker::fcgi_install", 0);
-
+	struct eval_arg threaded = { .code = "PLXD::Worker::thread_overrides()" };
+	if (o->threaded && (protect(aTHX_ do_eval, &threaded) != 0 || SvTRUE(ERRSV))) {
+		snprintf(err, errlen, "thread set-up failed: %s", SvPV_nolen(ERRSV));
+		goto fail;
+	}
 	AV *inc = GvAVn(PL_incgv);
 	pi->system_inc = av_copy(aTHX_ inc);
 	size_t ninc = 0;
@@ -462,7 +533,6 @@ struct perl_interp *perl_interp_create(const struct perl_interp_options *o, int 
 		av_store(inc, 0, newSVpv(o->inc[i], 0));
 	}
 
-	pi->registry = perl_registry_create(aTHX);
 	if (o->preload && *o->preload) {
 		struct eval_arg pre = { .require = o->preload };
 		int ret = protect(aTHX_ do_eval, &pre);
@@ -472,7 +542,28 @@ struct perl_interp *perl_interp_create(const struct perl_interp_options *o, int 
 			goto fail;
 		}
 	}
-	/* What the preload left is the state every request starts from. */
+	if (interp_bind(aTHX_ pi, err, errlen) < 0)
+		goto fail;
+	modules_record(aTHX_ pi);
+	return pi;
+
+fail:
+	perl_interp_destroy(pi);
+	return NULL;
+}
+
+/* Finds in the interpreter what the request glue works on, and records the
+ * state every request starts from: what the set-up (and the preload) left. */
+static int interp_bind(pTHX_ struct perl_interp *pi, char *err, size_t errlen)
+{
+	pi->sv_execname = GvSV(gv_fetchpvs("\030", GV_ADD | GV_NOTQUAL, SVt_PV));
+	pi->open_std = get_cv("PLXD::Worker::open_std", 0);
+	pi->restore_std = get_cv("PLXD::Worker::restore_std", 0);
+	pi->open_data = get_cv("PLXD::Worker::open_data", 0);
+	pi->cgi_pm_reset = get_cv("PLXD::Worker::cgi_pm_reset", 0);
+	pi->fcgi_install = get_cv("PLXD::Worker::fcgi_install", 0);
+	pi->registry = perl_registry_create(aTHX);
+	AV *inc = GvAVn(PL_incgv);
 	pi->base_inc = av_copy(aTHX_ inc);
 	/* %SIG's magic (and PL_psig_ptr) comes to life with the glob. */
 	pi->sig = GvHVn(gv_fetchpvs("SIG", GV_ADD | GV_NOTQUAL, SVt_PVHV));
@@ -508,7 +599,7 @@ struct perl_interp *perl_interp_create(const struct perl_interp_options *o, int 
 	for (int fd = 0; fd < 3; fd++) {
 		if (!pi->std_gv[fd] || !pi->std_keep[fd] || !GvIOp(pi->std_gv[fd])) {
 			snprintf(err, errlen, "worker bootstrap failed: no standard handle %d", fd);
-			goto fail;
+			return -1;
 		}
 		pi->std_io[fd] = GvIOp(pi->std_gv[fd]);
 		std_record(aTHX_ pi, fd);
@@ -516,6 +607,109 @@ struct perl_interp *perl_interp_create(const struct perl_interp_options *o, int 
 	std_record_target(pi, 0, pi->devnull);
 	std_record_target(pi, 1, pi->stdout_fd);
 	std_record_target(pi, 2, pi->stderr_fd);
+	return 0;
+}
+
+/* perl's signal check (PERL_ASYNC_CHECK, between ops) in a clone: ends
+ * the script when perl_interp_cancel asked, with the unwinding of exit,
+ * which no eval catches; otherwise dispatches signals as perl does. */
+static void cancel_check(pTHX)
+{
+	struct perl_interp *pi = current;
+	if (pi && pi->run && __atomic_exchange_n(&pi->cancel, 0, __ATOMIC_ACQ_REL)) {
+		pi->canceled = 1;
+		my_exit(255);
+	}
+	Perl_despatch_signals(aTHX);
+}
+
+int perl_interp_take_channel(struct perl_interp *pi, int handle)
+{
+	int *fd = handle == 1 ? &pi->stdout_fd : &pi->stderr_fd;
+	int taken = *fd;
+	*fd = -1;
+	return taken;
+}
+
+void perl_interp_cancel(struct perl_interp *pi)
+{
+	__atomic_store_n(&pi->cancel, 1, __ATOMIC_RELEASE);
+	/* Makes perl look, at its next op. */
+	__atomic_store_n(&pi->perl->Isig_pending, 1, __ATOMIC_RELEASE);
+}
+
+/* perl_clone reads the parent: one clone at a time, and the parent runs
+ * nothing else. */
+static pthread_mutex_t clone_lock = PTHREAD_MUTEX_INITIALIZER;
+
+struct perl_interp *perl_interp_clone(struct perl_interp *parent, const int fds[3], char *err,
+		size_t errlen)
+{
+	struct perl_interp *pi = xcalloc(1, sizeof *pi);
+	pi->cloned = 1;
+	pi->stdout_fd = fds[1];
+	pi->stderr_fd = fds[2];
+	pi->devnull = fds[0];
+	pi->fd[0] = fcntl(fds[0], F_DUPFD_CLOEXEC, 3);
+	pi->fd[1] = fcntl(fds[1], F_DUPFD_CLOEXEC, 3);
+	pi->fd[2] = fcntl(fds[2], F_DUPFD_CLOEXEC, 3);
+	if (pi->fd[0] < 0 || pi->fd[1] < 0 || pi->fd[2] < 0) {
+		snprintf(err, errlen, "cannot copy an interpreter's descriptors: %s",
+				strerror(errno));
+		goto fail;
+	}
+	/* The script's folder becomes this thread's working directory, not
+	 * plxd's. */
+	if (unshare(CLONE_FS) < 0) {
+		snprintf(err, errlen, "unshare(CLONE_FS): %s", strerror(errno));
+		goto fail;
+	}
+	pthread_mutex_lock(&clone_lock);
+	PERL_SET_CONTEXT(parent->perl);
+	PerlInterpreter *my_perl = perl_clone(parent->perl, CLONEf_KEEP_PTR_TABLE);
+	pi->perl = my_perl; /* the context is the clone's now */
+	ptr_table_free(PL_ptr_table);
+	PL_ptr_table = NULL;
+	/* Perl's own folders, which no variable holds (so the clone has no
+	 * copy): plain strings, read from the parent while it stays still. */
+	pi->system_inc = newAV();
+	for (SSize_t i = 0; i <= AvFILLp(parent->system_inc); i++) {
+		SV *dir = AvARRAY(parent->system_inc)[i];
+		if (dir && SvPOK(dir))
+			av_push(pi->system_inc, newSVpvn(SvPVX(dir), SvCUR(dir)));
+	}
+	pthread_mutex_unlock(&clone_lock);
+	PL_perl_destruct_level = 2;
+	PL_signalhook = cancel_check;
+	current = pi;
+	/* Its standard handles are clones of plxd's fds 0-2: onto its own.
+	 * Closed first, or perl would reopen them in place, with a dup2 onto
+	 * plxd's own fd 0, 1 or 2 (closing the clone's copy leaves plxd's
+	 * descriptor open: perl counts who holds it). */
+	CV *open_std = get_cv("PLXD::Worker::open_std", 0);
+	GV *std_gv[3] = { PL_stdingv, gv_fetchpvs("STDOUT", GV_ADD | GV_NOTQUAL, SVt_PVIO),
+		PL_stderrgv };
+	for (int i = 0; open_std && i < 3; i++) {
+		if (std_gv[i] && GvIO(std_gv[i]) && IoIFP(GvIO(std_gv[i])))
+			do_close(std_gv[i], FALSE);
+		dSP;
+		ENTER;
+		SAVETMPS;
+		PUSHMARK(SP);
+		mXPUSHi(i);
+		mXPUSHi(pi->fd[i]);
+		PUTBACK;
+		call_sv((SV *)open_std, G_SCALAR | G_EVAL | G_DISCARD);
+		FREETMPS;
+		LEAVE;
+	}
+	if (!open_std || SvTRUE(ERRSV)) {
+		snprintf(err, errlen, "cannot open the standard handles of a cloned interpreter");
+		goto fail;
+	}
+	std_unbuffer(aTHX_ pi);
+	if (interp_bind(aTHX_ pi, err, errlen) < 0)
+		goto fail;
 	modules_record(aTHX_ pi);
 	return pi;
 
@@ -531,7 +725,8 @@ void perl_interp_destroy(struct perl_interp *pi)
 	if (pi->perl) {
 		dTHXa(pi->perl);
 		PERL_SET_CONTEXT(pi->perl);
-		perl_registry_destroy(aTHX_ pi->registry);
+		if (pi->registry)
+			perl_registry_destroy(aTHX_ pi->registry);
 		SvREFCNT_dec(pi->base_inc);
 		SvREFCNT_dec(pi->system_inc);
 		for (int i = 1; i < SIG_SIZE; i++)
@@ -541,8 +736,12 @@ void perl_interp_destroy(struct perl_interp *pi)
 		SvREFCNT_dec(pi->base_overrides);
 		perl_destruct(pi->perl);
 		perl_free(pi->perl);
-		PERL_SYS_TERM();
+		if (!pi->cloned)
+			PERL_SYS_TERM();
 	}
+	for (int i = 0; pi->cloned && i < 3; i++)
+		if (pi->fd[i] >= 0)
+			close(pi->fd[i]);
 	if (environ == pi->env_array) {
 		static char *empty[] = { NULL };
 		environ = empty;
@@ -629,7 +828,11 @@ static void environ_set(struct perl_interp *pi, char *const *env, size_t n)
 		p += len;
 	}
 	pi->env_array[n] = NULL;
-	environ = pi->env_array;
+	/* A clone shares plxd's environ: its children get the array at the
+	 * fork (on_fork_child), and perl itself leaves environ alone in any
+	 * interpreter but the first (my_setenv). */
+	if (!pi->cloned)
+		environ = pi->env_array;
 }
 
 /* Deletes the keys of %ENV that env does not have. */
@@ -672,7 +875,8 @@ static void change_dir(const char *script)
 		return;
 	char msg[PATH_MAX + 64];
 	int n = snprintf(msg, sizeof msg, "cannot change to %s: %s\n", dir, strerror(errno));
-	ssize_t unused = write(2, msg, n > 0 && (size_t)n < sizeof msg ? (size_t)n : 0);
+	ssize_t unused = write(current ? current->fd[2] : 2, msg,
+			n > 0 && (size_t)n < sizeof msg ? (size_t)n : 0);
 	(void)unused;
 }
 
@@ -788,7 +992,8 @@ static void std_glob_restore(pTHX_ struct perl_interp *pi, int fd, int in_script
 static int std_fd_moved(struct perl_interp *pi, int fd)
 {
 	struct stat st;
-	return fstat(fd, &st) < 0 || st.st_dev != pi->std[fd].dev || st.st_ino != pi->std[fd].ino;
+	return fstat(pi->fd[fd], &st) < 0 || st.st_dev != pi->std[fd].dev
+			|| st.st_ino != pi->std[fd].ino;
 }
 
 /* Whether a standard handle is as it was opened: the same PerlIO on the
@@ -799,7 +1004,7 @@ static enum std_check std_check(pTHX_ struct perl_interp *pi, int fd)
 {
 	const struct std_state *st = &pi->std[fd];
 	PerlIO *f = std_handle(aTHX_ pi, fd);
-	if (!f || f != st->f || !*f || *f != st->top || PerlIO_fileno(f) != fd)
+	if (!f || f != st->f || !*f || *f != st->top || PerlIO_fileno(f) != pi->fd[fd])
 		return STD_REOPEN;
 	U32 flags = PerlIOBase(f)->flags;
 	if ((flags ^ st->flags) & (PERLIO_F_UTF8 | PERLIO_F_CRLF))
@@ -818,17 +1023,31 @@ static void std_reopen(pTHX_ struct perl_interp *pi, int fd, int target)
 	GV *gv = pi->std_gv[fd];
 	if (GvIO(gv) && IoIFP(GvIO(gv)))
 		do_close(gv, FALSE);
-	dup2(target, fd);
+	dup2(target, pi->fd[fd]);
 	dSP;
 	ENTER;
 	SAVETMPS;
 	PUSHMARK(SP);
 	mXPUSHi(fd);
+	mXPUSHi(pi->fd[fd]);
 	PUTBACK;
 	call_sv((SV *)pi->open_std, G_SCALAR | G_EVAL | G_DISCARD);
 	FREETMPS;
 	LEAVE;
+	if (fd == 2)
+		std_unbuffer(aTHX_ pi);
 	std_record(aTHX_ pi, fd);
+}
+
+/* STDERR unbuffered, as perl makes it at start-up, so that a script's
+ * message reaches the log with its own request: a handle opened afresh is
+ * buffered, so it gets $| (kept on between requests in a clone). */
+static void std_unbuffer(pTHX_ struct perl_interp *pi)
+{
+	(void)pi;
+	IO *io = GvIO(PL_stderrgv);
+	if (io)
+		IoFLAGS(io) |= IOf_FLUSH;
 }
 
 /* The body, if any, goes on fd 0; the last stdio_end left STDIN clean on
@@ -838,7 +1057,7 @@ static void stdio_begin(pTHX_ struct perl_interp *pi, struct perl_run *run)
 	std_rewind(aTHX_ pi);
 	if (run->stdin_fd < 0)
 		return;
-	dup2(run->stdin_fd, 0);
+	dup2(run->stdin_fd, pi->fd[0]);
 	close(run->stdin_fd);
 	run->stdin_fd = -1;
 	pi->stdin_body = 1;
@@ -846,7 +1065,7 @@ static void stdio_begin(pTHX_ struct perl_interp *pi, struct perl_run *run)
 
 void perl_interp_set_stdout(struct perl_interp *pi, int fd)
 {
-	dup2(fd, 1);
+	dup2(fd, pi->fd[1]);
 	if (pi->stdout_fd >= 0)
 		close(pi->stdout_fd);
 	pi->stdout_fd = fd;
@@ -906,7 +1125,7 @@ static void stdio_end(pTHX_ struct perl_interp *pi, struct perl_run *run, int in
 		std_reopen(aTHX_ pi, 0, pi->devnull);
 	} else {
 		if (in_moved)
-			dup2(pi->devnull, 0);
+			dup2(pi->devnull, pi->fd[0]);
 		if (c == STD_CLEARERR)
 			PerlIO_clearerr(std_handle(aTHX_ pi, 0));
 	}
@@ -915,6 +1134,8 @@ static void stdio_end(pTHX_ struct perl_interp *pi, struct perl_run *run, int in
 	for (int i = 0; i < 3; i++)
 		if (GvIO(pi->std_gv[i]))
 			IoFLAGS(GvIO(pi->std_gv[i])) &= ~IOf_FLUSH;
+	if (pi->cloned)
+		std_unbuffer(aTHX_ pi);
 	if (PL_defoutgv != out_gv)
 		setdefout(out_gv);
 }
@@ -944,6 +1165,7 @@ static void globals_begin(pTHX_ struct perl_interp *pi, const struct perl_run *r
 	IoLINES(pi->std_io[0]) = 0;
 	pi->exit_called = 0;
 	pi->exit_status = 0;
+	__atomic_store_n(&pi->cancel, 0, __ATOMIC_RELAXED); /* one meant for the request before */
 }
 
 /* Two handler values are the same: the same code, or equal strings. */
@@ -1139,7 +1361,7 @@ static void report(pTHX_ struct perl_interp *pi, SV *err)
 	if (e)
 		PerlIO_flush(e);
 	while (len > 0) {
-		ssize_t n = write(2, msg, len);
+		ssize_t n = write(pi->fd[2], msg, len);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
@@ -1148,7 +1370,7 @@ static void report(pTHX_ struct perl_interp *pi, SV *err)
 		len -= (size_t)n;
 	}
 	if (SvCUR(err) > 0 && SvPVX(err)[SvCUR(err) - 1] != '\n') {
-		ssize_t unused = write(2, "\n", 1);
+		ssize_t unused = write(pi->fd[2], "\n", 1);
 		(void)unused;
 	}
 }
@@ -1237,6 +1459,8 @@ static enum perl_outcome ended_by(pTHX_ struct perl_interp *pi, int ret, int sav
 	PL_exit_flags &= ~PERL_EXIT_EXPECTED;
 	if (ret != 2)
 		return PERL_FATAL;
+	if (pi->canceled)
+		return PERL_CANCELED;
 	if (pi->exit_called)
 		return PERL_EXIT;
 	if (core_exit) {
@@ -1458,7 +1682,7 @@ static void run_request(struct perl_interp *pi, struct perl_run *run)
 				run->outcome = ended_by(aTHX_ pi, ret, saved_errno);
 			else
 				STATUS_ALL_SUCCESS; /* $? in END blocks, as after perl_run */
-			if (run->outcome != PERL_FATAL)
+			if (run->outcome != PERL_FATAL && run->outcome != PERL_CANCELED)
 				run_ends(aTHX_ pi, script);
 		}
 		perl_registry_rebind(aTHX_ script);
@@ -1481,7 +1705,7 @@ static void run_request(struct perl_interp *pi, struct perl_run *run)
 		PerlIO *out = std_handle(aTHX_ pi, 1);
 		if (out)
 			PerlIO_flush(out);
-		dup2(pi->stdout_fd, 1);
+		dup2(pi->stdout_fd, pi->fd[1]);
 		if (run->outcome == PERL_FATAL)
 			pi->stop = 1; /* no answer left to say so */
 	}
@@ -1667,7 +1891,7 @@ static int fcgi_answer(pTHX_ struct perl_interp *pi)
 	int rc = pi->transport->answer(pi->transport->ctx, run);
 	tail_sent(pi);
 	f->answered = 1;
-	dup2(pi->devnull, 1);
+	dup2(pi->devnull, pi->fd[1]);
 	if (rc < 0)
 		pi->stop = 1;
 	return rc;
@@ -1693,7 +1917,7 @@ static void fcgi_turn_begin(pTHX_ struct perl_interp *pi, struct perl_run *run)
 	if (out)
 		PerlIO_flush(out);
 	f->answered = 0;
-	dup2(pi->stdout_fd, 1);
+	dup2(pi->stdout_fd, pi->fd[1]);
 	env_sync(aTHX_ pi, run->env);
 	change_dir(run->script);
 	stdio_begin(aTHX_ pi, run);

@@ -16,6 +16,7 @@ struct perl_interp;
 struct perl_interp_options {
 	const char *preload; /* file required once before serving; NULL: none */
 	char *const *inc;    /* folders put in front of @INC, NULL-terminated; may be NULL */
+	int threaded;        /* the parent of interpreter threads inside plxd */
 };
 
 /* How a request's script ended. */
@@ -25,8 +26,10 @@ enum perl_outcome {
 	PERL_DIED,          /* it died (perl wrote the message to stderr) */
 	PERL_COMPILE_ERROR, /* it did not compile (message written to stderr) */
 	PERL_NOT_FOUND,     /* the script file could not be read */
-	PERL_FATAL          /* Perl itself gave up (out of memory): the
+	PERL_FATAL,         /* Perl itself gave up (out of memory): the
 			       interpreter must not serve again */
+	PERL_CANCELED       /* perl_interp_cancel ended it: its interpreter
+			       is discarded */
 };
 
 /* One request, as the worker hands it over. */
@@ -59,6 +62,26 @@ struct perl_run {
  * died. Call once per process. */
 struct perl_interp *perl_interp_create(const struct perl_interp_options *o, int argc, char **argv,
 		char *err, size_t errlen);
+
+/* An interpreter for a thread of plxd ([perl] isolation = thread): a
+ * clone of parent (made by perl_interp_create in plxd, which did the
+ * set-up and the preload once and never serves). Its STDIN, STDOUT and
+ * STDERR live on descriptors of its own, made from fds (taken over):
+ * /dev/null, the response channel, the log pipe. Call it on the thread that
+ * will serve with it: that thread gets a working directory of its own
+ * (unshare(CLONE_FS)). Returns NULL with a message in err. */
+struct perl_interp *perl_interp_clone(struct perl_interp *parent, const int fds[3], char *err,
+		size_t errlen);
+
+/* Ends the script a clone runs, from any thread: at its next Perl op
+ * (not inside C code) it unwinds as exit does, which its own eval cannot
+ * catch, and its END blocks do not run; the request's outcome is
+ * PERL_CANCELED. For a runaway script ([perl] timeout). */
+void perl_interp_cancel(struct perl_interp *pi);
+
+/* Takes back the descriptor a clone was given for STDOUT (handle 1) or
+ * STDERR (2), before perl_interp_destroy, for the clone that replaces it. */
+int perl_interp_take_channel(struct perl_interp *pi, int handle);
 
 /* How requests reach the runtime and their answers leave it. A script
  * written as a FastCGI accept loop (see PLXD/Worker.pm) answers requests

@@ -91,3 +91,21 @@ const char *perl_wire_retire_text(uint32_t retire)
 		return "it was asked to";
 	}
 }
+
+enum perl_wire_outcome perl_wire_outcome(enum perl_outcome o)
+{
+	switch (o) {
+	case PERL_OK:
+		return PERL_WIRE_OK;
+	case PERL_EXIT:
+		return PERL_WIRE_EXIT;
+	case PERL_DIED:
+		return PERL_WIRE_DIED;
+	case PERL_COMPILE_ERROR:
+		return PERL_WIRE_COMPILE_ERROR;
+	case PERL_NOT_FOUND:
+		return PERL_WIRE_NOT_FOUND;
+	default:
+		return PERL_WIRE_FATAL;
+	}
+}

@@ -37,6 +37,8 @@
 #include <sys/types.h>
 #include <sys/uio.h>
 
+#include "perl_interp.h"
+
 #define PERL_WIRE_VERSION 2
 /* The largest message either side reads. A request's environment is
  * bounded by [server] max_header_size; a larger one is refused. */
@@ -142,5 +144,8 @@ int perl_wire_send(int sock, const struct iovec *iov, int iovcnt, const int *fds
 ssize_t perl_wire_recv(int sock, void *buf, size_t cap, int *fds, int *nfds, int flags);
 
 const char *perl_wire_retire_text(uint32_t retire);
+
+/* How a run ended (perl_interp.h), as DONE says it. */
+enum perl_wire_outcome perl_wire_outcome(enum perl_outcome o);
 
 #endif

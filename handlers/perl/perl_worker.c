@@ -42,7 +42,6 @@ static int read_init(char *buf, struct worker_settings *s);
 static void say_ready(int ok, const char *message);
 static struct perl_run *next_request(void *ctx);
 static int answer(void *ctx, struct perl_run *run);
-static enum perl_wire_outcome wire_outcome(enum perl_outcome o);
 static uint64_t peak_rss_kb(void);
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -114,24 +113,6 @@ static int read_init(char *buf, struct worker_settings *s)
 		p += strlen(s->inc[i]) + 1;
 	}
 	return 0;
-}
-
-static enum perl_wire_outcome wire_outcome(enum perl_outcome o)
-{
-	switch (o) {
-	case PERL_OK:
-		return PERL_WIRE_OK;
-	case PERL_EXIT:
-		return PERL_WIRE_EXIT;
-	case PERL_DIED:
-		return PERL_WIRE_DIED;
-	case PERL_COMPILE_ERROR:
-		return PERL_WIRE_COMPILE_ERROR;
-	case PERL_NOT_FOUND:
-		return PERL_WIRE_NOT_FOUND;
-	default:
-		return PERL_WIRE_FATAL;
-	}
 }
 
 /* The worker's own peak, VmHWM. Not getrusage's ru_maxrss: Linux keeps
@@ -247,7 +228,7 @@ static int answer(void *ctx, struct perl_run *run)
 	w->requests++;
 	struct perl_wire_done done = {
 		.type = PERL_WIRE_DONE,
-		.outcome = wire_outcome(run->outcome),
+		.outcome = perl_wire_outcome(run->outcome),
 		.exit_status = run->exit_status,
 		.flags = run->compiled ? PERL_WIRE_COMPILED : 0,
 		.compile_us = run->compile_us,

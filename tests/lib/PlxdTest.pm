@@ -121,9 +121,16 @@ sub start {
         log_level  => 'debug',
         %{ $o{server} || {} },
     );
+    # PLXD_TEST_ISOLATION=thread runs a persistent-Perl test file with its
+    # .plx scripts in interpreter threads inside plxd ([perl] isolation):
+    # the same cases, the other mode.
+    my %sections = %{ $o{sections} || {} };
+    if (($ENV{PLXD_TEST_ISOLATION} // '') eq 'thread') {
+        $sections{perl} = { %{ $sections{perl} || {} }, isolation => 'thread' };
+    }
     my $conf = $o{conf} // join "\n", _ini(server => \%server),
         _ini(handlers => $o{handlers} || {}),
-        map { _ini($_ => $o{sections}{$_}) } sort keys %{ $o{sections} || {} };
+        map { _ini($_ => $sections{$_}) } sort keys %sections;
     write_file("$dir/plxd.conf", $conf);
 
     my $self = bless {

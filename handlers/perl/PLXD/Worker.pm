@@ -10,13 +10,13 @@ use strict;
 # Code compiled from now on calls it for every plain "exit".
 *CORE::GLOBAL::exit = \&PLXD::Worker::exit;
 
-# Reopens STDIN, STDOUT or STDERR on its fd with default layers, after the
+# Reopens STDIN, STDOUT or STDERR (handle 0, 1, 2) on fd with default layers, after the
 # worker found it closed, moved elsewhere, or given other layers.
 sub open_std {
-    my ($fd) = @_;
-    return open(STDIN, '<&=', 0) if $fd == 0;
-    return open(STDOUT, '>&=', 1) if $fd == 1;
-    return open(STDERR, '>&=', 2);
+    my ($handle, $fd) = @_;
+    return open(STDIN, '<&=', $fd) if $handle == 0;
+    return open(STDOUT, '>&=', $fd) if $handle == 1;
+    return open(STDERR, '>&=', $fd);
 }
 
 # The standard globs and their IO objects as the worker set them up. A
@@ -161,6 +161,28 @@ sub fcgi_install {
 # A changed script compiles into a package of its own (the old one may
 # still be running elsewhere on the stack); the old one is emptied then, so
 # that editing a script does not grow the worker.
+# In an interpreter thread inside plxd (isolation = thread), exec without
+# a fork and POSIX::_exit would end plxd itself, with every request in it:
+# there they end the request instead, as exit does, after a line in the
+# log. A child the script forked (system, fork, a pipe open) is a process
+# of its own, where both do what they always do.
+sub thread_overrides {
+    require POSIX;
+    my $real_exit = \&POSIX::_exit;
+    no warnings 'redefine';
+    *CORE::GLOBAL::exec = sub {
+        CORE::exec(@_) if in_child();
+        print STDERR "exec refused: it would replace plxd (isolation = thread); "
+            . "the request ends as with exit\n";
+        PLXD::Worker::exit(255);
+    };
+    *POSIX::_exit = sub {
+        $real_exit->(@_) if in_child();
+        PLXD::Worker::exit($_[0] // 0);
+    };
+    return 1;
+}
+
 sub delete_package {
     my ($package) = @_;
     require Symbol;

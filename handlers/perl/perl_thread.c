@@ -1,0 +1,322 @@
+/* Interpreter threads: the parent interpreter, its clones, and the
+ * hand-over of one request at a time to each. A request reaches its thread
+ * as a pointer under the thread's mutex, with one condition-variable
+ * signal; what the script printed comes back in memory (the tail of
+ * STDOUT's buffer, passed to done) and, past that buffer, through the
+ * thread's response pipe, as a worker's does. */
+#include "perl_thread.h"
+#include "alloc.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct perl_thread {
+	struct perl_threads *owner;
+	pthread_t tid;
+	int started;              /* tid is a thread to join */
+	int out[2], err[2];       /* [0] plxd's read ends, [1] the clone's */
+	pthread_mutex_t mu;       /* guards job, serving, pi, stop, ready, failed */
+	pthread_cond_t cond;      /* a job or stop for the thread; ready for its maker */
+	struct perl_job *job;     /* handed over, not taken yet */
+	struct perl_job *serving; /* taken, its done not called yet */
+	struct perl_run run;      /* its run, the interpreter's: the job may be
+				     gone once done has returned */
+	struct perl_interp *pi;   /* the clone serving */
+	int stop;
+	int ready, failed;
+	char why[512]; /* why the clone failed */
+};
+
+struct perl_threads {
+	struct perl_interp *parent;
+	struct perl_thread *threads;
+	unsigned n;
+};
+
+static void *thread_main(void *arg);
+static struct perl_run *next_job(void *ctx);
+static int answer_job(void *ctx, struct perl_run *run);
+static void running_job(void *ctx, const struct perl_run *run);
+
+static struct perl_run *next_job(void *ctx)
+{
+	struct perl_thread *t = ctx;
+	pthread_mutex_lock(&t->mu);
+	while (!t->job && !t->stop)
+		pthread_cond_wait(&t->cond, &t->mu);
+	struct perl_job *job = t->job;
+	t->serving = job;
+	t->job = NULL;
+	if (job)
+		t->run = job->run;
+	pthread_mutex_unlock(&t->mu);
+	return job ? &t->run : NULL;
+}
+
+/* A canceled script's interpreter serves no more: a fresh clone takes its
+ * place (thread_main). */
+static int answer_job(void *ctx, struct perl_run *run)
+{
+	struct perl_thread *t = ctx;
+	pthread_mutex_lock(&t->mu);
+	struct perl_job *job = t->serving;
+	t->serving = NULL;
+	struct perl_interp *pi = t->pi;
+	pthread_mutex_unlock(&t->mu);
+	job->fresh_out = -1;
+	int fresh[2];
+	if (run->forked && run->outcome != PERL_CANCELED && pipe2(fresh, O_CLOEXEC) == 0) {
+		fcntl(fresh[0], F_SETFL, O_NONBLOCK);
+		perl_interp_set_stdout(pi, fresh[1]);
+		job->fresh_out = fresh[0];
+	}
+	int canceled = run->outcome == PERL_CANCELED;
+	job->done(job, run); /* job may be freed from now on */
+	return canceled ? -1 : 0;
+}
+
+static void running_job(void *ctx, const struct perl_run *run)
+{
+	struct perl_thread *t = ctx;
+	struct perl_job *job = t->serving; /* this thread's own write */
+	if (job && job->running)
+		job->running(job, run);
+}
+
+static void thread_ready(struct perl_thread *t, int failed, const char *why)
+{
+	pthread_mutex_lock(&t->mu);
+	t->ready = 1;
+	t->failed = failed;
+	if (why)
+		snprintf(t->why, sizeof t->why, "%s", why);
+	pthread_cond_broadcast(&t->cond);
+	pthread_mutex_unlock(&t->mu);
+}
+
+/* The thread that waits for plxd's signals (SIGHUP, SIGTERM, ...) with
+ * them blocked, and every other thread of plxd blocks them too; an
+ * interpreter thread blocks none, so that the programs its scripts start
+ * inherit an empty mask (perl's system() restores the thread's mask in the
+ * child): one of those signals reaching it is passed on to plxd's. */
+static pthread_t signal_thread;
+
+static void forward_signal(int sig)
+{
+	pthread_kill(signal_thread, sig);
+}
+
+static void forward_signals(const sigset_t *waited)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = forward_signal;
+	sa.sa_flags = SA_RESTART;
+	sigfillset(&sa.sa_mask);
+	for (int sig = 1; sig < NSIG; sig++)
+		if (sig != SIGKILL && sig != SIGSTOP && sigismember(waited, sig) == 1)
+			sigaction(sig, &sa, NULL);
+}
+
+static void *thread_main(void *arg)
+{
+	struct perl_thread *t = arg;
+	char err[512];
+	int fds[3] = { open("/dev/null", O_RDWR | O_CLOEXEC), t->out[1], t->err[1] };
+	t->out[1] = t->err[1] = -1; /* the clone's now */
+	if (fds[0] < 0) {
+		snprintf(err, sizeof err, "/dev/null: %s", strerror(errno));
+		close(fds[1]);
+		close(fds[2]);
+		thread_ready(t, 1, err);
+		return NULL;
+	}
+	struct perl_interp *pi = perl_interp_clone(t->owner->parent, fds, err, sizeof err);
+	thread_ready(t, !pi, pi ? NULL : err);
+	sigset_t none;
+	sigemptyset(&none);
+	pthread_sigmask(SIG_SETMASK, &none, NULL);
+	struct perl_transport tr = {
+		.next = next_job,
+		.answer = answer_job,
+		.running = running_job,
+		.ctx = t,
+	};
+	while (pi) {
+		pthread_mutex_lock(&t->mu);
+		t->pi = pi;
+		pthread_mutex_unlock(&t->mu);
+		perl_interp_serve(pi, &tr);
+		pthread_mutex_lock(&t->mu);
+		t->pi = NULL;
+		int stop = t->stop;
+		pthread_mutex_unlock(&t->mu);
+		/* The clone's descriptors are its own copies: the next clone
+		 * gets the same channels. */
+		int next[3] = { open("/dev/null", O_RDWR | O_CLOEXEC),
+			stop ? -1 : perl_interp_take_channel(pi, 1),
+			stop ? -1 : perl_interp_take_channel(pi, 2) };
+		perl_interp_destroy(pi);
+		pi = NULL;
+		if (stop || next[0] < 0 || next[1] < 0 || next[2] < 0) {
+			for (int i = 0; i < 3; i++)
+				if (next[i] >= 0)
+					close(next[i]);
+			break;
+		}
+		pi = perl_interp_clone(t->owner->parent, next, err, sizeof err);
+		if (!pi)
+			fprintf(stderr, "perl: an interpreter thread could not be replaced: %s\n",
+					err);
+	}
+	return NULL;
+}
+
+/* The thread's pipes: plxd reads without blocking, the script writes
+ * blocking (it waits for a slow client, as a CGI script does). */
+static int thread_pipes(struct perl_thread *t)
+{
+	if (pipe2(t->out, O_CLOEXEC) < 0 || pipe2(t->err, O_CLOEXEC) < 0)
+		return -1;
+	if (fcntl(t->out[0], F_SETFL, O_NONBLOCK) < 0 || fcntl(t->err[0], F_SETFL, O_NONBLOCK) < 0)
+		return -1;
+	return 0;
+}
+
+static void thread_fini(struct perl_thread *t)
+{
+	for (int i = 0; i < 2; i++) {
+		if (t->out[i] >= 0)
+			close(t->out[i]);
+		if (t->err[i] >= 0)
+			close(t->err[i]);
+	}
+	pthread_cond_destroy(&t->cond);
+	pthread_mutex_destroy(&t->mu);
+}
+
+struct perl_threads *perl_threads_create(const struct perl_interp_options *o, unsigned n, char *err,
+		size_t errlen)
+{
+	static char *argv0[] = { "plxd", NULL };
+	struct perl_threads *p = xcalloc(1, sizeof *p);
+	p->parent = perl_interp_create(o, 1, argv0, err, errlen);
+	if (!p->parent) {
+		free(p);
+		return NULL;
+	}
+	p->threads = xcalloc(n, sizeof *p->threads);
+	/* The threads start with every signal blocked, until their clone is
+	 * made; then they block none (forward_signals). */
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	signal_thread = pthread_self();
+	forward_signals(&old);
+	for (unsigned i = 0; i < n; i++) {
+		struct perl_thread *t = &p->threads[i];
+		t->owner = p;
+		t->out[0] = t->out[1] = t->err[0] = t->err[1] = -1;
+		pthread_mutex_init(&t->mu, NULL);
+		pthread_cond_init(&t->cond, NULL);
+		p->n = i + 1;
+		if (thread_pipes(t) < 0) {
+			snprintf(err, errlen, "interpreter thread pipes: %s", strerror(errno));
+			goto fail;
+		}
+		int e = pthread_create(&t->tid, NULL, thread_main, t);
+		if (e) {
+			snprintf(err, errlen, "cannot start an interpreter thread: %s",
+					strerror(e));
+			goto fail;
+		}
+		t->started = 1;
+		pthread_mutex_lock(&t->mu);
+		while (!t->ready)
+			pthread_cond_wait(&t->cond, &t->mu);
+		pthread_mutex_unlock(&t->mu);
+		if (t->failed) {
+			snprintf(err, errlen, "interpreter thread: %s", t->why);
+			goto fail;
+		}
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return p;
+
+fail:
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	perl_threads_destroy(p);
+	return NULL;
+}
+
+void perl_threads_destroy(struct perl_threads *p)
+{
+	if (!p)
+		return;
+	for (unsigned i = 0; i < p->n; i++) {
+		struct perl_thread *t = &p->threads[i];
+		pthread_mutex_lock(&t->mu);
+		t->stop = 1;
+		pthread_cond_signal(&t->cond);
+		pthread_mutex_unlock(&t->mu);
+	}
+	for (unsigned i = 0; i < p->n; i++) {
+		struct perl_thread *t = &p->threads[i];
+		if (t->started)
+			pthread_join(t->tid, NULL);
+		thread_fini(t);
+	}
+	free(p->threads);
+	perl_interp_destroy(p->parent);
+	free(p);
+}
+
+struct perl_thread *perl_threads_get(struct perl_threads *p, unsigned i)
+{
+	return i < p->n ? &p->threads[i] : NULL;
+}
+
+int perl_thread_out(const struct perl_thread *t)
+{
+	return t->out[0];
+}
+
+int perl_thread_err(const struct perl_thread *t)
+{
+	return t->err[0];
+}
+
+int perl_thread_cancel(struct perl_thread *t, struct perl_job *job)
+{
+	pthread_mutex_lock(&t->mu);
+	int serving = t->serving == job && t->pi;
+	if (serving)
+		perl_interp_cancel(t->pi);
+	pthread_mutex_unlock(&t->mu);
+	return serving;
+}
+
+void perl_thread_submit(struct perl_thread *t, struct perl_job *job)
+{
+	pthread_mutex_lock(&t->mu);
+	t->job = job;
+	pthread_cond_signal(&t->cond);
+	pthread_mutex_unlock(&t->mu);
+}
+
+const struct perl_threads_api perl_threads_api = {
+	.version = PERL_THREADS_API_VERSION,
+	.create = perl_threads_create,
+	.destroy = perl_threads_destroy,
+	.get = perl_threads_get,
+	.out = perl_thread_out,
+	.err = perl_thread_err,
+	.submit = perl_thread_submit,
+	.cancel = perl_thread_cancel,
+};

@@ -1,0 +1,75 @@
+/* Interpreter threads inside plxd ([perl] isolation = thread, the model of
+ * Perl for ISAPI): a parent interpreter does the set-up and the preload
+ * once, and each thread serves requests with a clone of it
+ * (perl_interp_clone), one at a time, handed over in memory. Callers do
+ * not need perl.h. */
+#ifndef PLXD_PERL_THREAD_H
+#define PLXD_PERL_THREAD_H
+
+#include "perl_interp.h"
+
+struct perl_threads;
+struct perl_thread;
+
+/* One request for an interpreter thread: the caller's until done has run. */
+struct perl_job {
+	struct perl_run run; /* its "In" fields, as for a worker (copied when
+				the thread takes the job) */
+	/* Optional, on the interpreter thread: the script is compiled and
+	 * about to run (run.want_running). */
+	void (*running)(struct perl_job *job, const struct perl_run *run);
+	/* On the interpreter thread, once the script has returned: run holds
+	 * the outcome, and its tail (what STDOUT still buffered) is valid
+	 * only during the call. */
+	void (*done)(struct perl_job *job, const struct perl_run *run);
+	void *ctx;
+	/* Set before done when the script started processes (run.forked):
+	 * one may still hold the response pipe, so the thread has a new one
+	 * from now on, and this is its read end (non-blocking), the caller's
+	 * to keep and close. -1 otherwise. */
+	int fresh_out;
+};
+
+/* Makes the parent interpreter on the calling thread, then n threads each
+ * with its clone, and waits until each is ready. Returns NULL with a
+ * message in err. */
+struct perl_threads *perl_threads_create(const struct perl_interp_options *o, unsigned n, char *err,
+		size_t errlen);
+
+/* Ends the threads (each finishes its request first) and the parent. */
+void perl_threads_destroy(struct perl_threads *p);
+
+/* The i-th thread (i < n). */
+struct perl_thread *perl_threads_get(struct perl_threads *p, unsigned i);
+
+/* The read ends of thread t's response channel (what its scripts flush to
+ * STDOUT) and of its stderr; non-blocking. */
+int perl_thread_out(const struct perl_thread *t);
+int perl_thread_err(const struct perl_thread *t);
+
+/* Ends the script job runs on t, if t still runs it (perl_interp_cancel):
+ * its done comes with PERL_CANCELED, and a fresh clone then serves t's
+ * next job. Returns 1 when asked, 0 when job was not running. */
+int perl_thread_cancel(struct perl_thread *t, struct perl_job *job);
+
+/* Hands job to t, which must be idle (its previous job's done has run).
+ * Never blocks. */
+void perl_thread_submit(struct perl_thread *t, struct perl_job *job);
+
+/* What perl.so finds in plxd-perl-threads.so: it opens that object only
+ * for thread mode, so that plxd holds no libperl otherwise. */
+#define PERL_THREADS_API_VERSION 1
+struct perl_threads_api {
+	unsigned version;
+	struct perl_threads *(*create)(const struct perl_interp_options *o, unsigned n, char *err,
+			size_t errlen);
+	void (*destroy)(struct perl_threads *p);
+	struct perl_thread *(*get)(struct perl_threads *p, unsigned i);
+	int (*out)(const struct perl_thread *t);
+	int (*err)(const struct perl_thread *t);
+	void (*submit)(struct perl_thread *t, struct perl_job *job);
+	int (*cancel)(struct perl_thread *t, struct perl_job *job);
+};
+extern const struct perl_threads_api perl_threads_api;
+
+#endif

@@ -1,0 +1,104 @@
+# In-process Perl ([perl] isolation = thread, .plt in the default
+# configuration): scripts run in interpreter threads inside plxd. What a
+# script does to process-wide state stays its own, programs it starts get
+# what a CGI script's get, and what would end plxd (exec without fork,
+# POSIX::_exit, a runaway loop) ends only the request.
+use strict;
+use warnings;
+use Test::More;
+use PlxdTest qw(wait_for source_dir read_file);
+
+my $src = source_dir();
+
+my %files = (
+    'hello.plt' => read_file("$src/cgi-bin/hello.plt"),
+    'hello.pl'  => read_file("$src/cgi-bin/hello.pl"),
+    'sub/cwd.plt' => <<'EOF',
+use Cwd;
+print "Content-Type: text/plain\n\n", getcwd(), "\n";
+chdir '/';
+$ENV{LEFT_BY_SCRIPT} = 'yes';
+EOF
+    'children.plt' => <<'EOF',
+print "Content-Type: text/plain\n\n";
+$| = 1;
+print "backticks:", `echo \$QUERY_STRING`;
+system('echo "system:$REQUEST_METHOD"');
+system($^X, '-e', 'opendir my $d, "/proc/self/fd"; '
+    . 'print "fds:", join(",", sort grep { /^\d+$/ && $_ > 2 && $_ != fileno($d) } readdir $d), "\n"');
+system($^X, '-e', 'open my $s, "<", "/proc/self/status"; '
+    . 'print "blocked:", (map { /^SigBlk:\s*(\S+)/ ? $1 : () } <$s>), "\n"');
+print "leftover:", ($ENV{LEFT_BY_SCRIPT} // 'none'), "\n";
+EOF
+    'exec.plt' => <<'EOF',
+print "Content-Type: text/plain\n\nbefore exec\n";
+exec '/bin/echo', 'replaced';
+EOF
+    'exit.plt' => <<'EOF',
+use POSIX ();
+print "Content-Type: text/plain\n\nbefore _exit\n";
+POSIX::_exit(3);
+EOF
+    'fork_exec.plt' => <<'EOF',
+print "Content-Type: text/plain\n\n";
+$| = 1;
+my $pid = fork;
+if (!$pid) { exec '/bin/echo', 'child exec'; }
+waitpid $pid, 0;
+print "status:", $? >> 8, "\n";
+EOF
+    'runaway.plt' => <<'EOF',
+print "Content-Type: text/plain\n\n";
+eval { 1 while 1 };
+print "caught\n";
+EOF
+);
+
+my $s = PlxdTest->start(
+    files    => \%files,
+    handlers => { '.pl' => 'cgi', '.plt' => 'perl:thread' },
+    sections => { 'perl:thread' => { isolation => 'thread', workers => 1, timeout => '1s' } },
+);
+
+my $r = $s->get('/hello.plt');
+is($r->{status}, 200, 'hello.plt answers');
+is($r->{content}, $s->get('/hello.pl')->{content}, 'as hello.pl does');
+like($s->error_log, qr/1 interpreter threads started in plxd/, 'the log says where it runs');
+
+my $cwd_before = readlink("/proc/" . $s->pid . "/cwd");
+$r = $s->get('/sub/cwd.plt');
+is($r->{content}, $s->root . "/sub\n", "the script's folder is its working directory");
+is(readlink("/proc/" . $s->pid . "/cwd"), $cwd_before, "plxd's own stays where it was");
+
+$r = $s->get('/children.plt?q=42');
+is($r->{status}, 200, 'a script starting programs answers');
+like($r->{content}, qr/^backticks:q=42$/m, "backticks see the request's %ENV");
+like($r->{content}, qr/^system:GET$/m, "system's output is in the response, with the request's %ENV");
+like($r->{content}, qr/^fds:$/m, 'a program gets fds 0, 1 and 2 only, none of plxd\'s');
+like($r->{content}, qr/^blocked:0+$/m, 'and no blocked signal');
+like($r->{content}, qr/^leftover:none$/m, "%ENV set by the request before is gone");
+
+$r = $s->get('/exec.plt');
+is($r->{status}, 200, 'exec without fork: the response so far is sent');
+is($r->{content}, "before exec\n", '... and exec did not replace plxd');
+like($s->error_log, qr{exec\.plt: exec refused: it would replace plxd}, 'the log says why');
+
+$r = $s->get('/exit.plt');
+is($r->{content}, "before _exit\n", 'POSIX::_exit ends the request');
+like($s->error_log, qr{exit\.plt: exited with status 3}, '... with its status, as exit does');
+
+$r = $s->get('/fork_exec.plt');
+like($r->{content}, qr/^child exec\nstatus:0$/m, 'exec in a forked child runs the program');
+
+$r = $s->get('/runaway.plt');
+is($r->{status}, 504, 'a runaway script gets 504 at timeout');
+ok(wait_for(sub { $s->error_log =~ /runaway\.plt: its interpreter ends it/ }),
+    'its interpreter ends it, logged under its name');
+unlike($r->{content} // '', qr/caught/, 'its own eval did not catch the end');
+$r = $s->get('/hello.plt');
+is($r->{status}, 200, 'the only interpreter thread serves again (a fresh clone)');
+is($s->get('/sub/cwd.plt')->{content}, $s->root . "/sub\n", '... with the request glue intact');
+
+ok(kill(0, $s->pid), 'plxd survived all of it');
+$s->stop;
+done_testing;
