@@ -9,7 +9,9 @@
  * and keeps it until the file changes (device, inode, size or mtime).
  *
  * Four things mod_perl's Registry gets wrong are handled here:
- * - Package names are one-to-one with paths (perl_source.c).
+ * - Package names are one-to-one with paths (perl_source.c), and short
+ *   enough for perl whatever the path's length (a long one is cut and
+ *   ends with a hash; package_for keeps two such from meeting).
  * - __DATA__/__END__ would end the wrapper sub; the text after it is cut
  *   off before compiling and served through PACKAGE::DATA instead.
  * - A named sub that uses a file-level `my` variable captures the variable
@@ -56,6 +58,7 @@ struct capture_walk {
 	HV *seen; /* stashes visited */
 };
 
+static int open_script(const char *path);
 static SV *read_source(pTHX_ const char *path, struct stat *st);
 static SV *wrap_source(pTHX_ const char *path, const char *package, SV *src,
 		const struct perl_shebang *sb, SV **data);
@@ -74,6 +77,8 @@ static void walk_stash(pTHX_ HV *stash, struct capture_walk *w, int depth);
 static void consider_cv(pTHX_ CV *cv, struct capture_walk *w);
 static void script_clear(pTHX_ struct perl_script *s);
 static void drop_package(pTHX_ const char *package);
+static char *package_for(pTHX_ struct perl_registry *reg, const char *path, unsigned generation);
+static int package_taken(pTHX_ struct perl_registry *reg, const char *package, const char *path);
 
 struct perl_registry *perl_registry_create(pTHX)
 {
@@ -134,16 +139,86 @@ static void drop_package(pTHX_ const char *package)
 	LEAVE;
 }
 
+/* Whether a script of this interpreter other than path's compiled into
+ * package. */
+static int package_taken(pTHX_ struct perl_registry *reg, const char *package, const char *path)
+{
+	HE *he;
+	hv_iterinit(reg->scripts);
+	while ((he = hv_iternext(reg->scripts))) {
+		const struct perl_script *s = INT2PTR(struct perl_script *, SvIV(HeVAL(he)));
+		if (s->package && strcmp(s->package, package) == 0 && strcmp(s->path, path) != 0)
+			return 1;
+	}
+	return 0;
+}
+
+/* The package for path's compile. A name perl_source_package had to cut
+ * can meet another path's (their hashes alike): it is asked again with
+ * the next clash number until no other script holds it. A readable name
+ * is one-to-one with its path and never held by another; the bound only
+ * keeps a bug from looping. */
+static char *package_for(pTHX_ struct perl_registry *reg, const char *path, unsigned generation)
+{
+	char *pkg = perl_source_package(path, generation, 0);
+	for (unsigned clash = 1; clash < 64 && package_taken(aTHX_ reg, pkg, path); clash++) {
+		free(pkg);
+		pkg = perl_source_package(path, generation, clash);
+	}
+	return pkg;
+}
+
 int perl_registry_current(const struct perl_script *s, const struct perl_file_facts *f)
 {
 	return s->code && s->dev == f->dev && s->ino == f->ino && s->size == f->size
 			&& s->mtime_sec == f->mtime_sec && s->mtime_nsec == f->mtime_nsec;
 }
 
+/* open(2) refuses a path of PATH_MAX bytes or more (ENAMETOOLONG), while
+ * plxd reaches such a file below its root, and the CGI handler runs it:
+ * then it is opened a part shorter than PATH_MAX at a time, each part
+ * ending before a '/'. A descriptor, or -1 with errno. */
+static int open_script(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0 || errno != ENAMETOOLONG)
+		return fd;
+	int dir = AT_FDCWD;
+	const char *rest = path;
+	fd = -1;
+	while (strlen(rest) >= PATH_MAX) {
+		const char *cut = rest + PATH_MAX - 1;
+		while (cut > rest && *cut != '/')
+			cut--;
+		if (cut == rest) {
+			errno = ENAMETOOLONG;
+			goto out;
+		}
+		char *part = xstrndup(rest, (size_t)(cut - rest));
+		int next = openat(dir, part, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		int e = errno;
+		free(part);
+		errno = e;
+		if (next < 0)
+			goto out;
+		if (dir != AT_FDCWD)
+			close(dir);
+		dir = next;
+		rest = cut + 1;
+	}
+	fd = openat(dir, rest, O_RDONLY | O_CLOEXEC);
+out:;
+	int e = errno;
+	if (dir != AT_FDCWD)
+		close(dir);
+	errno = e;
+	return fd;
+}
+
 /* The file's bytes as a mortal SV, or NULL with errno. */
 static SV *read_source(pTHX_ const char *path, struct stat *st)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = open_script(path);
 	if (fd < 0)
 		return NULL;
 	if (fstat(fd, st) < 0 || !S_ISREG(st->st_mode)) {
@@ -517,7 +592,7 @@ enum perl_fetch perl_registry_compile(pTHX_ struct perl_registry *reg, const cha
 		return PERL_FETCH_ERROR;
 	}
 	unsigned generation = s ? s->generation + 1 : 1;
-	char *pkg = perl_source_package(path, generation);
+	char *pkg = package_for(aTHX_ reg, path, generation);
 	SV *package = sv_2mortal(newSVpv(pkg, 0));
 	free(pkg);
 	SV *data = NULL;

@@ -3,10 +3,12 @@
 #include "perl_source.h"
 #include "alloc.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#define PACKAGE_PREFIX "PLXD::Script"
 #define MAX_HEREDOCS   8
 #define MAX_TERMINATOR 64
 
@@ -18,6 +20,9 @@ struct heredoc {
 
 static int is_alnum(unsigned char c);
 static int is_ident_start(unsigned char c);
+static size_t readable_package(const char *path, char *out);
+static uint64_t path_hash(const char *path, unsigned clash);
+static size_t cut_at(const char *name, size_t len, size_t room);
 static size_t scan_heredocs(const char *line, size_t len, struct heredoc *docs, size_t max);
 static int is_terminator(const char *line, size_t len, const struct heredoc *doc);
 static int is_data_marker(const char *line, size_t len);
@@ -32,15 +37,14 @@ static int is_ident_start(unsigned char c)
 	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
 }
 
-char *perl_source_package(const char *path, unsigned generation)
+/* The readable name: the prefix, then "::" and each component escaped.
+ * Returns its length; out must hold sizeof PACKAGE_PREFIX + strlen(path) * 5
+ * bytes (every byte escaped, and a "::" per byte). */
+static size_t readable_package(const char *path, char *out)
 {
-	static const char prefix[] = "PLXD::Script";
-	size_t len = strlen(path);
-	/* Worst case: every byte escaped (3 bytes) plus a "::" per byte. */
-	char *out = xmalloc(sizeof prefix + len * 5 + 32);
 	char *p = out;
-	memcpy(p, prefix, sizeof prefix - 1);
-	p += sizeof prefix - 1;
+	memcpy(p, PACKAGE_PREFIX, sizeof PACKAGE_PREFIX - 1);
+	p += sizeof PACKAGE_PREFIX - 1;
 	const char *s = path;
 	while (*s) {
 		while (*s == '/')
@@ -58,11 +62,55 @@ char *perl_source_package(const char *path, unsigned generation)
 			}
 		}
 	}
+	*p = '\0';
+	return (size_t)(p - out);
+}
+
+/* FNV-1a, 64 bits, of the path and the clash number. */
+static uint64_t path_hash(const char *path, unsigned clash)
+{
+	uint64_t h = 0xcbf29ce484222325u;
+	for (const unsigned char *c = (const unsigned char *)path; *c; c++)
+		h = (h ^ *c) * 0x100000001b3u;
+	for (unsigned i = 0; i < sizeof clash; i++)
+		h = (h ^ ((clash >> (8 * i)) & 0xff)) * 0x100000001b3u;
+	return h;
+}
+
+/* Where to cut the readable name so that at most room bytes stay: not
+ * inside an escape (every '_' of a readable name starts one) nor after a
+ * ':'. room is always past the prefix. */
+static size_t cut_at(const char *name, size_t len, size_t room)
+{
+	size_t at = room < len ? room : len;
+	if (name[at - 1] == '_')
+		at -= 1;
+	else if (name[at - 2] == '_')
+		at -= 2;
+	while (name[at - 1] == ':')
+		at--;
+	return at;
+}
+
+char *perl_source_package(const char *path, unsigned generation, unsigned clash)
+{
+	size_t len = strlen(path);
+	char *out = xmalloc(sizeof PACKAGE_PREFIX + len * 5 + 64);
+	size_t n = readable_package(path, out);
+	char gen[16] = "";
 	/* Appended to the last component, not nested below it: deleting the
 	 * previous generation's package must not take this one along. */
 	if (generation > 1)
-		p += sprintf(p, "_g%u", generation);
-	*p = '\0';
+		snprintf(gen, sizeof gen, "_g%u", generation);
+	size_t glen = strlen(gen);
+	if (n + glen > PERL_SOURCE_PACKAGE_MAX) {
+		/* "_h" and 16 hex digits, which no readable name holds. */
+		size_t room = PERL_SOURCE_PACKAGE_MAX - glen - 18;
+		n = cut_at(out, n, room);
+		n += (size_t)sprintf(out + n, "_h%016llx",
+				(unsigned long long)path_hash(path, clash));
+	}
+	memcpy(out + n, gen, glen + 1);
 	return out;
 }
 

@@ -12,9 +12,19 @@
  * hex). '_' is escaped too, so the mapping is one-to-one: "/a_b/c.plx" and
  * "/a/b_c.plx" get different names (mod_perl's Registry gives both the
  * same). With generation > 1 (the script was compiled again after a
- * change), "_gN" follows, which no path can produce. Caller frees
- * (xmalloc). */
-char *perl_source_package(const char *path, unsigned generation);
+ * change), "_gN" follows, which no path can produce.
+ *
+ * perl refuses a package name longer than PERL_SOURCE_PACKAGE_MAX bytes
+ * ("Identifier too long": toke.c scans it into its 256-byte token buffer).
+ * A longer name is cut there, minus room for "_h" and 16 hex digits of a
+ * 64-bit hash of the whole path and clash (and "_gN"), which then end it:
+ * no readable name holds "_h", so a cut name never equals, contains as a
+ * package nested in it, or is nested in, a readable one. Two paths whose
+ * cut names and hashes are alike could still meet; the caller, which knows
+ * the packages in use, then asks again with clash 1, 2, ... (clash changes
+ * only a cut name's hash). Caller frees (xmalloc). */
+#define PERL_SOURCE_PACKAGE_MAX 252
+char *perl_source_package(const char *path, unsigned generation, unsigned clash);
 
 /* Splits a script's text at its __END__ or __DATA__ line, which ends the
  * code; the lines after it are what the DATA handle reads. Lines inside

@@ -27,6 +27,163 @@ static const struct package_case packages[] = {
 };
 /* clang-format on */
 
+/* A name perl takes in `package NAME;`: [A-Za-z0-9_] words joined by
+ * "::", at most PERL_SOURCE_PACKAGE_MAX bytes; and one perl_source_package
+ * can make: every '_' starts _XX (lower-case hex), or "_h" and 16 hex
+ * digits (once, after the readable part), or "_gN" at the end. */
+static int well_formed(const char *name)
+{
+	size_t len = strlen(name);
+	if (len > PERL_SOURCE_PACKAGE_MAX || strncmp(name, "PLXD::Script", 12) != 0)
+		return 0;
+	int hashed = 0;
+	for (size_t i = 0; i < len; i++) {
+		const char *c = name + i;
+		if (*c == ':') {
+			if (c[1] != ':' || c[2] == ':' || c[2] == '\0' || hashed)
+				return 0;
+			i++;
+		} else if (*c == '_' && c[1] == 'h' && !hashed) {
+			if (strspn(c + 2, "0123456789abcdef") < 16)
+				return 0;
+			hashed = 1;
+			i += 17;
+		} else if (*c == '_' && c[1] == 'g') {
+			if (c[2] < '1' || c[2] > '9'
+					|| strspn(c + 2, "0123456789") != strlen(c + 2))
+				return 0;
+			return 1;
+		} else if (*c == '_') {
+			if (strspn(c + 1, "0123456789abcdef") < 2 || hashed)
+				return 0;
+			i += 2;
+		} else if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z')
+					   || (*c >= '0' && *c <= '9'))
+				|| hashed) {
+			return 0;
+		}
+	}
+	return 1;
+}
+
+/* A path of n bytes: "/", then components of up to component bytes of c,
+ * then "/" and tail. */
+static char *long_path(size_t n, size_t component, char c, const char *tail)
+{
+	char *p = malloc(n + 1);
+	size_t tl = strlen(tail);
+	size_t at = 0;
+	while (at + 1 + tl < n) {
+		p[at++] = '/';
+		for (size_t k = 0; k < component && at + 1 + tl < n; k++)
+			p[at++] = c;
+	}
+	p[at++] = '/';
+	memcpy(p + at, tail, tl + 1);
+	return p;
+}
+
+/* Two packages must not be alike, nor one nested in the other (deleting
+ * one would delete the other's symbols with it). */
+static int apart(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	if (strcmp(a, b) == 0)
+		return 0;
+	if (la < lb && strncmp(a, b, la) == 0 && b[la] == ':')
+		return 0;
+	if (lb < la && strncmp(a, b, lb) == 0 && a[lb] == ':')
+		return 0;
+	return 1;
+}
+
+static void check_long_names(void)
+{
+	/* "PLXD::Script::" is 14 bytes: a name of 238 more is at the limit. */
+	char at_max[300], past_max[300];
+	at_max[0] = past_max[0] = '/';
+	memset(at_max + 1, 'a', 238);
+	at_max[239] = '\0';
+	memset(past_max + 1, 'a', 239);
+	past_max[240] = '\0';
+	char want[300];
+	snprintf(want, sizeof want, "PLXD::Script::%s", at_max + 1);
+	char *got = perl_source_package(at_max, 1, 0);
+	ok(strlen(want) == PERL_SOURCE_PACKAGE_MAX, "the readable name at the limit is %zu bytes",
+			strlen(want));
+	is_str(got, want, "a readable name of exactly %d bytes is kept", PERL_SOURCE_PACKAGE_MAX);
+	free(got);
+	got = perl_source_package(past_max, 1, 0);
+	ok(well_formed(got) && strlen(got) == PERL_SOURCE_PACKAGE_MAX
+					&& strncmp(got, want, PERL_SOURCE_PACKAGE_MAX - 18) == 0
+					&& strstr(got, "_h") == got + PERL_SOURCE_PACKAGE_MAX - 18,
+			"one byte more: cut, and ended with a hash (%s)", got);
+	free(got);
+	got = perl_source_package(at_max, 2, 0);
+	ok(well_formed(got) && strlen(got) == PERL_SOURCE_PACKAGE_MAX && strstr(got, "_h")
+					&& strcmp(got + strlen(got) - 3, "_g2") == 0,
+			"the limit counts the generation's suffix (%s)", got);
+	free(got);
+
+	/* Cut wherever the limit falls: inside an escape, at a "::", in the
+	 * middle of a UTF-8 character or a byte that is no UTF-8; always a name
+	 * perl takes, and no two alike or nested. */
+	enum { N = 48 };
+	char *paths[N + 8];
+	size_t n = 0;
+	for (size_t k = 0; k < 24; k++) {
+		char tail[64];
+		snprintf(tail, sizeof tail, "\xc3\xa9\xe6\x97\xa5%zu.plx", k);
+		paths[n++] = long_path(226 + k, 10 + k % 4, k % 2 ? '-' : 'x', tail);
+		paths[n++] = long_path(226 + k, 200, k % 2 ? '\xff' : '_', "a b.plx");
+	}
+	/* Alike once cut: the same first 300 bytes, then x or y. */
+	paths[n++] = long_path(300, 250, 'n', "x.plx");
+	paths[n++] = long_path(300, 250, 'n', "y.plx");
+	/* Alike once escaped and cut: 400 bytes of 0xe9 (_e9 each), then
+	 * "_" (_5f) or a byte that is no UTF-8. */
+	paths[n++] = long_path(400, 254, '\xe9', "_.plx");
+	paths[n++] = long_path(400, 254, '\xe9', "\xff.plx");
+	/* PATH_MAX deep: 4095 bytes in folders of 254 and of 1. */
+	paths[n++] = long_path(4095, 254, 'd', "x.plx");
+	paths[n++] = long_path(4095, 1, '\xff', "x.plx");
+	paths[n++] = long_path(4095, 1, '\xff', "y.plx");
+	paths[n++] = strdup("/short/one.plx");
+	char *pkgs[N + 8];
+	int bad = 0, met = 0;
+	for (size_t i = 0; i < n; i++) {
+		pkgs[i] = perl_source_package(paths[i], 1, 0);
+		if (!well_formed(pkgs[i])) {
+			bad++;
+			printf("# %s is no package name perl takes\n", pkgs[i]);
+		}
+	}
+	for (size_t i = 0; i < n; i++)
+		for (size_t j = i + 1; j < n; j++) {
+			if (!apart(pkgs[i], pkgs[j])) {
+				met++;
+				printf("# %s and %s meet (%s, %s)\n", paths[i], paths[j], pkgs[i],
+						pkgs[j]);
+			}
+		}
+	ok(bad == 0, "%zu long paths: every package a name perl takes", n);
+	ok(met == 0, "%zu long paths: no two packages alike, none nested in another", n);
+	char *again = perl_source_package(paths[n - 3], 1, 0);
+	is_str(again, pkgs[n - 3], "a cut name is the same every time");
+	free(again);
+	char *clash = perl_source_package(paths[n - 3], 1, 1);
+	ok(well_formed(clash) && strcmp(clash, pkgs[n - 3]) != 0,
+			"another clash number gives a cut name another hash (%s)", clash);
+	free(clash);
+	clash = perl_source_package(paths[n - 1], 1, 1);
+	is_str(clash, pkgs[n - 1], "a readable name does not depend on it");
+	free(clash);
+	for (size_t i = 0; i < n; i++) {
+		free(paths[i]);
+		free(pkgs[i]);
+	}
+}
+
 /* Paths that would collide under a '_'-for-everything scheme. */
 /* clang-format off */
 static const char *const distinct[] = {
@@ -183,7 +340,7 @@ static void describe(const struct perl_shebang *sb, char *out, size_t cap)
 int main(void)
 {
 	for (size_t i = 0; i < sizeof packages / sizeof packages[0]; i++) {
-		char *got = perl_source_package(packages[i].path, packages[i].generation);
+		char *got = perl_source_package(packages[i].path, packages[i].generation, 0);
 		is_str(got, packages[i].want, "package of %s (generation %u)", packages[i].path,
 				packages[i].generation);
 		free(got);
@@ -192,8 +349,8 @@ int main(void)
 	int collisions = 0;
 	for (size_t i = 0; i < n; i++)
 		for (size_t j = i + 1; j < n; j++) {
-			char *a = perl_source_package(distinct[i], 1);
-			char *b = perl_source_package(distinct[j], 1);
+			char *a = perl_source_package(distinct[i], 1, 0);
+			char *b = perl_source_package(distinct[j], 1, 0);
 			if (strcmp(a, b) == 0) {
 				collisions++;
 				printf("# %s and %s both give %s\n", distinct[i], distinct[j], a);
@@ -202,6 +359,7 @@ int main(void)
 			free(b);
 		}
 	ok(collisions == 0, "%zu similar paths give %zu different packages", n, n);
+	check_long_names();
 
 	for (size_t i = 0; i < sizeof splits / sizeof splits[0]; i++) {
 		const struct split_case *c = &splits[i];
