@@ -170,6 +170,7 @@ static void environ_set(struct perl_interp *pi, char *const *env, size_t n);
 static void change_dir(const char *script);
 static PerlIO *std_handle(pTHX_ struct perl_interp *pi, int fd);
 static void std_unbuffer(pTHX_ struct perl_interp *pi);
+static void std_open(pTHX_ struct perl_interp *pi, int handle);
 static void std_record(pTHX_ struct perl_interp *pi, int fd);
 static void std_record_target(struct perl_interp *pi, int fd, int target);
 static int std_glob_changed(pTHX_ struct perl_interp *pi, int fd);
@@ -686,24 +687,15 @@ struct perl_interp *perl_interp_clone(struct perl_interp *parent, const int fds[
 	 * Closed first, or perl would reopen them in place, with a dup2 onto
 	 * plxd's own fd 0, 1 or 2 (closing the clone's copy leaves plxd's
 	 * descriptor open: perl counts who holds it). */
-	CV *open_std = get_cv("PLXD::Worker::open_std", 0);
+	pi->open_std = get_cv("PLXD::Worker::open_std", 0);
 	GV *std_gv[3] = { PL_stdingv, gv_fetchpvs("STDOUT", GV_ADD | GV_NOTQUAL, SVt_PVIO),
 		PL_stderrgv };
-	for (int i = 0; open_std && i < 3; i++) {
+	for (int i = 0; pi->open_std && i < 3; i++) {
 		if (std_gv[i] && GvIO(std_gv[i]) && IoIFP(GvIO(std_gv[i])))
 			do_close(std_gv[i], FALSE);
-		dSP;
-		ENTER;
-		SAVETMPS;
-		PUSHMARK(SP);
-		mXPUSHi(i);
-		mXPUSHi(pi->fd[i]);
-		PUTBACK;
-		call_sv((SV *)open_std, G_SCALAR | G_EVAL | G_DISCARD);
-		FREETMPS;
-		LEAVE;
+		std_open(aTHX_ pi, i);
 	}
-	if (!open_std || SvTRUE(ERRSV)) {
+	if (!pi->open_std || SvTRUE(ERRSV)) {
 		snprintf(err, errlen, "cannot open the standard handles of a cloned interpreter");
 		goto fail;
 	}
@@ -1024,19 +1016,26 @@ static void std_reopen(pTHX_ struct perl_interp *pi, int fd, int target)
 	if (GvIO(gv) && IoIFP(GvIO(gv)))
 		do_close(gv, FALSE);
 	dup2(target, pi->fd[fd]);
+	std_open(aTHX_ pi, fd);
+	if (fd == 2)
+		std_unbuffer(aTHX_ pi);
+	std_record(aTHX_ pi, fd);
+}
+
+/* Opens standard handle 0, 1 or 2 on its descriptor, with default layers
+ * (PLXD::Worker::open_std). */
+static void std_open(pTHX_ struct perl_interp *pi, int handle)
+{
 	dSP;
 	ENTER;
 	SAVETMPS;
 	PUSHMARK(SP);
-	mXPUSHi(fd);
-	mXPUSHi(pi->fd[fd]);
+	mXPUSHi(handle);
+	mXPUSHi(pi->fd[handle]);
 	PUTBACK;
 	call_sv((SV *)pi->open_std, G_SCALAR | G_EVAL | G_DISCARD);
 	FREETMPS;
 	LEAVE;
-	if (fd == 2)
-		std_unbuffer(aTHX_ pi);
-	std_record(aTHX_ pi, fd);
 }
 
 /* STDERR unbuffered, as perl makes it at start-up, so that a script's
