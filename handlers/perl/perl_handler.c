@@ -881,7 +881,12 @@ static void on_drain(struct loop_watch *w, unsigned events)
 			(struct perl_req *)(void *)((char *)w - offsetof(struct perl_req, drain_w));
 	char chunk[16384];
 	ssize_t n;
-	while (q->drained < DRAIN_MAX && (n = read(q->w->out, chunk, sizeof chunk)) > 0)
+	/* An interpreter thread cannot be killed: until its script returns,
+	 * all it prints is drained, or it would block on the full pipe before
+	 * its next op, where it is ended. */
+	int unbounded = q->st->tpool && !q->done;
+	while ((unbounded || q->drained < DRAIN_MAX)
+			&& (n = read(q->w->out, chunk, sizeof chunk)) > 0)
 		q->drained += (size_t)n;
 	if (q->drained >= DRAIN_MAX)
 		q->dirty = 1;

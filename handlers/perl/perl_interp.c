@@ -101,9 +101,11 @@ struct perl_interp {
 	 * 0-2 are plxd's. The std_* functions index by handle (0-2) and act on
 	 * these. */
 	int fd[3];
-	int cloned;   /* an interpreter thread's, cloned from plxd's parent */
-	int cancel;   /* perl_interp_cancel asked for the script's end (atomic) */
-	int canceled; /* ... and it was ended */
+	int cloned;      /* an interpreter thread's, cloned from plxd's parent */
+	int cancel;      /* perl_interp_cancel asked for the script's end (atomic) */
+	int canceled;    /* ... and it was ended */
+	pid_t *children; /* a clone's: what its scripts forked, not yet reaped */
+	size_t nchildren, children_cap;
 	struct std_state std[3];
 	Off_t std_posn[2]; /* tell(STDIN), tell(STDOUT) when opened */
 	GV *std_gv[3];     /* STDIN, STDOUT, STDERR */
@@ -164,6 +166,7 @@ static void on_fork_parent(void);
 static void on_sigpipe(int sig);
 static void install_sigpipe(void);
 static void children_reap(struct perl_interp *pi);
+static void clone_children_reap(struct perl_interp *pi);
 static void env_sync(pTHX_ struct perl_interp *pi, char *const *env);
 static void env_prune(pTHX_ HV *hv, char *const *env, size_t n);
 static void environ_set(struct perl_interp *pi, char *const *env, size_t n);
@@ -215,6 +218,7 @@ XS(xs_fcgi_finish);
 XS(xs_fcgi_flush);
 XS(xs_fcgi_last_call);
 XS(xs_in_child);
+XS(xs_note_child);
 
 /* ---- set-up ---- */
 
@@ -266,6 +270,22 @@ XS(xs_fcgi_flush)
 	XSRETURN_EMPTY;
 }
 
+/* PLXD::Worker::note_child(PID): a clone's script forked PID. */
+XS(xs_note_child)
+{
+	dXSARGS;
+	struct perl_interp *pi = current;
+	if (items == 1 && pi && pi->cloned && !forked_child) {
+		if (pi->nchildren == pi->children_cap) {
+			pi->children_cap = pi->children_cap ? pi->children_cap * 2 : 8;
+			pi->children = xrealloc(pi->children,
+					pi->children_cap * sizeof *pi->children);
+		}
+		pi->children[pi->nchildren++] = (pid_t)SvIV(ST(0));
+	}
+	XSRETURN_EMPTY;
+}
+
 /* PLXD::Worker::in_child(): whether this is a process the script forked. */
 XS(xs_in_child)
 {
@@ -295,6 +315,7 @@ static void xs_init(pTHX)
 	newXS("PLXD::Worker::fcgi_flush", xs_fcgi_flush, file);
 	newXS("PLXD::Worker::fcgi_last_call", xs_fcgi_last_call, file);
 	newXS("PLXD::Worker::in_child", xs_in_child, file);
+	newXS("PLXD::Worker::note_child", xs_note_child, file);
 }
 
 /* A child the script forked (fork, or open with "-|") runs the worker's
@@ -740,6 +761,7 @@ void perl_interp_destroy(struct perl_interp *pi)
 	}
 	free(pi->env_array);
 	free(pi->env_buf);
+	free(pi->children);
 	for (size_t i = 0; i < pi->nmodules; i++)
 		free(pi->modules[i].path);
 	free(pi->modules);
@@ -1525,7 +1547,7 @@ static struct perl_script *script_fetch(pTHX_ struct perl_interp *pi, struct per
 
 	uint64_t t0 = clock_us();
 	struct compile_arg a = { .pi = pi, .path = run->script };
-	struct perl_stderr_hold hold;
+	struct perl_stderr_hold hold = { .fd = pi->fd[2] };
 	AV *hidden = overrides_hide(aTHX_ pi);
 	perl_registry_hold_stderr(aTHX_ & hold);
 	int ret = protect(aTHX_ do_compile, &a);
@@ -1773,6 +1795,10 @@ void perl_interp_serve(struct perl_interp *pi, const struct perl_transport *t)
  * left. */
 static void children_reap(struct perl_interp *pi)
 {
+	if (pi->cloned) {
+		clone_children_reap(pi);
+		return;
+	}
 	if (pi->forks == pi->forks_reaped)
 		return;
 	for (;;) {
@@ -1783,6 +1809,23 @@ static void children_reap(struct perl_interp *pi)
 			pi->forks_reaped = pi->forks; /* ECHILD: none left */
 		return;
 	}
+}
+
+/* In a clone, waitpid(-1) would reap plxd's own children (CGI scripts,
+ * other threads' programs): only the processes its scripts forked and left
+ * are reaped (the fork override notes them; system, backticks and pipe
+ * opens wait for their own). */
+static void clone_children_reap(struct perl_interp *pi)
+{
+	size_t kept = 0;
+	for (size_t i = 0; i < pi->nchildren; i++) {
+		pid_t pid;
+		while ((pid = waitpid(pi->children[i], NULL, WNOHANG)) < 0 && errno == EINTR)
+			;
+		if (pid == 0)
+			pi->children[kept++] = pi->children[i]; /* still running */
+	}
+	pi->nchildren = kept;
 }
 
 /* Empties STDOUT's buffer as a flush would, once its bytes (run->tail)
@@ -1859,8 +1902,10 @@ static int fcgi_loop_end(pTHX_ struct perl_interp *pi)
  * another script. */
 static void fcgi_hold_stderr(pTHX_ struct perl_interp *pi)
 {
-	if (pi->fcgi.after.held < 0)
+	if (pi->fcgi.after.held < 0) {
+		pi->fcgi.after.fd = pi->fd[2];
 		perl_registry_hold_stderr(aTHX_ & pi->fcgi.after);
+	}
 }
 
 static void fcgi_release_stderr(pTHX_ struct perl_interp *pi)

@@ -7,6 +7,7 @@ use strict;
 use warnings;
 use Test::More;
 use PlxdTest qw(wait_for source_dir read_file);
+use Time::HiRes qw(time);
 
 my $src = source_dir();
 
@@ -47,6 +48,16 @@ if (!$pid) { exec '/bin/echo', 'child exec'; }
 waitpid $pid, 0;
 print "status:", $? >> 8, "\n";
 EOF
+    'huge.plt' => <<'EOF',
+print "Content-Type: text/plain\n\n";
+my $line = ('x' x 1023) . "\n";
+print $line for 1 .. 4096;
+EOF
+    'alarm.plt' => <<'EOF',
+print "Content-Type: text/plain\n\n";
+my $r = eval { local $SIG{ALRM} = sub { die "timeout\n" }; alarm 1; select(undef, undef, undef, 1.3); alarm 0; 'done' };
+print $r // "caught: $@";
+EOF
     'runaway.plt' => <<'EOF',
 print "Content-Type: text/plain\n\n";
 eval { 1 while 1 };
@@ -57,7 +68,7 @@ EOF
 my $s = PlxdTest->start(
     files    => \%files,
     handlers => { '.pl' => 'cgi', '.plt' => 'perl:thread' },
-    sections => { 'perl:thread' => { isolation => 'thread', workers => 1, timeout => '1s' } },
+    sections => { 'perl:thread' => { isolation => 'thread', workers => 1, timeout => '2s' } },
 );
 
 my $r = $s->get('/hello.plt');
@@ -90,6 +101,10 @@ like($s->error_log, qr{exit\.plt: exited with status 3}, '... with its status, a
 $r = $s->get('/fork_exec.plt');
 like($r->{content}, qr/^child exec\nstatus:0$/m, 'exec in a forked child runs the program');
 
+$r = $s->get('/alarm.plt');
+is($r->{content}, 'done', 'alarm is ignored: the request runs as if it never fired');
+like($s->error_log, qr{alarm\.plt: alarm ignored: it is not per thread yet}, '... and the log says so');
+
 $r = $s->get('/runaway.plt');
 is($r->{status}, 504, 'a runaway script gets 504 at timeout');
 ok(wait_for(sub { $s->error_log =~ /runaway\.plt: its interpreter ends it/ }),
@@ -99,6 +114,58 @@ $r = $s->get('/hello.plt');
 is($r->{status}, 200, 'the only interpreter thread serves again (a fresh clone)');
 is($s->get('/sub/cwd.plt')->{content}, $s->root . "/sub\n", '... with the request glue intact');
 
+# A client that leaves in the middle of a large response: the script's
+# output is drained until it returns (a thread cannot be killed), so the
+# only interpreter thread serves again.
+{
+    my $c = $s->connect;
+    print $c "GET /huge.plt HTTP/1.1\r\nHost: x\r\n\r\n";
+    my $got = 0;
+    while ($got < 100_000) {
+        my $n = sysread($c, my $buf, 65536) or last;
+        $got += $n;
+    }
+    close $c;
+    ok($got >= 100_000, 'a large response starts');
+    ok(wait_for(sub { ($s->get('/hello.plt')->{status} // 0) == 200 }, 20),
+        'after its client left, the thread serves again');
+}
+
 ok(kill(0, $s->pid), 'plxd survived all of it');
 $s->stop;
+
+# Each thread reaps only what its own scripts forked: a script waiting for
+# its child gets that child's status, however many other scripts fork and
+# leave children meanwhile on the other thread (waitpid(-1) took it).
+my $t = PlxdTest->start(
+    files => {
+        'own.plt' => <<'EOF',
+print "Content-Type: text/plain\n\n";
+my $pid = fork // die;
+if (!$pid) { select(undef, undef, undef, 0.3); CORE::exit(5) }
+select(undef, undef, undef, 1.5);
+my $r = waitpid($pid, 0);
+print "reaped:", ($r == $pid ? 'own' : $r), " status:", $? >> 8, "\n";
+EOF
+        'leave.plt' => <<'EOF',
+print "Content-Type: text/plain\n\n";
+my $pid = fork // die;
+CORE::exit(0) if !$pid;
+print "left\n";
+EOF
+    },
+    handlers => { '.plt' => 'perl:thread' },
+    sections => { 'perl:thread' => { isolation => 'thread', workers => 2 } },
+);
+my $own = $t->connect;
+print $own "GET /own.plt HTTP/1.0\r\n\r\n";
+my $until = time + 1.4;
+my $left = 0;
+while (time < $until) {
+    $left++ if ($t->get('/leave.plt')->{content} // '') eq "left\n";
+}
+my $reply = do { local $/; <$own> } // '';
+ok($left > 3, "the other thread served scripts that left children ($left)");
+like($reply, qr/reaped:own status:5/, "the waiting script reaped its own child, with its status");
+$t->stop;
 done_testing;
