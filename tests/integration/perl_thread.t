@@ -8,6 +8,7 @@ use warnings;
 use Test::More;
 use PlxdTest qw(wait_for source_dir read_file);
 use Time::HiRes qw(time);
+use POSIX ();
 
 my $src = source_dir();
 
@@ -153,10 +154,27 @@ my $pid = fork // die;
 CORE::exit(0) if !$pid;
 print "left\n";
 EOF
+        map { ("comp$_.plt" => "use strict; use warnings; BEGIN { select(undef, undef, undef, 0.05) }\n"
+            . "print \"Content-Type: text/plain\\n\\ncomp$_\\n\";\n") } 1 .. 24,
     },
     handlers => { '.plt' => 'perl:thread' },
     sections => { 'perl:thread' => { isolation => 'thread', workers => 2 } },
 );
+# Two threads compiling at once: each holds its own stderr, never plxd's
+# fd 2 (swapped process-wide, it was left on a deleted in-memory file).
+my $fd2 = readlink("/proc/" . $t->pid . "/fd/2");
+my @clients;
+for my $k (0 .. 1) {
+    my $pid = fork // die;
+    if (!$pid) {
+        $t->get("/comp$_.plt") for grep { $_ % 2 == $k } 1 .. 24;
+        POSIX::_exit(0);
+    }
+    push @clients, $pid;
+}
+waitpid $_, 0 for @clients;
+is($t->get('/comp1.plt')->{content}, "comp1\n", 'scripts compiled two at a time answer');
+is(readlink("/proc/" . $t->pid . "/fd/2"), $fd2, "plxd's fd 2 is still its log");
 my $own = $t->connect;
 print $own "GET /own.plt HTTP/1.0\r\n\r\n";
 my $until = time + 1.4;
