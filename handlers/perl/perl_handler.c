@@ -267,6 +267,21 @@ static void perl_stop(void *state)
 
 /* ---- talking to the worker ---- */
 
+/* The request body's pipe: the script's end blocks (it reads with
+ * stdio); ours, the gateway's, must not. Returns 0, or -1 with errno. */
+static int body_pipe(int inp[2])
+{
+	if (pipe2(inp, O_CLOEXEC) == 0 && fcntl(inp[1], F_SETFL, O_NONBLOCK) == 0)
+		return 0;
+	int saved = errno;
+	for (int i = 0; i < 2; i++)
+		if (inp[i] >= 0)
+			close(inp[i]);
+	inp[0] = inp[1] = -1;
+	errno = saved;
+	return -1;
+}
+
 /* Sends the request (with a body pipe when there is a body): a
  * perl_send_fn, which may run on the thread of the request that freed the
  * worker, so it touches only what q holds (never the plxd_request).
@@ -287,15 +302,8 @@ static int send_request(void *ctx, struct perl_worker *w)
 		errno = EMSGSIZE;
 		return -1;
 	}
-	/* The script's end blocks (it reads with stdio); ours must not. */
-	if (q->has_body && (pipe2(inp, O_CLOEXEC) < 0 || fcntl(inp[1], F_SETFL, O_NONBLOCK) < 0)) {
-		int saved = errno;
-		for (int i = 0; i < 2; i++)
-			if (inp[i] >= 0)
-				close(inp[i]);
-		errno = saved;
+	if (q->has_body && body_pipe(inp) < 0)
 		return -1;
-	}
 	struct iovec stack_iov[64];
 	struct iovec *iov = nenv + 2 <= 64 ? stack_iov : xmalloc((nenv + 2) * sizeof *iov);
 	iov[0] = (struct iovec){ &req, sizeof req };
@@ -390,14 +398,8 @@ static int send_thread(void *ctx, struct perl_worker *w)
 {
 	struct perl_req *q = ctx;
 	int inp[2] = { -1, -1 };
-	if (q->has_body && (pipe2(inp, O_CLOEXEC) < 0 || fcntl(inp[1], F_SETFL, O_NONBLOCK) < 0)) {
-		int saved = errno;
-		for (int i = 0; i < 2; i++)
-			if (inp[i] >= 0)
-				close(inp[i]);
-		errno = saved;
+	if (q->has_body && body_pipe(inp) < 0)
 		return -1;
-	}
 	q->in = inp[1];
 	q->job_w = w;
 	q->job = (struct perl_job){
@@ -879,7 +881,12 @@ static void on_drain(struct loop_watch *w, unsigned events)
 			(struct perl_req *)(void *)((char *)w - offsetof(struct perl_req, drain_w));
 	char chunk[16384];
 	ssize_t n;
-	while (q->drained < DRAIN_MAX && (n = read(q->w->out, chunk, sizeof chunk)) > 0)
+	/* An interpreter thread cannot be killed: until its script returns,
+	 * all it prints is drained, or it would block on the full pipe before
+	 * its next op, where it is ended. */
+	int unbounded = q->st->tpool && !q->done;
+	while ((unbounded || q->drained < DRAIN_MAX)
+			&& (n = read(q->w->out, chunk, sizeof chunk)) > 0)
 		q->drained += (size_t)n;
 	if (q->drained >= DRAIN_MAX)
 		q->dirty = 1;

@@ -101,9 +101,11 @@ struct perl_interp {
 	 * 0-2 are plxd's. The std_* functions index by handle (0-2) and act on
 	 * these. */
 	int fd[3];
-	int cloned;   /* an interpreter thread's, cloned from plxd's parent */
-	int cancel;   /* perl_interp_cancel asked for the script's end (atomic) */
-	int canceled; /* ... and it was ended */
+	int cloned;      /* an interpreter thread's, cloned from plxd's parent */
+	int cancel;      /* perl_interp_cancel asked for the script's end (atomic) */
+	int canceled;    /* ... and it was ended */
+	pid_t *children; /* a clone's: what its scripts forked, not yet reaped */
+	size_t nchildren, children_cap;
 	struct std_state std[3];
 	Off_t std_posn[2]; /* tell(STDIN), tell(STDOUT) when opened */
 	GV *std_gv[3];     /* STDIN, STDOUT, STDERR */
@@ -164,12 +166,14 @@ static void on_fork_parent(void);
 static void on_sigpipe(int sig);
 static void install_sigpipe(void);
 static void children_reap(struct perl_interp *pi);
+static void clone_children_reap(struct perl_interp *pi);
 static void env_sync(pTHX_ struct perl_interp *pi, char *const *env);
 static void env_prune(pTHX_ HV *hv, char *const *env, size_t n);
 static void environ_set(struct perl_interp *pi, char *const *env, size_t n);
 static void change_dir(const char *script);
 static PerlIO *std_handle(pTHX_ struct perl_interp *pi, int fd);
 static void std_unbuffer(pTHX_ struct perl_interp *pi);
+static void std_open(pTHX_ struct perl_interp *pi, int handle);
 static void std_record(pTHX_ struct perl_interp *pi, int fd);
 static void std_record_target(struct perl_interp *pi, int fd, int target);
 static int std_glob_changed(pTHX_ struct perl_interp *pi, int fd);
@@ -214,6 +218,7 @@ XS(xs_fcgi_finish);
 XS(xs_fcgi_flush);
 XS(xs_fcgi_last_call);
 XS(xs_in_child);
+XS(xs_note_child);
 
 /* ---- set-up ---- */
 
@@ -265,6 +270,22 @@ XS(xs_fcgi_flush)
 	XSRETURN_EMPTY;
 }
 
+/* PLXD::Worker::note_child(PID): a clone's script forked PID. */
+XS(xs_note_child)
+{
+	dXSARGS;
+	struct perl_interp *pi = current;
+	if (items == 1 && pi && pi->cloned && !forked_child) {
+		if (pi->nchildren == pi->children_cap) {
+			pi->children_cap = pi->children_cap ? pi->children_cap * 2 : 8;
+			pi->children = xrealloc(pi->children,
+					pi->children_cap * sizeof *pi->children);
+		}
+		pi->children[pi->nchildren++] = (pid_t)SvIV(ST(0));
+	}
+	XSRETURN_EMPTY;
+}
+
 /* PLXD::Worker::in_child(): whether this is a process the script forked. */
 XS(xs_in_child)
 {
@@ -294,6 +315,7 @@ static void xs_init(pTHX)
 	newXS("PLXD::Worker::fcgi_flush", xs_fcgi_flush, file);
 	newXS("PLXD::Worker::fcgi_last_call", xs_fcgi_last_call, file);
 	newXS("PLXD::Worker::in_child", xs_in_child, file);
+	newXS("PLXD::Worker::note_child", xs_note_child, file);
 }
 
 /* A child the script forked (fork, or open with "-|") runs the worker's
@@ -686,24 +708,15 @@ struct perl_interp *perl_interp_clone(struct perl_interp *parent, const int fds[
 	 * Closed first, or perl would reopen them in place, with a dup2 onto
 	 * plxd's own fd 0, 1 or 2 (closing the clone's copy leaves plxd's
 	 * descriptor open: perl counts who holds it). */
-	CV *open_std = get_cv("PLXD::Worker::open_std", 0);
+	pi->open_std = get_cv("PLXD::Worker::open_std", 0);
 	GV *std_gv[3] = { PL_stdingv, gv_fetchpvs("STDOUT", GV_ADD | GV_NOTQUAL, SVt_PVIO),
 		PL_stderrgv };
-	for (int i = 0; open_std && i < 3; i++) {
+	for (int i = 0; pi->open_std && i < 3; i++) {
 		if (std_gv[i] && GvIO(std_gv[i]) && IoIFP(GvIO(std_gv[i])))
 			do_close(std_gv[i], FALSE);
-		dSP;
-		ENTER;
-		SAVETMPS;
-		PUSHMARK(SP);
-		mXPUSHi(i);
-		mXPUSHi(pi->fd[i]);
-		PUTBACK;
-		call_sv((SV *)open_std, G_SCALAR | G_EVAL | G_DISCARD);
-		FREETMPS;
-		LEAVE;
+		std_open(aTHX_ pi, i);
 	}
-	if (!open_std || SvTRUE(ERRSV)) {
+	if (!pi->open_std || SvTRUE(ERRSV)) {
 		snprintf(err, errlen, "cannot open the standard handles of a cloned interpreter");
 		goto fail;
 	}
@@ -748,6 +761,7 @@ void perl_interp_destroy(struct perl_interp *pi)
 	}
 	free(pi->env_array);
 	free(pi->env_buf);
+	free(pi->children);
 	for (size_t i = 0; i < pi->nmodules; i++)
 		free(pi->modules[i].path);
 	free(pi->modules);
@@ -1024,19 +1038,26 @@ static void std_reopen(pTHX_ struct perl_interp *pi, int fd, int target)
 	if (GvIO(gv) && IoIFP(GvIO(gv)))
 		do_close(gv, FALSE);
 	dup2(target, pi->fd[fd]);
+	std_open(aTHX_ pi, fd);
+	if (fd == 2)
+		std_unbuffer(aTHX_ pi);
+	std_record(aTHX_ pi, fd);
+}
+
+/* Opens standard handle 0, 1 or 2 on its descriptor, with default layers
+ * (PLXD::Worker::open_std). */
+static void std_open(pTHX_ struct perl_interp *pi, int handle)
+{
 	dSP;
 	ENTER;
 	SAVETMPS;
 	PUSHMARK(SP);
-	mXPUSHi(fd);
-	mXPUSHi(pi->fd[fd]);
+	mXPUSHi(handle);
+	mXPUSHi(pi->fd[handle]);
 	PUTBACK;
 	call_sv((SV *)pi->open_std, G_SCALAR | G_EVAL | G_DISCARD);
 	FREETMPS;
 	LEAVE;
-	if (fd == 2)
-		std_unbuffer(aTHX_ pi);
-	std_record(aTHX_ pi, fd);
 }
 
 /* STDERR unbuffered, as perl makes it at start-up, so that a script's
@@ -1526,7 +1547,7 @@ static struct perl_script *script_fetch(pTHX_ struct perl_interp *pi, struct per
 
 	uint64_t t0 = clock_us();
 	struct compile_arg a = { .pi = pi, .path = run->script };
-	struct perl_stderr_hold hold;
+	struct perl_stderr_hold hold = { .fd = pi->fd[2] };
 	AV *hidden = overrides_hide(aTHX_ pi);
 	perl_registry_hold_stderr(aTHX_ & hold);
 	int ret = protect(aTHX_ do_compile, &a);
@@ -1774,6 +1795,10 @@ void perl_interp_serve(struct perl_interp *pi, const struct perl_transport *t)
  * left. */
 static void children_reap(struct perl_interp *pi)
 {
+	if (pi->cloned) {
+		clone_children_reap(pi);
+		return;
+	}
 	if (pi->forks == pi->forks_reaped)
 		return;
 	for (;;) {
@@ -1784,6 +1809,23 @@ static void children_reap(struct perl_interp *pi)
 			pi->forks_reaped = pi->forks; /* ECHILD: none left */
 		return;
 	}
+}
+
+/* In a clone, waitpid(-1) would reap plxd's own children (CGI scripts,
+ * other threads' programs): only the processes its scripts forked and left
+ * are reaped (the fork override notes them; system, backticks and pipe
+ * opens wait for their own). */
+static void clone_children_reap(struct perl_interp *pi)
+{
+	size_t kept = 0;
+	for (size_t i = 0; i < pi->nchildren; i++) {
+		pid_t pid;
+		while ((pid = waitpid(pi->children[i], NULL, WNOHANG)) < 0 && errno == EINTR)
+			;
+		if (pid == 0)
+			pi->children[kept++] = pi->children[i]; /* still running */
+	}
+	pi->nchildren = kept;
 }
 
 /* Empties STDOUT's buffer as a flush would, once its bytes (run->tail)
@@ -1860,8 +1902,10 @@ static int fcgi_loop_end(pTHX_ struct perl_interp *pi)
  * another script. */
 static void fcgi_hold_stderr(pTHX_ struct perl_interp *pi)
 {
-	if (pi->fcgi.after.held < 0)
+	if (pi->fcgi.after.held < 0) {
+		pi->fcgi.after.fd = pi->fd[2];
 		perl_registry_hold_stderr(aTHX_ & pi->fcgi.after);
+	}
 }
 
 static void fcgi_release_stderr(pTHX_ struct perl_interp *pi)

@@ -450,7 +450,7 @@ void perl_registry_hold_stderr(pTHX_ struct perl_stderr_hold *h)
 {
 	h->log = h->held = -1;
 	int held = memfd_create("plxd-compile-stderr", MFD_CLOEXEC);
-	int log = fcntl(2, F_DUPFD_CLOEXEC, 10);
+	int log = fcntl(h->fd, F_DUPFD_CLOEXEC, 10);
 	if (held < 0 || log < 0) {
 		if (held >= 0)
 			close(held);
@@ -458,8 +458,8 @@ void perl_registry_hold_stderr(pTHX_ struct perl_stderr_hold *h)
 			close(log);
 		return; /* the warnings pass unfiltered */
 	}
-	PerlIO_flush(PerlIO_stderr());
-	dup2(held, 2);
+	PerlIO_flush(Perl_error_log);
+	dup2(held, h->fd);
 	h->log = log;
 	h->held = held;
 }
@@ -498,13 +498,13 @@ void perl_registry_release_stderr(pTHX_ struct perl_stderr_hold *h, const char *
 {
 	if (h->held < 0)
 		return;
-	PerlIO_flush(PerlIO_stderr());
+	PerlIO_flush(Perl_error_log);
 	/* fd 2 goes back to the log unless a BEGIN block moved it (open
 	 * STDERR, ...): that stays for the run, as it would under perl. */
 	struct stat now, held;
-	if (fstat(2, &now) == 0 && fstat(h->held, &held) == 0 && now.st_dev == held.st_dev
+	if (fstat(h->fd, &now) == 0 && fstat(h->held, &held) == 0 && now.st_dev == held.st_dev
 			&& now.st_ino == held.st_ino)
-		dup2(h->log, 2);
+		dup2(h->log, h->fd);
 	off_t size = lseek(h->held, 0, SEEK_CUR);
 	char *text = size > 0 ? mmap(NULL, (size_t)size, PROT_READ, MAP_PRIVATE, h->held, 0)
 			      : MAP_FAILED;

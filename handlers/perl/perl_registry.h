@@ -103,7 +103,10 @@ int perl_registry_current(const struct perl_script *s, const struct perl_file_fa
 struct perl_stderr_hold {
 	int log;  /* fd 2 as it was */
 	int held; /* what fd 2 is while held; -1: nothing held */
+	int fd;   /* the descriptor STDERR lives on: 2 in a worker, an
+		     interpreter thread's own inside plxd (never plxd's 2) */
 };
+/* Holds what is written to h->fd (set by the caller) until released. */
 void perl_registry_hold_stderr(pTHX_ struct perl_stderr_hold *h);
 void perl_registry_release_stderr(pTHX_ struct perl_stderr_hold *h, const char *path,
 		const char *prefix);

@@ -7,6 +7,8 @@ use strict;
 use warnings;
 use Test::More;
 use PlxdTest qw(wait_for source_dir read_file);
+use Time::HiRes qw(time);
+use POSIX ();
 
 my $src = source_dir();
 
@@ -47,6 +49,16 @@ if (!$pid) { exec '/bin/echo', 'child exec'; }
 waitpid $pid, 0;
 print "status:", $? >> 8, "\n";
 EOF
+    'huge.plt' => <<'EOF',
+print "Content-Type: text/plain\n\n";
+my $line = ('x' x 1023) . "\n";
+print $line for 1 .. 4096;
+EOF
+    'alarm.plt' => <<'EOF',
+print "Content-Type: text/plain\n\n";
+my $r = eval { local $SIG{ALRM} = sub { die "timeout\n" }; alarm 1; select(undef, undef, undef, 1.3); alarm 0; 'done' };
+print $r // "caught: $@";
+EOF
     'runaway.plt' => <<'EOF',
 print "Content-Type: text/plain\n\n";
 eval { 1 while 1 };
@@ -57,7 +69,7 @@ EOF
 my $s = PlxdTest->start(
     files    => \%files,
     handlers => { '.pl' => 'cgi', '.plt' => 'perl:thread' },
-    sections => { 'perl:thread' => { isolation => 'thread', workers => 1, timeout => '1s' } },
+    sections => { 'perl:thread' => { isolation => 'thread', workers => 1, timeout => '2s' } },
 );
 
 my $r = $s->get('/hello.plt');
@@ -90,6 +102,10 @@ like($s->error_log, qr{exit\.plt: exited with status 3}, '... with its status, a
 $r = $s->get('/fork_exec.plt');
 like($r->{content}, qr/^child exec\nstatus:0$/m, 'exec in a forked child runs the program');
 
+$r = $s->get('/alarm.plt');
+is($r->{content}, 'done', 'alarm is ignored: the request runs as if it never fired');
+like($s->error_log, qr{alarm\.plt: alarm ignored: it is not per thread yet}, '... and the log says so');
+
 $r = $s->get('/runaway.plt');
 is($r->{status}, 504, 'a runaway script gets 504 at timeout');
 ok(wait_for(sub { $s->error_log =~ /runaway\.plt: its interpreter ends it/ }),
@@ -99,6 +115,75 @@ $r = $s->get('/hello.plt');
 is($r->{status}, 200, 'the only interpreter thread serves again (a fresh clone)');
 is($s->get('/sub/cwd.plt')->{content}, $s->root . "/sub\n", '... with the request glue intact');
 
+# A client that leaves in the middle of a large response: the script's
+# output is drained until it returns (a thread cannot be killed), so the
+# only interpreter thread serves again.
+{
+    my $c = $s->connect;
+    print $c "GET /huge.plt HTTP/1.1\r\nHost: x\r\n\r\n";
+    my $got = 0;
+    while ($got < 100_000) {
+        my $n = sysread($c, my $buf, 65536) or last;
+        $got += $n;
+    }
+    close $c;
+    ok($got >= 100_000, 'a large response starts');
+    ok(wait_for(sub { ($s->get('/hello.plt')->{status} // 0) == 200 }, 20),
+        'after its client left, the thread serves again');
+}
+
 ok(kill(0, $s->pid), 'plxd survived all of it');
 $s->stop;
+
+# Each thread reaps only what its own scripts forked: a script waiting for
+# its child gets that child's status, however many other scripts fork and
+# leave children meanwhile on the other thread (waitpid(-1) took it).
+my $t = PlxdTest->start(
+    files => {
+        'own.plt' => <<'EOF',
+print "Content-Type: text/plain\n\n";
+my $pid = fork // die;
+if (!$pid) { select(undef, undef, undef, 0.3); CORE::exit(5) }
+select(undef, undef, undef, 1.5);
+my $r = waitpid($pid, 0);
+print "reaped:", ($r == $pid ? 'own' : $r), " status:", $? >> 8, "\n";
+EOF
+        'leave.plt' => <<'EOF',
+print "Content-Type: text/plain\n\n";
+my $pid = fork // die;
+CORE::exit(0) if !$pid;
+print "left\n";
+EOF
+        map { ("comp$_.plt" => "use strict; use warnings; BEGIN { select(undef, undef, undef, 0.05) }\n"
+            . "print \"Content-Type: text/plain\\n\\ncomp$_\\n\";\n") } 1 .. 24,
+    },
+    handlers => { '.plt' => 'perl:thread' },
+    sections => { 'perl:thread' => { isolation => 'thread', workers => 2 } },
+);
+# Two threads compiling at once: each holds its own stderr, never plxd's
+# fd 2 (swapped process-wide, it was left on a deleted in-memory file).
+my $fd2 = readlink("/proc/" . $t->pid . "/fd/2");
+my @clients;
+for my $k (0 .. 1) {
+    my $pid = fork // die;
+    if (!$pid) {
+        $t->get("/comp$_.plt") for grep { $_ % 2 == $k } 1 .. 24;
+        POSIX::_exit(0);
+    }
+    push @clients, $pid;
+}
+waitpid $_, 0 for @clients;
+is($t->get('/comp1.plt')->{content}, "comp1\n", 'scripts compiled two at a time answer');
+is(readlink("/proc/" . $t->pid . "/fd/2"), $fd2, "plxd's fd 2 is still its log");
+my $own = $t->connect;
+print $own "GET /own.plt HTTP/1.0\r\n\r\n";
+my $until = time + 1.4;
+my $left = 0;
+while (time < $until) {
+    $left++ if ($t->get('/leave.plt')->{content} // '') eq "left\n";
+}
+my $reply = do { local $/; <$own> } // '';
+ok($left > 3, "the other thread served scripts that left children ($left)");
+like($reply, qr/reaped:own status:5/, "the waiting script reaped its own child, with its status");
+$t->stop;
 done_testing;

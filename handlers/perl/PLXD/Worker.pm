@@ -176,6 +176,23 @@ sub thread_overrides {
             . "the request ends as with exit\n";
         PLXD::Worker::exit(255);
     };
+    # plxd reaps only what a script forked (waitpid(-1) would take plxd's
+    # own children): the override notes it. The empty prototype keeps
+    # `fork // die` parsing as with the builtin.
+    *CORE::GLOBAL::fork = sub () {
+        my $pid = CORE::fork();
+        note_child($pid) if $pid;
+        return $pid;
+    };
+    # alarm is one timer for the whole process: its SIGALRM could reach
+    # any thread of plxd, and end it. Until it is per thread, it is ignored,
+    # with a line in the log (the request runs as if it never fired).
+    *CORE::GLOBAL::alarm = sub (_) {
+        return CORE::alarm($_[0]) if in_child();
+        print STDERR "alarm ignored: it is not per thread yet (isolation = thread)\n"
+            if $_[0];
+        return 0;
+    };
     *POSIX::_exit = sub {
         $real_exit->(@_) if in_child();
         PLXD::Worker::exit($_[0] // 0);
