@@ -23,6 +23,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -51,6 +52,10 @@ struct evthread {
 	struct loop_timer resume_accept;
 	struct conn *conns;         /* this thread's connections */
 	struct conn *conns_pending; /* accepted, for on_connection to take */
+	/* The tick's poll for clients that shut their side (on_tick). */
+	struct pollfd *shut_fds;
+	struct conn **shut_conns;
+	size_t shut_cap;
 	int stop;
 };
 
@@ -436,6 +441,47 @@ static int client_left(const struct conn *c)
 	return recv(c->fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
 }
 
+/* libmicrohttpd reads a socket once per epoll edge (edge-triggered), and
+ * takes a short read for the socket drained: when the client's last bytes
+ * and its end (FIN, or shutdown(SHUT_WR)) are both waiting by the time it
+ * reads, as on a loaded machine, it reads the bytes and never the end, and
+ * no edge comes again. A connection waiting for its request headers would
+ * then stay open, counted against max_connections, until header_timeout;
+ * one in the middle of a body, until body_timeout. So each tick polls the
+ * connections waiting for client bytes (one poll for all of them) for a
+ * client that has shut its side, and shuts down those with nothing left
+ * unread: libmicrohttpd then sees the end and cleans up as usual. A
+ * request in flight (neither deadline running) is left alone: request.c
+ * watches those, and a client may half-close and wait for its answer. */
+static void close_departed(struct evthread *th)
+{
+	size_t n = 0;
+	for (struct conn *c = th->conns; c; c = c->next) {
+		if (c->timed_out || (!c->waiting_since && !c->body_since))
+			continue;
+		if (n == th->shut_cap) {
+			th->shut_cap = th->shut_cap ? th->shut_cap * 2 : 64;
+			th->shut_fds = xrealloc(th->shut_fds, th->shut_cap * sizeof *th->shut_fds);
+			th->shut_conns = xrealloc(th->shut_conns,
+					th->shut_cap * sizeof *th->shut_conns);
+		}
+		th->shut_fds[n] = (struct pollfd){ .fd = c->fd, .events = POLLRDHUP };
+		th->shut_conns[n++] = c;
+	}
+	if (n == 0 || poll(th->shut_fds, (nfds_t)n, 0) <= 0)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		struct conn *c = th->shut_conns[i];
+		if (!(th->shut_fds[i].revents & POLLRDHUP) || !client_left(c))
+			continue;
+		plxd_log(PLXD_LOG_DEBUG, "the client left %s",
+				c->body_since ? "in the middle of a request body"
+					      : "while plxd waited for request headers");
+		c->timed_out = c->client_left = 1;
+		shutdown(c->fd, SHUT_RDWR);
+	}
+}
+
 /* The header and body deadlines: libmicrohttpd restarts its idle timer on
  * every byte, so a client trickling one byte a second would hold its
  * connection forever. Shutting the socket down makes libmicrohttpd see the
@@ -453,15 +499,6 @@ static void on_tick(struct loop_timer *t)
 	for (struct conn *c = th->conns; c; c = c->next) {
 		unsigned long limit;
 		const char *why = c->timed_out ? NULL : deadline_passed(c, now, server, &limit);
-		if (!why && !c->timed_out && c->body_since && client_left(c)) {
-			/* libmicrohttpd can miss an end that arrived with the last
-			 * bytes (it reads once per edge); its request would then
-			 * wait for body_timeout. */
-			plxd_log(PLXD_LOG_DEBUG, "the client left in the middle of a request body");
-			c->timed_out = c->client_left = 1;
-			shutdown(c->fd, SHUT_RDWR);
-			continue;
-		}
 		if (why) {
 			char addr[INET6_ADDRSTRLEN];
 			log_format_addr((struct sockaddr *)&c->peer, addr, sizeof addr);
@@ -472,6 +509,7 @@ static void on_tick(struct loop_timer *t)
 		}
 	}
 	site_release(site);
+	close_departed(th);
 }
 
 static void on_mhd(struct loop_watch *w, unsigned events)
@@ -683,6 +721,8 @@ void http_stop(void)
 			MHD_stop_daemon(th->daemon);
 		loop_watch_del(th->loop, &th->listen);
 		loop_destroy(th->loop);
+		free(th->shut_fds);
+		free(th->shut_conns);
 	}
 	free(threads);
 	threads = NULL;
