@@ -1,5 +1,6 @@
 # The status page ([status], server/status.c): who may see it (404 for
-# everyone else, through a trusted proxy too), the JSON schema doc/status.md
+# everyone else, through a trusted proxy too, and with Expect: 100-continue
+# the same bytes as for a missing file), the JSON schema doc/status.md
 # documents, exact counters after a known load, the Perl workers' and
 # scripts' rows, the CGI children, the Prometheus text, and the limits
 # (an empty path turns it off; counters = off).
@@ -8,7 +9,7 @@ use warnings;
 use Test::More;
 use HTTP::Tiny;
 use JSON::PP;
-use PlxdRaw qw(responses);
+use PlxdRaw qw(read_responses request_bytes responses);
 use PlxdTest qw(wait_for write_file);
 
 my $hello = qq{print "Content-Type: text/plain\\n\\nhello\\n";\n};
@@ -224,6 +225,74 @@ my $other = '203.0.113.9';
     is($r->get('/plxd-status', { 'X-Forwarded-For' => "$other, 198.51.100.7" })->{status}, 404,
         '... the nearest untrusted hop, as for REMOTE_ADDR');
     is($r->get('/plxd-status')->{status}, 404, '... not the proxy');
+    $r->stop;
+}
+
+# ---- Expect: 100-continue ---------------------------------------------------
+
+# A client outside allow gets for the page's path what it gets for a missing
+# file, byte for byte (but for the Date): no "100 Continue" before a 404,
+# the same 404 at and past max_body. The peer is a trusted proxy, so that
+# one plxd has a refused client (X-Forwarded-For) and a permitted one.
+{
+    my $r = PlxdTest->start(files => \%files,
+        server => { trusted_proxies => '127.0.0.1', max_body => 1024 });
+    # Everything plxd sends for a head, until it closes the connection.
+    my $answer = sub {
+        my ($target, @lines) = @_;
+        my $got = $r->raw(request_bytes('POST', $target, @lines), 10);
+        $got =~ s/^Date: [^\r]*\r$/Date: -\r/mi;
+        return $got;
+    };
+    my @cases = (
+        ['Content-Length: 5'], ['Content-Length: 1024'], ['Content-Length: 1025'],
+        ['Transfer-Encoding: chunked'],
+    );
+    my $n = 0;
+    for my $case (@cases) {
+        my @lines = ("X-Forwarded-For: $other", @$case, 'Expect: 100-continue');
+        my $page    = $answer->('/plxd-status', @lines);
+        my $missing = $answer->('/missing.html', @lines);
+        like($missing, qr{^HTTP/1\.1 404 }, "a missing file, @$case and Expect: 404 at once");
+        is($page, $missing, "... the page's path to a client outside allow: the same bytes");
+        unlike($page, qr{^HTTP/1\.1 100}m, '... no 100 Continue');
+        $n += 2;
+    }
+    my $page = $answer->('/plxd-status?json', "X-Forwarded-For: $other", 'Connection: close');
+    is($page, $answer->('/missing.html', "X-Forwarded-For: $other", 'Connection: close'),
+        'without a body, the same bytes too');
+    $n += 2;
+
+    # The permitted client (the proxy itself) sees that none was the page's.
+    my $j = status_json($r);
+    is($j->{requests}{by_handler}{status}{total}, 0, "the refused requests are not the page's");
+    is($j->{requests}{by_handler}{plxd}{total}, $n, "... they are plxd's, as the missing files");
+
+    # It gets "100 Continue", then the answer after the body, and keeps
+    # its connection; past max_body, 413 at once.
+    my $c = $r->connect;
+    $c->syswrite(request_bytes('POST', '/plxd-status', 'Content-Length: 5', 'Expect: 100-continue'));
+    my @res = read_responses($c, 1, interim => 1);
+    is($res[0]{status}, 100, 'a permitted client: 100 Continue for a POST');
+    $c->syswrite('hello');
+    @res = read_responses($c, 1, interim => 1);
+    is($res[0]{status}, 405, '... then 405 after the body');
+    is($res[0]{headers}{allow}, 'GET, HEAD', '... with Allow');
+    $c->syswrite(request_bytes('GET', '/plxd-status?json', 'Content-Length: 1024',
+        'Expect: 100-continue'));
+    @res = read_responses($c, 1, interim => 1);
+    is($res[0]{status}, 100, '... a GET of max_body bytes on the same connection: 100 Continue');
+    $c->syswrite('x' x 1024);
+    @res = read_responses($c, 1);
+    is($res[0]{status}, 200, '... then the page');
+    my $big = $r->raw(request_bytes('POST', '/plxd-status', 'Content-Length: 1025',
+        'Expect: 100-continue'), 10);
+    like($big, qr{\AHTTP/1\.1 413 }, '... one byte past max_body: 413, no 100 Continue');
+    $c = $r->connect;
+    $c->syswrite(request_bytes('POST', '/missing.html', 'Content-Length: 5', 'Expect: 100-continue'));
+    @res = read_responses($c, 1, interim => 1);
+    is($res[0]{status}, 404, 'a missing file with Expect: 404, no 100 Continue');
+    is($res[0]{headers}{connection}, 'close', '... and the connection closes (the body is not read)');
     $r->stop;
 }
 
