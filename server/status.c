@@ -101,7 +101,8 @@ static void gather(struct status_data *d, const struct site *site)
 		.pid = (long)getpid(),
 		.generation = site->generation,
 		.threads = http_threads(),
-		.counters = site->config->status.counters,
+		/* What is in effect: a reload keeps the value plxd started with. */
+		.counters = stats_enabled(),
 		.open = http_open_connections(),
 	};
 	stats_read(&d->sum);

@@ -38,6 +38,19 @@ sub slow_request {
     return $sock;
 }
 
+# Two more connections beside the status request: one idle between
+# requests (its first answered, kept alive), one whose request head is still
+# arriving. Returns them; they stay open while held.
+sub idle_and_reading {
+    my ($s) = @_;
+    my $idle = $s->connect;
+    $idle->syswrite(request_bytes('GET', '/hello.html'));
+    my @r = read_responses($idle, 1);
+    my $reading = $s->connect;
+    $reading->syswrite("GET /hello.html HTTP/1.1\r\nHost: x\r\n");
+    return ($idle, $reading);
+}
+
 # ---- the counters after a known load, and the schema -----------------------
 
 my $s = PlxdTest->start(
@@ -176,6 +189,17 @@ like($res->{content}, qr/^plxd_script_runs\{handler="perl",script="[^"]*\/hello\
     '... plxd_script_runs for hello.plx: 5');
 
 is($s->request('POST', '/plxd-status', content => 'x')->{status}, 405, 'POST: 405');
+
+# Connections by phase: with this request writing, one idle and one reading.
+{
+    my @held = idle_and_reading($s);
+    my $c;
+    ok(wait_for(sub { $c = status_json($s)->{connections}; $c->{open} == 3 && $c->{reading} == 1 }),
+        'connections: one idle, one reading, this one') or diag(explain($c));
+    is($c->{writing}, 1, '... writing: this request');
+    is($c->{idle}, 1, '... idle: open less reading and writing');
+    close $_ for @held;
+}
 
 # A reload: the next generation.
 $s->signal('HUP');
@@ -335,9 +359,39 @@ my $other = '203.0.113.9';
     my $j = status_json($r);
     ok($j && !$j->{counters}, 'counters = off: the page says so');
     is($j->{requests}{total}, 0, '... and counts no request');
-    is($j->{connections}{writing}, 0, '... nor connection phases');
     is($j->{workers}[0]{requests}, 2, '... the workers are still shown');
     is(scalar @{ $j->{scripts} }, 0, '... but no per-script figures are kept');
+
+    # No phase is kept, so idle cannot be told from open: left out (null),
+    # never every open connection while requests are in flight.
+    my @held = idle_and_reading($r);
+    my $c;
+    ok(wait_for(sub { $c = status_json($r)->{connections}; $c->{open} == 3 }),
+        'counters = off: 3 connections open (one idle, one reading, this one)') or diag(explain($c));
+    ok(exists $c->{$_} && !defined $c->{$_}, "... connections.$_ is null, not a count")
+        for qw(reading writing idle);
+    my $prom = $r->get('/plxd-status?prometheus')->{content};
+    like($prom, qr/^plxd_connections\{state="open"\} 3$/m, '... Prometheus: open 3');
+    unlike($prom, qr/^plxd_connections\{state="(idle|reading|writing)"/m, '... and no phase');
+    unlike($prom, qr/^plxd_requests_total|^plxd_request_duration_us/m,
+        '... nor request counters that would say 0 for ever');
+    like($r->get('/plxd-status')->{content},
+        qr{<td class=n>3</td><td class=n>-</td><td class=n>-</td><td class=n>-</td>},
+        '... HTML: open 3, the phases -');
+    close $_ for @held;
+
+    # A busy worker notes no start without the counters: no time on its script.
+    my $plx = slow_request($r, '/slow.plx?ms=1500');
+    my $busy;
+    ok(wait_for(sub { ($busy) = grep { $_->{state} eq 'busy' } @{ status_json($r)->{workers} }; $busy }),
+        'counters = off: a busy worker');
+    ok($busy && exists $busy->{script_running_ms} && !defined $busy->{script_running_ms},
+        '... script_running_ms is null (not the time since the clock began)')
+        or diag(explain($busy));
+    ok($busy && !defined $busy->{script}, '... nor its script');
+    unlike($r->get('/plxd-status?prometheus')->{content}, qr/^plxd_worker_script_running_ms/m,
+        '... nor in Prometheus');
+    like(PlxdTest::read_until_closed($plx, 30), qr/slept/, '... the slow request ends');
     $r->stop;
 }
 # 32 handler ids: plxd, status, then 29 section names of their own; the
