@@ -685,9 +685,18 @@ static void request_headers(struct request *r)
 	if (MHD_lookup_connection_value(connection, MHD_HEADER_KIND,
 			    MHD_HTTP_HEADER_TRANSFER_ENCODING))
 		r->pub.content_length = -1;
-	/* The status page comes before any file of its name. */
+	/* The status page comes before any file of its name. A client that
+	 * may not see it gets what a missing file gets (404, the same way
+	 * below), decided now: had the page taken the request, libmicrohttpd
+	 * would answer "Expect: 100-continue" with "100 Continue" before its
+	 * 404, which tells the page is there. */
 	const char *status_query;
-	if (status_route(&r->site->config->status, r->target, &status_query)) {
+	unsigned status;
+	if (!status_route(&r->site->config->status, r->target, &status_query)) {
+		status = route(r, r->target);
+	} else if (!status_allowed(&r->pub, &r->site->config->status)) {
+		status = 404;
+	} else {
 		r->section = &status_section;
 		r->pub.path = r->site->config->status.path;
 		r->pub.query = status_query;
@@ -701,7 +710,6 @@ static void request_headers(struct request *r)
 		}
 		return;
 	}
-	unsigned status = route(r, r->target);
 	if (status && r->pub.content_length == 0) {
 		/* Answered on the next call, which keeps the connection open (a
 		 * browser's missing favicon must not cost a reconnect). */

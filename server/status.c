@@ -42,6 +42,12 @@ int status_route(const struct status_conf *c, const char *target, const char **q
 	return 1;
 }
 
+int status_allowed(struct plxd_request *r, const struct status_conf *c)
+{
+	struct addr_range client;
+	return plxd_client_addr(r, &client) == 0 && addr_list_match_addr(&c->allow, &client);
+}
+
 void plxd_report_gauge(struct plxd_report *rep, const char *name, uint64_t value)
 {
 	struct status_data *d = rep->d;
@@ -95,7 +101,8 @@ static void gather(struct status_data *d, const struct site *site)
 		.pid = (long)getpid(),
 		.generation = site->generation,
 		.threads = http_threads(),
-		.counters = site->config->status.counters,
+		/* What is in effect: a reload keeps the value plxd started with. */
+		.counters = stats_enabled(),
 		.open = http_open_connections(),
 	};
 	stats_read(&d->sum);
@@ -140,9 +147,9 @@ static int status_handle(struct plxd_request *r)
 {
 	const struct status_conf *c = r->conf;
 	const struct site *site = r->state;
-	struct addr_range client;
-	/* Refused as if there were no such page: 404, whatever the method. */
-	if (plxd_client_addr(r, &client) < 0 || !addr_list_match_addr(&c->allow, &client))
+	/* request.c refused the others before their body; this is the same
+	 * check, kept for any other way here. */
+	if (!status_allowed(r, c))
 		return plxd_respond_error(r, 404) < 0 ? -1 : 0;
 	if (strcmp(r->method, "GET") != 0 && strcmp(r->method, "HEAD") != 0) {
 		struct MHD_Response *resp =

@@ -19,6 +19,13 @@ extern const struct handler_section status_section;
  * exactly c->path. *query is then what follows '?', or "". */
 int status_route(const struct status_conf *c, const char *target, const char **query);
 
+/* Whether r's client (found as for REMOTE_ADDR, through trusted proxies)
+ * is one c->allow names. request.c asks on a request's first call, before
+ * any body, so that a client that may not see the page gets what a missing
+ * file gets: the same 404, and no "100 Continue" first. */
+struct plxd_request;
+int status_allowed(struct plxd_request *r, const struct status_conf *c);
+
 /* ---- the figures, as status_page.c renders them ---- */
 
 struct status_gauge {

@@ -25,6 +25,8 @@ static void put_label(struct out *o, const char *s);
 static void render_json(struct out *o, const struct status_data *d);
 static void render_html(struct out *o, const struct status_data *d);
 static void render_prometheus(struct out *o, const struct status_data *d);
+static void html_requests(struct out *o, const struct status_data *d);
+static void prometheus_requests(struct out *o, const struct status_data *d);
 
 static const char *const class_names[6] = { "other", "1xx", "2xx", "3xx", "4xx", "5xx" };
 
@@ -171,6 +173,14 @@ static uint64_t mean(uint64_t sum, uint64_t n)
 	return n ? sum / n : 0;
 }
 
+/* Open connections between requests. Only with the counters on: without
+ * the phases it cannot be told from open, so the figure is left out. */
+static uint64_t idle_connections(const struct status_data *d)
+{
+	uint64_t busy = d->sum.reading + d->sum.writing;
+	return d->open > busy ? d->open - busy : 0;
+}
+
 static uint64_t total_requests(const struct status_data *d, uint64_t by_class[6])
 {
 	uint64_t total = 0;
@@ -202,11 +212,14 @@ static void render_json(struct out *o, const struct status_data *d)
 			"\"counters\":%s,",
 			d->pid, (double)d->sum.uptime_us / 1e6, d->generation, d->threads,
 			d->counters ? "true" : "false");
-	uint64_t open = d->open, busy = d->sum.reading + d->sum.writing;
-	putf(o,
-			"\"connections\":{\"open\":%" PRIu64 ",\"reading\":%" PRIu64
-			",\"writing\":%" PRIu64 ",\"idle\":%" PRIu64 "},",
-			open, d->sum.reading, d->sum.writing, open > busy ? open - busy : 0);
+	/* Without the counters the phases are not kept: null, not 0 (idle
+	 * would be every open connection, the status request's own too). */
+	putf(o, "\"connections\":{\"open\":%" PRIu64, d->open);
+	if (d->counters)
+		putf(o, ",\"reading\":%" PRIu64 ",\"writing\":%" PRIu64 ",\"idle\":%" PRIu64 "},",
+				d->sum.reading, d->sum.writing, idle_connections(d));
+	else
+		put_s(o, ",\"reading\":null,\"writing\":null,\"idle\":null},");
 	putf(o, "\"requests\":{\"total\":%" PRIu64 ",\"by_class\":", total);
 	json_classes(o, by_class);
 	put_s(o, ",\"by_handler\":{");
@@ -263,10 +276,15 @@ static void render_json(struct out *o, const struct status_data *d)
 			put_json_string(o, w->script);
 		else
 			put_s(o, "null");
+		/* Without the counters no worker notes when its script began. */
+		if (d->counters)
+			putf(o, ",\"script_running_ms\":%" PRIu64, w->script_us / 1000);
+		else
+			put_s(o, ",\"script_running_ms\":null");
 		putf(o,
-				",\"script_running_ms\":%" PRIu64 ",\"requests\":%" PRIu64
-				",\"rss_kb\":%" PRIu64 ",\"scripts_compiled\":%" PRIu64 "}",
-				w->script_us / 1000, w->requests, w->rss_kb, w->scripts_compiled);
+				",\"requests\":%" PRIu64 ",\"rss_kb\":%" PRIu64
+				",\"scripts_compiled\":%" PRIu64 "}",
+				w->requests, w->rss_kb, w->scripts_compiled);
 	}
 	put_s(o, "],\"scripts\":[");
 	for (size_t i = 0; i < d->nscripts; i++) {
@@ -288,38 +306,18 @@ static void html_cell_u(struct out *o, uint64_t v)
 	putf(o, "<td class=n>%" PRIu64 "</td>", v);
 }
 
-static void render_html(struct out *o, const struct status_data *d)
+/* A figure that is not kept ([status] counters = off). */
+static void html_cell_none(struct out *o)
+{
+	put_s(o, "<td class=n>-</td>");
+}
+
+/* The requests table: per handler, then all. */
+static void html_requests(struct out *o, const struct status_data *d)
 {
 	uint64_t by_class[6];
 	uint64_t total = total_requests(d, by_class);
-	/* Refreshes itself every 5 s; ?json and ?prometheus give the same. */
-	put_s(o,
-			"<!DOCTYPE html>\n<html><head><meta charset=utf-8>"
-			"<meta http-equiv=refresh content=5><title>plxd status</title><style>"
-			"body{font:14px system-ui,sans-serif;margin:1.5em}"
-			"table{border-collapse:collapse;margin:.5em 0 1.5em}"
-			"td,th{border:1px solid #ccc;padding:2px 8px;text-align:left}"
-			".n{text-align:right;font-variant-numeric:tabular-nums}"
-			"</style></head><body><h1>plxd status</h1>\n");
-	putf(o,
-			"<p>plxd/%s, pid %ld, up %.0f s, configuration generation %u, %u event "
-			"threads. Also as <a href=\"?json\">JSON</a> and "
-			"<a href=\"?prometheus\">Prometheus text</a>; refreshed every 5 s.</p>\n",
-			d->version, d->pid, (double)d->sum.uptime_us / 1e6, d->generation,
-			d->threads);
-	if (!d->counters)
-		put_s(o,
-				"<p><b>[status] counters = off</b>: requests and connection phases "
-				"are not counted.</p>\n");
-	uint64_t busy = d->sum.reading + d->sum.writing;
-	putf(o,
-			"<h2>Connections</h2><table><tr><th>open</th><th>reading</th>"
-			"<th>writing</th><th>idle</th></tr><tr>");
-	html_cell_u(o, d->open);
-	html_cell_u(o, d->sum.reading);
-	html_cell_u(o, d->sum.writing);
-	html_cell_u(o, d->open > busy ? d->open - busy : 0);
-	putf(o, "</tr></table>\n<h2>Requests</h2><table><tr><th>handler</th><th>total</th>");
+	put_s(o, "<h2>Requests</h2><table><tr><th>handler</th><th>total</th>");
 	for (unsigned c = 1; c < 6; c++)
 		putf(o, "<th>%s</th>", class_names[c]);
 	putf(o,
@@ -344,6 +342,45 @@ static void render_html(struct out *o, const struct status_data *d)
 	for (unsigned c = 1; c < 6; c++)
 		html_cell_u(o, by_class[c]);
 	putf(o, "<td></td><td></td><td></td><td></td></tr></table>\n");
+}
+
+static void render_html(struct out *o, const struct status_data *d)
+{
+	/* Refreshes itself every 5 s; ?json and ?prometheus give the same. */
+	put_s(o,
+			"<!DOCTYPE html>\n<html><head><meta charset=utf-8>"
+			"<meta http-equiv=refresh content=5><title>plxd status</title><style>"
+			"body{font:14px system-ui,sans-serif;margin:1.5em}"
+			"table{border-collapse:collapse;margin:.5em 0 1.5em}"
+			"td,th{border:1px solid #ccc;padding:2px 8px;text-align:left}"
+			".n{text-align:right;font-variant-numeric:tabular-nums}"
+			"</style></head><body><h1>plxd status</h1>\n");
+	putf(o,
+			"<p>plxd/%s, pid %ld, up %.0f s, configuration generation %u, %u event "
+			"threads. Also as <a href=\"?json\">JSON</a> and "
+			"<a href=\"?prometheus\">Prometheus text</a>; refreshed every 5 s.</p>\n",
+			d->version, d->pid, (double)d->sum.uptime_us / 1e6, d->generation,
+			d->threads);
+	if (!d->counters)
+		put_s(o,
+				"<p><b>[status] counters = off</b>: requests, connection phases "
+				"and scripts are not counted.</p>\n");
+	putf(o,
+			"<h2>Connections</h2><table><tr><th>open</th><th>reading</th>"
+			"<th>writing</th><th>idle</th></tr><tr>");
+	html_cell_u(o, d->open);
+	if (d->counters) {
+		html_cell_u(o, d->sum.reading);
+		html_cell_u(o, d->sum.writing);
+		html_cell_u(o, idle_connections(d));
+	} else {
+		html_cell_none(o);
+		html_cell_none(o);
+		html_cell_none(o);
+	}
+	put_s(o, "</tr></table>\n");
+	if (d->counters)
+		html_requests(o, d);
 	if (d->ngauges) {
 		putf(o,
 				"<h2>Handlers</h2><table><tr><th>handler</th><th>figure</th>"
@@ -373,7 +410,10 @@ static void render_html(struct out *o, const struct status_data *d)
 			put_s(o, "</td><td>");
 			put_html(o, w->script ? w->script : "");
 			put_s(o, "</td>");
-			html_cell_u(o, w->script_us / 1000);
+			if (d->counters)
+				html_cell_u(o, w->script_us / 1000);
+			else
+				html_cell_none(o);
 			html_cell_u(o, w->requests);
 			html_cell_u(o, w->rss_kb);
 			html_cell_u(o, w->scripts_compiled);
@@ -404,26 +444,9 @@ static void render_html(struct out *o, const struct status_data *d)
 	put_s(o, "</body></html>\n");
 }
 
-static void render_prometheus(struct out *o, const struct status_data *d)
+/* The request counters and durations, per handler. */
+static void prometheus_requests(struct out *o, const struct status_data *d)
 {
-	putf(o,
-			"# HELP plxd_uptime_seconds Seconds since plxd started.\n"
-			"# TYPE plxd_uptime_seconds gauge\nplxd_uptime_seconds %.3f\n",
-			(double)d->sum.uptime_us / 1e6);
-	putf(o,
-			"# HELP plxd_generation The configuration generation (1, then one more per "
-			"reload).\n# TYPE plxd_generation gauge\nplxd_generation %u\n",
-			d->generation);
-	uint64_t busy = d->sum.reading + d->sum.writing;
-	putf(o,
-			"# HELP plxd_connections Open connections by phase.\n"
-			"# TYPE plxd_connections gauge\n"
-			"plxd_connections{state=\"open\"} %" PRIu64 "\n"
-			"plxd_connections{state=\"reading\"} %" PRIu64 "\n"
-			"plxd_connections{state=\"writing\"} %" PRIu64 "\n"
-			"plxd_connections{state=\"idle\"} %" PRIu64 "\n",
-			d->open, d->sum.reading, d->sum.writing,
-			d->open > busy ? d->open - busy : 0);
 	putf(o,
 			"# HELP plxd_requests_total Requests ended, by handler and status class.\n"
 			"# TYPE plxd_requests_total counter\n");
@@ -453,6 +476,33 @@ static void render_prometheus(struct out *o, const struct status_data *d)
 		put_label(o, h->name);
 		putf(o, "} %" PRIu64 "\n", h->requests);
 	}
+}
+
+static void render_prometheus(struct out *o, const struct status_data *d)
+{
+	putf(o,
+			"# HELP plxd_uptime_seconds Seconds since plxd started.\n"
+			"# TYPE plxd_uptime_seconds gauge\nplxd_uptime_seconds %.3f\n",
+			(double)d->sum.uptime_us / 1e6);
+	putf(o,
+			"# HELP plxd_generation The configuration generation (1, then one more per "
+			"reload).\n# TYPE plxd_generation gauge\nplxd_generation %u\n",
+			d->generation);
+	putf(o,
+			"# HELP plxd_connections Open connections by phase.\n"
+			"# TYPE plxd_connections gauge\n"
+			"plxd_connections{state=\"open\"} %" PRIu64 "\n",
+			d->open);
+	/* Without the counters, what is not kept is left out rather than
+	 * exported as 0: a scraper has no other way to tell. */
+	if (d->counters) {
+		putf(o,
+				"plxd_connections{state=\"reading\"} %" PRIu64 "\n"
+				"plxd_connections{state=\"writing\"} %" PRIu64 "\n"
+				"plxd_connections{state=\"idle\"} %" PRIu64 "\n",
+				d->sum.reading, d->sum.writing, idle_connections(d));
+		prometheus_requests(o, d);
+	}
 	if (d->ngauges)
 		putf(o,
 				"# HELP plxd_handler A handler's own figure.\n"
@@ -466,7 +516,8 @@ static void render_prometheus(struct out *o, const struct status_data *d)
 	}
 	static const char *const wfig[] = { "requests", "rss_kb", "scripts_compiled",
 		"script_running_ms" };
-	for (unsigned f = 0; f < 4; f++) {
+	/* script_running_ms (the last) is not kept without the counters. */
+	for (unsigned f = 0; f < (d->counters ? 4u : 3u); f++) {
 		if (!d->nworkers)
 			break;
 		putf(o, "# TYPE plxd_worker_%s gauge\n", wfig[f]);

@@ -1,5 +1,6 @@
 # The status page ([status], server/status.c): who may see it (404 for
-# everyone else, through a trusted proxy too), the JSON schema doc/status.md
+# everyone else, through a trusted proxy too, and with Expect: 100-continue
+# the same bytes as for a missing file), the JSON schema doc/status.md
 # documents, exact counters after a known load, the Perl workers' and
 # scripts' rows, the CGI children, the Prometheus text, and the limits
 # (an empty path turns it off; counters = off).
@@ -8,7 +9,7 @@ use warnings;
 use Test::More;
 use HTTP::Tiny;
 use JSON::PP;
-use PlxdRaw qw(responses);
+use PlxdRaw qw(read_responses request_bytes responses);
 use PlxdTest qw(wait_for write_file);
 
 my $hello = qq{print "Content-Type: text/plain\\n\\nhello\\n";\n};
@@ -35,6 +36,19 @@ sub slow_request {
     my $sock = $s->connect;
     $sock->syswrite("GET $path HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
     return $sock;
+}
+
+# Two more connections beside the status request: one idle between
+# requests (its first answered, kept alive), one whose request head is still
+# arriving. Returns them; they stay open while held.
+sub idle_and_reading {
+    my ($s) = @_;
+    my $idle = $s->connect;
+    $idle->syswrite(request_bytes('GET', '/hello.html'));
+    my @r = read_responses($idle, 1);
+    my $reading = $s->connect;
+    $reading->syswrite("GET /hello.html HTTP/1.1\r\nHost: x\r\n");
+    return ($idle, $reading);
 }
 
 # ---- the counters after a known load, and the schema -----------------------
@@ -176,6 +190,17 @@ like($res->{content}, qr/^plxd_script_runs\{handler="perl",script="[^"]*\/hello\
 
 is($s->request('POST', '/plxd-status', content => 'x')->{status}, 405, 'POST: 405');
 
+# Connections by phase: with this request writing, one idle and one reading.
+{
+    my @held = idle_and_reading($s);
+    my $c;
+    ok(wait_for(sub { $c = status_json($s)->{connections}; $c->{open} == 3 && $c->{reading} == 1 }),
+        'connections: one idle, one reading, this one') or diag(explain($c));
+    is($c->{writing}, 1, '... writing: this request');
+    is($c->{idle}, 1, '... idle: open less reading and writing');
+    close $_ for @held;
+}
+
 # A reload: the next generation.
 $s->signal('HUP');
 ok(wait_for(sub { my $j = status_json($s); $j && $j->{generation} == 2 }), 'after SIGHUP, generation 2');
@@ -227,6 +252,74 @@ my $other = '203.0.113.9';
     $r->stop;
 }
 
+# ---- Expect: 100-continue ---------------------------------------------------
+
+# A client outside allow gets for the page's path what it gets for a missing
+# file, byte for byte (but for the Date): no "100 Continue" before a 404,
+# the same 404 at and past max_body. The peer is a trusted proxy, so that
+# one plxd has a refused client (X-Forwarded-For) and a permitted one.
+{
+    my $r = PlxdTest->start(files => \%files,
+        server => { trusted_proxies => '127.0.0.1', max_body => 1024 });
+    # Everything plxd sends for a head, until it closes the connection.
+    my $answer = sub {
+        my ($target, @lines) = @_;
+        my $got = $r->raw(request_bytes('POST', $target, @lines), 10);
+        $got =~ s/^Date: [^\r]*\r$/Date: -\r/mi;
+        return $got;
+    };
+    my @cases = (
+        ['Content-Length: 5'], ['Content-Length: 1024'], ['Content-Length: 1025'],
+        ['Transfer-Encoding: chunked'],
+    );
+    my $n = 0;
+    for my $case (@cases) {
+        my @lines = ("X-Forwarded-For: $other", @$case, 'Expect: 100-continue');
+        my $page    = $answer->('/plxd-status', @lines);
+        my $missing = $answer->('/missing.html', @lines);
+        like($missing, qr{^HTTP/1\.1 404 }, "a missing file, @$case and Expect: 404 at once");
+        is($page, $missing, "... the page's path to a client outside allow: the same bytes");
+        unlike($page, qr{^HTTP/1\.1 100}m, '... no 100 Continue');
+        $n += 2;
+    }
+    my $page = $answer->('/plxd-status?json', "X-Forwarded-For: $other", 'Connection: close');
+    is($page, $answer->('/missing.html', "X-Forwarded-For: $other", 'Connection: close'),
+        'without a body, the same bytes too');
+    $n += 2;
+
+    # The permitted client (the proxy itself) sees that none was the page's.
+    my $j = status_json($r);
+    is($j->{requests}{by_handler}{status}{total}, 0, "the refused requests are not the page's");
+    is($j->{requests}{by_handler}{plxd}{total}, $n, "... they are plxd's, as the missing files");
+
+    # It gets "100 Continue", then the answer after the body, and keeps
+    # its connection; past max_body, 413 at once.
+    my $c = $r->connect;
+    $c->syswrite(request_bytes('POST', '/plxd-status', 'Content-Length: 5', 'Expect: 100-continue'));
+    my @res = read_responses($c, 1, interim => 1);
+    is($res[0]{status}, 100, 'a permitted client: 100 Continue for a POST');
+    $c->syswrite('hello');
+    @res = read_responses($c, 1, interim => 1);
+    is($res[0]{status}, 405, '... then 405 after the body');
+    is($res[0]{headers}{allow}, 'GET, HEAD', '... with Allow');
+    $c->syswrite(request_bytes('GET', '/plxd-status?json', 'Content-Length: 1024',
+        'Expect: 100-continue'));
+    @res = read_responses($c, 1, interim => 1);
+    is($res[0]{status}, 100, '... a GET of max_body bytes on the same connection: 100 Continue');
+    $c->syswrite('x' x 1024);
+    @res = read_responses($c, 1);
+    is($res[0]{status}, 200, '... then the page');
+    my $big = $r->raw(request_bytes('POST', '/plxd-status', 'Content-Length: 1025',
+        'Expect: 100-continue'), 10);
+    like($big, qr{\AHTTP/1\.1 413 }, '... one byte past max_body: 413, no 100 Continue');
+    $c = $r->connect;
+    $c->syswrite(request_bytes('POST', '/missing.html', 'Content-Length: 5', 'Expect: 100-continue'));
+    @res = read_responses($c, 1, interim => 1);
+    is($res[0]{status}, 404, 'a missing file with Expect: 404, no 100 Continue');
+    is($res[0]{headers}{connection}, 'close', '... and the connection closes (the body is not read)');
+    $r->stop;
+}
+
 # ---- the file the page shadows ----------------------------------------------
 {
     my $r = PlxdTest->start(files => { %files, 'plxd-status' => "a file\n", 'x/y' => "y\n" });
@@ -266,9 +359,39 @@ my $other = '203.0.113.9';
     my $j = status_json($r);
     ok($j && !$j->{counters}, 'counters = off: the page says so');
     is($j->{requests}{total}, 0, '... and counts no request');
-    is($j->{connections}{writing}, 0, '... nor connection phases');
     is($j->{workers}[0]{requests}, 2, '... the workers are still shown');
     is(scalar @{ $j->{scripts} }, 0, '... but no per-script figures are kept');
+
+    # No phase is kept, so idle cannot be told from open: left out (null),
+    # never every open connection while requests are in flight.
+    my @held = idle_and_reading($r);
+    my $c;
+    ok(wait_for(sub { $c = status_json($r)->{connections}; $c->{open} == 3 }),
+        'counters = off: 3 connections open (one idle, one reading, this one)') or diag(explain($c));
+    ok(exists $c->{$_} && !defined $c->{$_}, "... connections.$_ is null, not a count")
+        for qw(reading writing idle);
+    my $prom = $r->get('/plxd-status?prometheus')->{content};
+    like($prom, qr/^plxd_connections\{state="open"\} 3$/m, '... Prometheus: open 3');
+    unlike($prom, qr/^plxd_connections\{state="(idle|reading|writing)"/m, '... and no phase');
+    unlike($prom, qr/^plxd_requests_total|^plxd_request_duration_us/m,
+        '... nor request counters that would say 0 for ever');
+    like($r->get('/plxd-status')->{content},
+        qr{<td class=n>3</td><td class=n>-</td><td class=n>-</td><td class=n>-</td>},
+        '... HTML: open 3, the phases -');
+    close $_ for @held;
+
+    # A busy worker notes no start without the counters: no time on its script.
+    my $plx = slow_request($r, '/slow.plx?ms=1500');
+    my $busy;
+    ok(wait_for(sub { ($busy) = grep { $_->{state} eq 'busy' } @{ status_json($r)->{workers} }; $busy }),
+        'counters = off: a busy worker');
+    ok($busy && exists $busy->{script_running_ms} && !defined $busy->{script_running_ms},
+        '... script_running_ms is null (not the time since the clock began)')
+        or diag(explain($busy));
+    ok($busy && !defined $busy->{script}, '... nor its script');
+    unlike($r->get('/plxd-status?prometheus')->{content}, qr/^plxd_worker_script_running_ms/m,
+        '... nor in Prometheus');
+    like(PlxdTest::read_until_closed($plx, 30), qr/slept/, '... the slow request ends');
     $r->stop;
 }
 # 32 handler ids: plxd, status, then 29 section names of their own; the

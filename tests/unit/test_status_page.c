@@ -97,5 +97,64 @@ int main(void)
 					&& strstr(html, "\x1b") == NULL,
 			"HTML: the same, and no control byte");
 	free(html);
+
+	/* The connection phases: idle is what is open and in neither. */
+	w.script = "/slow.plx";
+	w.script_us = 2500000;
+	d.open = 3;
+	d.sum.reading = 1;
+	d.sum.writing = 1;
+	json = status_render(&d, STATUS_JSON, &len);
+	ok(strstr(json, "\"connections\":{\"open\":3,\"reading\":1,\"writing\":1,\"idle\":1}")
+					!= NULL,
+			"counters on: 3 open, 1 reading, 1 writing: 1 idle");
+	ok(strstr(json, "\"script_running_ms\":2500") != NULL,
+			"... a busy worker's time on its script");
+	free(json);
+	prom = status_render(&d, STATUS_PROMETHEUS, &len);
+	ok(strstr(prom, "plxd_connections{state=\"idle\"} 1\n") != NULL
+					&& strstr(prom, "plxd_worker_script_running_ms{") != NULL,
+			"... in Prometheus too");
+	free(prom);
+
+	/* [status] counters = off: no phase is kept (reading and writing are
+	 * 0), so idle cannot be told from open: every phase is left out, and
+	 * so is a busy worker's time on its script (no start is noted), and in
+	 * Prometheus, which has no counters flag, the request figures. */
+	d.counters = 0;
+	d.sum.reading = d.sum.writing = 0;
+	d.sum.handlers[0].requests = 0;
+	d.sum.handlers[0].by_class[2] = 0;
+	w.script = NULL;
+	w.script_us = 1700000000000; /* now - 0: no start noted */
+	json = status_render(&d, STATUS_JSON, &len);
+	ok(strstr(json,
+			   "\"connections\":{\"open\":3,\"reading\":null,\"writing\":null,"
+			   "\"idle\":null}")
+					!= NULL,
+			"counters off, JSON: open, and the phases null (not idle = open)");
+	ok(strstr(json, "\"script_running_ms\":null") != NULL,
+			"... a busy worker's time on its script: null");
+	ok(strstr(json, "\"counters\":false") != NULL, "... and counters false");
+	free(json);
+	prom = status_render(&d, STATUS_PROMETHEUS, &len);
+	ok(strstr(prom, "plxd_connections{state=\"open\"} 3\n") != NULL, "Prometheus: open");
+	ok(strstr(prom, "state=\"idle\"") == NULL && strstr(prom, "state=\"reading\"") == NULL
+					&& strstr(prom, "state=\"writing\"") == NULL,
+			"... no phase");
+	ok(strstr(prom, "plxd_requests_total") == NULL
+					&& strstr(prom, "plxd_request_duration_us") == NULL,
+			"... no request counters stuck at 0");
+	ok(strstr(prom, "plxd_worker_requests{") != NULL
+					&& strstr(prom, "plxd_worker_script_running_ms") == NULL,
+			"... the workers, without their time on a script");
+	free(prom);
+	html = status_render(&d, STATUS_HTML, &len);
+	ok(strstr(html, "<td class=n>3</td><td class=n>-</td><td class=n>-</td><td class=n>-</td>")
+					!= NULL,
+			"HTML: open, and - for the phases");
+	ok(strstr(html, "<h2>Requests</h2>") == NULL, "... no table of requests not counted");
+	ok(strstr(html, "<td class=n>1700000000</td>") == NULL, "... nor the worker's time");
+	free(html);
 	return done_testing();
 }
