@@ -117,10 +117,10 @@ static const struct help_signal signals[] = {
 	  "requests that start after it: requests in flight finish with the configuration they "
 	  "started with, and none is refused or cut. A new configuration that is invalid is "
 	  "logged line by line and the running one kept; a changed key that needs a restart is "
-	  "logged and keeps its running value. The Perl handler starts a new generation of "
-	  "workers and retires the old ones as they become idle; CGI settings apply from the "
-	  "next script started.",
-	  "integration/logs_signals.t integration/reload_load.t" },
+	  "logged and keeps its running value. The Perl handler replaces its workers with a "
+	  "new generation one at a time, each old one serving until its replacement is ready; "
+	  "CGI settings apply from the next script started.",
+	  "integration/logs_signals.t integration/reload_load.t integration/perl_reload.t" },
 	{ "`SIGTERM`, `SIGINT`",
 	  "stop gracefully: no new connections; requests in flight get `[server] "
 	  "shutdown_timeout` to finish, then their connections are closed; the handlers stop "

@@ -521,15 +521,22 @@ static void render_prometheus(struct out *o, const struct status_data *d)
 		if (!d->nworkers)
 			break;
 		putf(o, "# TYPE plxd_worker_%s gauge\n", wfig[f]);
+		/* slot: the row's place among its handler's rows (they come
+		 * together, in the handler's order), which its workers'
+		 * replacements keep, so that each slot is one series however
+		 * many share a pid of 0 or a state. */
+		size_t slot = 0;
 		for (size_t i = 0; i < d->nworkers; i++) {
 			const struct status_worker *w = &d->workers[i];
+			slot = i && strcmp(w->handler, d->workers[i - 1].handler) == 0 ? slot + 1
+										       : 0;
 			uint64_t v = f == 0      ? w->requests
 					: f == 1 ? w->rss_kb
 					: f == 2 ? w->scripts_compiled
 						 : w->script_us / 1000;
 			putf(o, "plxd_worker_%s{handler=", wfig[f]);
 			put_label(o, w->handler);
-			putf(o, ",pid=\"%ld\",state=", w->pid);
+			putf(o, ",slot=\"%zu\",pid=\"%ld\",state=", slot, w->pid);
 			put_label(o, w->state);
 			putf(o, "} %" PRIu64 "\n", v);
 		}

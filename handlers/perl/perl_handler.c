@@ -250,7 +250,8 @@ static int perl_reconfigure(void *state, const void *conf)
 	s.inc = st->inc;
 	perl_pool_reconfigure(st->pool, &s);
 	plxd_log(PLXD_LOG_INFO,
-			"perl: workers are replaced with the new settings as they become idle");
+			"perl: workers are replaced with the new settings one at a time, each "
+			"serving until its replacement is ready");
 	return 0;
 }
 

@@ -13,7 +13,18 @@
  * end and be replaced) or STARTING (the keeper is replacing it). Requests
  * only ever take IDLE slots, or wait in a queue without a thread of their
  * own; the keeper thread does all ending, reaping and spawning, so a
- * request never waits for a worker to start. */
+ * request never waits for a worker to start.
+ *
+ * A reload replaces the workers the way Apache's graceful restart does: the
+ * old ones go on serving until a replacement is ready. The keeper starts one
+ * spare worker at a time with the new settings, outside every slot; once it
+ * is ready it takes the place of an old worker that is idle (the keeper
+ * swaps them) or that a request gives back (the releasing thread swaps
+ * them, so that a busy pool whose queue never empties is replaced too), and
+ * the keeper ends the old process. No slot is ever empty for a reload, and
+ * no more than `workers` are ever lent; the cost is one process more than
+ * `workers` while a spare starts, and a reload that takes a start per
+ * worker. */
 #include "spawn_child.h"
 #include "perl_pool.h"
 #include "perl_wire.h"
@@ -71,6 +82,14 @@ struct slot {
 	uint64_t served, compiled;
 };
 
+/* The spare, the one worker outside the slots (see the top). */
+enum spare_state {
+	SPARE_EMPTY,
+	SPARE_STARTING, /* the keeper starts it, outside the lock */
+	SPARE_READY,    /* a worker of spare.generation, waiting for a slot */
+	SPARE_ENDING    /* holds an old worker the keeper must end */
+};
+
 struct settings {
 	char *worker_path;
 	unsigned long start_timeout_ms;
@@ -89,6 +108,8 @@ struct perl_pool {
 	unsigned idle;
 	unsigned long waiting;
 	struct perl_waiter *first, *last; /* waiting requests, first come first served */
+	struct slot spare;                /* its end says how to end an ENDING one */
+	enum spare_state spare_state;
 	int stopping;
 	unsigned generation;
 	struct settings *settings; /* current; replaced by reconfigure */
@@ -106,6 +127,9 @@ static void relay(struct slot *s, const char *label, int flush, size_t limit);
 static struct perl_waiter *slot_mark_idle(struct perl_pool *p, struct slot *s);
 static void serve_waiter(struct perl_waiter *wt);
 static void slot_busy(struct slot *s, const char *script);
+static struct slot *slot_old(struct perl_pool *p, enum slot_state state);
+static void spare_take(struct perl_pool *p, struct slot *s, enum slot_end end);
+static int keeper_spare(struct perl_pool *p, uint64_t now, uint64_t *next);
 
 static struct settings *settings_copy(const struct perl_pool_settings *s)
 {
@@ -470,7 +494,7 @@ static void serve_waiter(struct perl_waiter *wt)
 
 /* With the lock held: idle workers that died (killed from outside, an
  * out-of-memory kill) are marked for replacing now, not found dead by the
- * next request. */
+ * next request; a ready spare that died is ended. */
 static void idle_dead_down(struct perl_pool *p)
 {
 	for (unsigned i = 0; i < p->n; i++) {
@@ -485,6 +509,142 @@ static void idle_dead_down(struct perl_pool *p)
 		s->retry_at_ms = 0;
 		p->idle--;
 	}
+	struct pollfd pf = { .fd = p->spare.w.pidfd, .events = POLLIN };
+	if (p->spare_state == SPARE_READY && poll(&pf, 1, 0) > 0) {
+		plxd_log(PLXD_LOG_WARN, "perl worker %d died before it served: replacing it",
+				(int)p->spare.w.pid);
+		p->spare.end = END_NONE;
+		p->spare_state = SPARE_ENDING;
+	}
+}
+
+/* With the lock held: a slot in state whose worker runs the settings of an
+ * older generation, or NULL. */
+static struct slot *slot_old(struct perl_pool *p, enum slot_state state)
+{
+	for (unsigned i = 0; i < p->n; i++)
+		if (p->slots[i].state == state && p->slots[i].generation != p->generation)
+			return &p->slots[i];
+	return NULL;
+}
+
+/* With the lock held: the ready spare's process goes into s (IDLE and
+ * taken out of the idle count, DOWN, or given back by its request: lent to
+ * no one), whose own process goes into the spare for the keeper to end as
+ * end says. The caller then makes s idle (slot_mark_idle). */
+static void spare_take(struct perl_pool *p, struct slot *s, enum slot_end end)
+{
+	struct slot *sp = &p->spare;
+	struct perl_worker w = s->w;
+	s->w.pid = sp->w.pid;
+	s->w.pidfd = sp->w.pidfd;
+	s->w.ctl = sp->w.ctl;
+	s->w.out = sp->w.out;
+	s->w.err = sp->w.err;
+	sp->w.pid = w.pid;
+	sp->w.pidfd = w.pidfd;
+	sp->w.ctl = w.ctl;
+	sp->w.out = w.out;
+	sp->w.err = w.err;
+	struct log_lines lines = s->lines;
+	s->lines = sp->lines;
+	sp->lines = lines;
+	/* The slot's figures are its new worker's. */
+	s->generation = sp->generation;
+	s->failures = 0;
+	s->end = END_NONE;
+	s->served = s->compiled = 0;
+	s->w.served = 0;
+	s->w.compiled = 0;
+	s->script[0] = '\0';
+	sp->end = end;
+	p->spare_state = SPARE_ENDING;
+	pthread_cond_signal(&p->keeper_cond);
+}
+
+/* With the lock held (released while it waits on a process): the keeper's
+ * work on the spare. Returns 1 when it did some, 0 when there is none to do
+ * now (*next: when a start may be retried, if sooner). */
+static int keeper_spare(struct perl_pool *p, uint64_t now, uint64_t *next)
+{
+	struct slot *sp = &p->spare;
+	if (p->spare_state == SPARE_READY) {
+		struct slot *s = NULL;
+		for (unsigned i = 0; i < p->n && !s; i++)
+			if (p->slots[i].state == SLOT_DOWN)
+				s = &p->slots[i];
+		if (sp->generation != p->generation) {
+			/* A reload while it started: it runs old settings. */
+			sp->end = END_STOP;
+			p->spare_state = SPARE_ENDING;
+		} else if (s || (s = slot_old(p, SLOT_IDLE))) {
+			enum slot_end end = s->state == SLOT_DOWN ? s->end : END_STOP;
+			if (s->state == SLOT_IDLE)
+				p->idle--;
+			spare_take(p, s, end);
+			struct perl_waiter *wt = slot_mark_idle(p, s);
+			if (wt) {
+				pthread_mutex_unlock(&p->lock);
+				serve_waiter(wt);
+				pthread_mutex_lock(&p->lock);
+			}
+		} else if (!slot_old(p, SLOT_BUSY)) {
+			sp->end = END_STOP; /* nothing left to replace */
+			p->spare_state = SPARE_ENDING;
+		} else {
+			return 0; /* an old worker comes back: perl_pool_release */
+		}
+		return 1;
+	}
+	if (p->spare_state == SPARE_ENDING) {
+		enum slot_end end = sp->end;
+		pthread_mutex_unlock(&p->lock);
+		end_process(sp, end, STOP_GRACE_MS);
+		pthread_mutex_lock(&p->lock);
+		p->spare_state = SPARE_EMPTY;
+		return 1;
+	}
+	if (p->spare_state != SPARE_EMPTY || (!slot_old(p, SLOT_IDLE) && !slot_old(p, SLOT_BUSY)))
+		return 0;
+	if (sp->retry_at_ms > now) {
+		if (!*next || sp->retry_at_ms < *next)
+			*next = sp->retry_at_ms;
+		return 0;
+	}
+	p->spare_state = SPARE_STARTING;
+	unsigned generation = p->generation;
+	struct settings *st = settings_copy(&(struct perl_pool_settings){
+			.worker_path = p->settings->worker_path,
+			.start_timeout_ms = p->settings->start_timeout_ms,
+			.max_requests = p->settings->max_requests,
+			.max_rss_kb = p->settings->max_rss_kb,
+			.max_memory = p->settings->max_memory,
+			.preload = p->settings->preload,
+			.inc = p->settings->inc,
+	});
+	pthread_mutex_unlock(&p->lock);
+	char err[1024];
+	int ok = spawn_worker(sp, st, err, sizeof err) == 0
+			&& await_ready(sp, st->start_timeout_ms, err, sizeof err) == 0;
+	if (!ok) {
+		plxd_log(PLXD_LOG_ERROR, "perl: %s", err);
+		end_process(sp, END_KILL, 0);
+	}
+	settings_free(st);
+	pthread_mutex_lock(&p->lock);
+	if (ok) {
+		sp->generation = generation;
+		sp->failures = 0;
+		sp->end = END_NONE; /* stopped, should plxd stop first */
+		p->spare_state = SPARE_READY;
+	} else {
+		/* The old workers serve on meanwhile. */
+		sp->failures++;
+		unsigned shift = sp->failures < 5 ? sp->failures : 5;
+		sp->retry_at_ms = clock_ms() + (1000u << shift) / 2;
+		p->spare_state = SPARE_EMPTY;
+	}
+	return 1;
 }
 
 static void *keeper_main(void *arg)
@@ -495,6 +655,9 @@ static void *keeper_main(void *arg)
 		idle_dead_down(p);
 		struct slot *s = NULL;
 		uint64_t now = clock_ms(), next = 0;
+		/* A ready spare first: it may fill a DOWN slot at once. */
+		if (p->spare_state == SPARE_READY && keeper_spare(p, now, &next))
+			continue;
 		for (unsigned i = 0; i < p->n; i++) {
 			struct slot *c = &p->slots[i];
 			if (c->state != SLOT_DOWN)
@@ -506,6 +669,8 @@ static void *keeper_main(void *arg)
 			if (!next || c->retry_at_ms < next)
 				next = c->retry_at_ms;
 		}
+		if (!s && keeper_spare(p, now, &next))
+			continue;
 		if (!s) {
 			/* A second at most: idle workers are looked at then. */
 			uint64_t wait = next && next - now < 1000 ? next - now : 1000;
@@ -523,6 +688,7 @@ static void *keeper_main(void *arg)
 		s->state = SLOT_STARTING;
 		enum slot_end end = s->end;
 		s->end = END_NONE;
+		s->served = s->compiled = 0; /* its process is gone */
 		unsigned generation = p->generation;
 		struct settings *st = settings_copy(&(struct perl_pool_settings){
 				.worker_path = p->settings->worker_path,
@@ -552,10 +718,12 @@ static void *keeper_main(void *arg)
 			s->served = s->compiled = 0;
 			s->w.served = 0;
 			s->w.compiled = 0;
-			if (generation != p->generation || p->stopping) {
+			if (p->stopping) {
 				s->state = SLOT_DOWN;
 				s->end = END_STOP;
 			} else {
+				/* Of an older generation if a reload came meanwhile:
+				 * it serves until a spare replaces it. */
 				struct perl_waiter *wt = slot_mark_idle(p, s);
 				if (wt) {
 					pthread_mutex_unlock(&p->lock);
@@ -601,6 +769,9 @@ struct perl_pool *perl_pool_create(const struct perl_pool_settings *ps, char *er
 		s->w.rx = xmalloc(s->w.rx_cap);
 		s->state = SLOT_DOWN;
 	}
+	p->spare.w.pid = -1;
+	p->spare.w.ctl = p->spare.w.err = p->spare.w.out = p->spare.w.pidfd = -1;
+	p->spare_state = SPARE_EMPTY;
 	/* Start them all, then wait: their interpreters load in parallel. */
 	int failed = 0;
 	for (unsigned i = 0; i < p->n && !failed; i++)
@@ -633,16 +804,10 @@ void perl_pool_reconfigure(struct perl_pool *p, const struct perl_pool_settings 
 	struct settings *old = p->settings;
 	p->settings = fresh;
 	p->generation++;
-	/* Idle workers are replaced now, busy ones when they come back. */
-	for (unsigned i = 0; i < p->n; i++) {
-		struct slot *sl = &p->slots[i];
-		if (sl->state == SLOT_IDLE) {
-			sl->state = SLOT_DOWN;
-			sl->end = END_STOP;
-			sl->retry_at_ms = 0;
-			p->idle--;
-		}
-	}
+	/* The keeper replaces them through the spare, one at a time; they
+	 * serve until then. A start that failed is tried again at once. */
+	p->spare.failures = 0;
+	p->spare.retry_at_ms = 0;
 	pthread_cond_signal(&p->keeper_cond);
 	pthread_mutex_unlock(&p->lock);
 	settings_free(old);
@@ -668,16 +833,17 @@ void perl_pool_destroy(struct perl_pool *p)
 	pthread_mutex_unlock(&p->lock);
 	if (p->keeper_running)
 		pthread_join(p->keeper, NULL);
-	/* Tell them all first, then wait: their END blocks run in parallel. */
-	for (unsigned i = 0; i < p->n; i++) {
-		struct slot *s = &p->slots[i];
+	/* Tell them all first, then wait: their END blocks run in parallel.
+	 * The spare (slot n here) is ready or holds an old worker to end. */
+	for (unsigned i = 0; i <= p->n; i++) {
+		struct slot *s = i < p->n ? &p->slots[i] : &p->spare;
 		if (s->w.ctl >= 0)
 			close(s->w.ctl);
 		s->w.ctl = -1;
 	}
 	uint64_t deadline = clock_ms() + STOP_GRACE_MS;
-	for (unsigned i = 0; i < p->n; i++) {
-		struct slot *s = &p->slots[i];
+	for (unsigned i = 0; i <= p->n; i++) {
+		struct slot *s = i < p->n ? &p->slots[i] : &p->spare;
 		uint64_t now = clock_ms();
 		enum slot_end how = s->end == END_KILL ? END_KILL : END_STOP;
 		end_process(s, how, now < deadline ? (unsigned long)(deadline - now) : 0);
@@ -784,7 +950,14 @@ void perl_pool_release(struct perl_pool *p, struct perl_worker *w, enum perl_rel
 	s->compiled += w->compiled;
 	w->compiled = 0;
 	s->script[0] = '\0';
-	if (how == PERL_RELEASE_IDLE && s->generation == p->generation && !p->stopping) {
+	if (how == PERL_RELEASE_IDLE && !p->stopping) {
+		/* A worker of an older generation serves on until a spare of
+		 * the current one is ready; then it takes its place here, where
+		 * no request holds the slot (under load none may ever be idle
+		 * for the keeper to find). */
+		if (s->generation != p->generation && p->spare_state == SPARE_READY
+				&& p->spare.generation == p->generation)
+			spare_take(p, s, END_STOP);
 		wt = slot_mark_idle(p, s);
 	} else {
 		s->state = SLOT_DOWN;
@@ -817,8 +990,9 @@ size_t perl_pool_view(struct perl_pool *p, struct perl_worker_view *out, size_t 
 			.pid = live ? s->w.pid : 0,
 			.state = names[s->state],
 			.script_us = s->state == SLOT_BUSY ? now - s->script_since_us : 0,
-			.requests = s->served,
-			.compiled = s->compiled,
+			/* Its worker's, and none while it has none. */
+			.requests = live ? s->served : 0,
+			.compiled = live ? s->compiled : 0,
 		};
 		if (s->state == SLOT_BUSY)
 			memcpy(out[i].script, s->script, sizeof out[i].script);

@@ -47,8 +47,10 @@ struct perl_pool;
  * message in err when one cannot start (plxd then refuses to start). */
 struct perl_pool *perl_pool_create(const struct perl_pool_settings *s, char *err, size_t errlen);
 
-/* New settings for workers started from now on; the running ones are
- * replaced as they become idle. The number of workers stays. */
+/* New settings for workers started from now on. The running ones serve on
+ * until they are replaced, one at a time: a spare started with the new
+ * settings takes the place of one that is idle or given back once it is
+ * ready. The number of workers stays. */
 void perl_pool_reconfigure(struct perl_pool *p, const struct perl_pool_settings *s);
 
 /* Stops every worker (their END blocks run), waits for them briefly, kills
