@@ -93,18 +93,18 @@ like($r->{content}, qr/^leftover:none$/m, "%ENV set by the request before is gon
 $r = $s->get('/exec.plt');
 is($r->{status}, 200, 'exec without fork: the response so far is sent');
 is($r->{content}, "before exec\n", '... and exec did not replace plxd');
-like($s->error_log, qr{exec\.plt: exec refused: it would replace plxd}, 'the log says why');
+ok(wait_for(sub { $s->error_log =~ qr{exec\.plt: exec refused: it would replace plxd} }), 'the log says why');
 
 $r = $s->get('/exit.plt');
 is($r->{content}, "before _exit\n", 'POSIX::_exit ends the request');
-like($s->error_log, qr{exit\.plt: exited with status 3}, '... with its status, as exit does');
+ok(wait_for(sub { $s->error_log =~ qr{exit\.plt: exited with status 3} }), '... with its status, as exit does');
 
 $r = $s->get('/fork_exec.plt');
 like($r->{content}, qr/^child exec\nstatus:0$/m, 'exec in a forked child runs the program');
 
 $r = $s->get('/alarm.plt');
 is($r->{content}, 'done', 'alarm is ignored: the request runs as if it never fired');
-like($s->error_log, qr{alarm\.plt: alarm ignored: it is not per thread yet}, '... and the log says so');
+ok(wait_for(sub { $s->error_log =~ qr{alarm\.plt: alarm ignored: it is not per thread yet} }), '... and the log says so');
 
 $r = $s->get('/runaway.plt');
 is($r->{status}, 504, 'a runaway script gets 504 at timeout');
