@@ -23,6 +23,7 @@ struct tslot {
 	int busy;
 	char script[PERL_VIEW_SCRIPT];
 	uint64_t since_us, served;
+	uint64_t compiled; /* compiles by its interpreters since plxd started */
 };
 
 struct perl_tpool {
@@ -216,6 +217,9 @@ void perl_tpool_release(struct perl_tpool *p, struct perl_worker *w)
 	struct tslot *s = (struct tslot *)(void *)w;
 	pthread_mutex_lock(&p->lock);
 	s->served++;
+	/* What its DONE said (done_received), as a worker's slot counts it. */
+	s->compiled += w->compiled;
+	w->compiled = 0;
 	struct perl_waiter *wt = p->first;
 	if (wt) {
 		p->first = wt->next;
@@ -248,6 +252,7 @@ size_t perl_tpool_view(struct perl_tpool *p, struct perl_worker_view *out, size_
 			.state = s->busy ? "busy" : "idle",
 			.script_us = s->busy ? now - s->since_us : 0,
 			.requests = s->served,
+			.compiled = s->compiled,
 		};
 		if (s->busy)
 			memcpy(out[i].script, s->script, sizeof out[i].script);

@@ -394,6 +394,92 @@ my $other = '203.0.113.9';
     like(PlxdTest::read_until_closed($plx, 30), qr/slept/, '... the slow request ends');
     $r->stop;
 }
+# ---- the interpreter threads of a thread-mode instance ----------------------
+
+# [perl:thread] isolation = thread: its interpreters are the instance's
+# worker rows, one per thread, with plxd's pid, in all three forms. gate.plt
+# runs until the file its query names exists (busy for as long as the test
+# says); hello.plt and env.plt are compiled once by the one thread that runs
+# them (the first idle one: slot 0, as the requests come one at a time).
+{
+    my $gate = qq{my \$f = "\$ENV{DOCUMENT_ROOT}/\$ENV{QUERY_STRING}";\n}
+        . qq{my \$until = time + 60;\n}
+        . qq{select undef, undef, undef, 0.02 until -e \$f || time > \$until;\n}
+        . qq{print "Content-Type: text/plain\\n\\nopened\\n";\n};
+    my $t = PlxdTest->start(
+        files    => { 'hello.plt' => $hello, 'env.plt' => $hello, 'gate.plt' => $gate },
+        handlers => { '.plt' => 'perl:thread' },
+        sections => { 'perl:thread' => { isolation => 'thread', workers => 2 } },
+    );
+    is($t->get('/hello.plt')->{status}, 200, 'thread mode: hello.plt answers') for 1 .. 3;
+    is($t->get('/env.plt')->{status}, 200, 'thread mode: env.plt answers') for 1 .. 2;
+    # A thread is given back just after its response: counted by then.
+    my ($j, @tw);
+    wait_for(sub {
+        $j = status_json($t);
+        @tw = grep { $_->{handler} eq 'perl:thread' } @{ $j->{workers} };
+        @tw && $tw[0]{requests} == 5;
+    });
+    is(scalar @tw, 2, 'thread mode: two worker rows, one per interpreter thread (workers = 2)');
+    is($j->{handlers}{'perl:thread'}{workers}, 2, '... handlers."perl:thread".workers: 2');
+    is_deeply([ map { $_->{pid} } @tw ], [ $j->{pid}, $j->{pid} ], "... each with plxd's own pid");
+    is_deeply([ map { $_->{state} } @tw ], [qw(idle idle)], '... idle');
+    is_deeply([ map { $_->{requests} } @tw ], [ 5, 0 ], '... requests: the 5 on the first thread');
+    is_deeply([ map { $_->{scripts_compiled} } @tw ], [ 2, 0 ],
+        '... scripts_compiled: hello.plt and env.plt, once each, on the thread that ran them')
+        or diag(explain(\@tw));
+    is_deeply([ map { $_->{rss_kb} } @tw ], [ 0, 0 ], "... rss_kb 0: a thread's memory is plxd's");
+    my %compiles = map { ($_->{path} =~ m{/(\w+\.plt)$})[0] => $_->{compiles} } @{ $j->{scripts} };
+    is_deeply(\%compiles, { 'hello.plt' => 1, 'env.plt' => 1 }, '... as the scripts rows say');
+
+    # Busy: the thread names its script and for how long; the other is idle.
+    my $held = slow_request($t, '/gate.plt?open');
+    my $busy;
+    ok(wait_for(sub {
+        ($busy) = grep { $_->{handler} eq 'perl:thread' && $_->{state} eq 'busy' } @{ status_json($t)->{workers} };
+        $busy && $busy->{script_running_ms} >= 50;
+    }), 'thread mode: a thread running a script is busy, for a time in ms');
+    like($busy && $busy->{script}, qr{/gate\.plt$}, '... naming its script');
+    my $prom = $t->get('/plxd-status?prometheus')->{content};
+    for my $fig (qw(requests scripts_compiled rss_kb script_running_ms)) {
+        my @rows = $prom =~ /^plxd_worker_\Q$fig\E\{handler="perl:thread",(.*)$/mg;
+        is(scalar @rows, 2, "Prometheus: plxd_worker_$fig has a series per thread");
+        like($rows[0], qr/^slot="0",pid="$j->{pid}",state="busy"\} \d+$/, "... slot 0 busy, plxd's pid");
+        like($rows[1], qr/^slot="1",pid="$j->{pid}",state="idle"\} \d+$/, '... slot 1 idle');
+    }
+    like($prom, qr/^plxd_worker_requests\{handler="perl:thread",slot="0",[^}]*\} 5$/m,
+        '... requests 5 on slot 0');
+    like($prom, qr/^plxd_worker_scripts_compiled\{handler="perl:thread",slot="0",[^}]*\} 2$/m,
+        '... scripts_compiled 2 on slot 0');
+    my $html = $t->get('/plxd-status')->{content};
+    my @hrows = $html =~ m{^<tr><td>perl:thread</td>(<td class=n>\d+</td><td>(?:idle|busy)</td>.*)</tr>$}mg;
+    is(scalar @hrows, 2, 'HTML: a Workers row per thread');
+    my $n = '<td class=n>';
+    like($hrows[0], qr{^$n$j->{pid}</td><td>busy</td><td>[^<]*/gate\.plt</td>$n\d+</td>${n}5</td>${n}0</td>${n}2</td>$},
+        '... the busy one: its script, 5 requests, 2 compiles');
+    like($hrows[1], qr{^$n$j->{pid}</td><td>idle</td><td></td>${n}0</td>${n}0</td>${n}0</td>${n}0</td>$},
+        '... the idle one');
+    write_file($t->root . '/open', '');
+    like(PlxdTest::read_until_closed($held, 30), qr/opened/, '... gate.plt ends once its file exists');
+    ok(wait_for(sub {
+        my @r = grep { $_->{handler} eq 'perl:thread' } @{ status_json($t)->{workers} };
+        "@{[map { qq{$_->{state}/$_->{requests}/$_->{scripts_compiled}} } @r]}" eq 'idle/6/3 idle/0/0';
+    }), '... then idle again: 6 requests, 3 compiles');
+
+    # A reload keeps the interpreters, and so their figures.
+    $t->signal('HUP');
+    ok(wait_for(sub { my $r = status_json($t); $r && $r->{generation} == 2 }), 'thread mode: after SIGHUP');
+    is($t->get('/hello.plt')->{status}, 200, '... hello.plt answers');
+    my @after;
+    wait_for(sub {
+        @after = grep { $_->{handler} eq 'perl:thread' } @{ status_json($t)->{workers} };
+        $after[0]{requests} == 7;
+    });
+    is_deeply([ map { [ $_->{requests}, $_->{scripts_compiled} ] } @after ], [ [ 7, 3 ], [ 0, 0 ] ],
+        '... the same interpreters: their counts go on, hello.plt not compiled again');
+    $t->stop;
+}
+
 # 32 handler ids: plxd, status, then 29 section names of their own; the
 # 30th section's requests and any later ones are counted as "other". The
 # static section comes last (after the routes' sections).

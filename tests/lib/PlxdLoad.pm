@@ -28,7 +28,8 @@ my $FORM = 'name=soak&list=x+y%21&empty=';
 my $FORM_ANSWER = "name => soak\nlist => x y!\nempty => ";
 
 # What is sent (request line, an extra header, a body: form, of type
-# x-www-form-urlencoded unless type says) and what must come back. The first seven are the good requests.
+# x-www-form-urlencoded unless type says) and what must come back. The first nine are the good
+# requests; plt and post_plt run in interpreter threads inside plxd (.plt = perl:thread).
 our @KINDS = (
     { name => 'static',      good => 1, get => '/hello.html',         status => [200], body => qr/Hello world!/ },
     { name => 'pl',          good => 1, get => '/hello.pl',           status => [200], body => qr/Hello world!/ },
@@ -38,6 +39,11 @@ our @KINDS = (
     { name => 'request_pl',  good => 1, get => "/request.pl?$QUERY",  status => [200], body => qr/^\Q$QUERY_ANSWER\E\z/ },
     { name => 'post_plx',    good => 1, post => '/request.plx', form => $FORM, status => [200],
       body => qr/^\Q$FORM_ANSWER\E\z/ },
+    # Its whole body: hello.plt's source, sent as a static file, would match /Hello world!/ too.
+    { name => 'plt',         good => 1, get => '/hello.plt',          status => [200],
+      body => qr{^<html><body>\nHello world!\n</body></html>\n\z} },
+    { name => 'post_plt',    good => 1, post => "/request.plt?$QUERY", form => $FORM, status => [200],
+      body => qr/^\Q$QUERY_ANSWER\E\n\Q$FORM_ANSWER\E\z/ },
     { name => 'bad_escape',  get => '/request.plx?a=%zz', status => [400] },
     { name => 'traversal',   get => '/../../etc/passwd',  status => [400, 403, 404] },
     { name => 'big_header',  get => '/hello.html', header => 'X-Big: ' . ('b' x 40000), status => [431] },
