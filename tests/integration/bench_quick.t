@@ -1,7 +1,8 @@
 # bench/run --quick, once: it builds, measures, stops what it started, and
 # writes a Markdown table, a CSV and a PNG chart that are well formed, with
 # every section's rows (the new-connection one and bare libmicrohttpd's
-# floor among them). Then bench/run --status-cost's turns and callgrind
+# floor among them, and each .plt beside its .plx), and a chart that draws
+# the three ways. Then bench/run --status-cost's turns and callgrind
 # figures. It checks the shape of the output, never a speed.
 use strict;
 use warnings;
@@ -127,6 +128,40 @@ my @bad = grep {
 } @ok;
 is(scalar @bad, 0, 'measured rows: positive figures, min <= median <= max, 3 runs')
     or diag(explain(\@bad));
+
+# The three ways side by side: every .plt target in each section where its
+# .plx is, measured, from plxd only (the peers have no .plt), in
+# interpreter threads; hello.plt and cpu.plt again with one thread.
+my %plt = (
+    seq  => [qw(hello.plt)],
+    conn => [qw(hello.plt)],
+    conc => [qw(cgi_pm.plt request.plt)],
+    ka   => [qw(hello.plt cgi_pm.plt request.plt cpu.plt)],
+);
+for my $section (sort keys %plt) {
+    for my $t (@{ $plt{$section} }) {
+        my @r = grep { $_->{section} eq $section && $_->{target} eq $t && $_->{workers} eq '2' } @rows;
+        my $want = $section eq 'seq' ? 2 : 1;    # seed 1 runs two loads
+        ok(@r == $want && !(grep { $_->{status} ne 'ok' || $_->{server} !~ /^plxd/ || $_->{mode} ne 'in-process'
+            || $_->{handler} !~ /isolation=thread, 2 threads/ } @r), "$section: $t measured in plxd's interpreter threads")
+            or diag(explain(\@r));
+        (my $twin = $t) =~ s/\.plt$/.plx/;
+        ok((grep { $_->{section} eq $section && $_->{target} eq $twin } @rows), "... beside $twin");
+    }
+}
+for my $t (qw(hello.plt cpu.plt)) {
+    my @r = grep { $_->{section} eq 'ka' && $_->{target} eq $t && $_->{workers} eq '1' } @rows;
+    ok(@r == 1 && $r[0]{status} eq 'ok' && $r[0]{handler} =~ /isolation=thread, 1 thread/,
+        "ka: $t measured again with one interpreter thread") or diag(explain(\@r));
+}
+is(scalar(grep { $_->{target} =~ /\.plt$/ && $_->{server} !~ /^plxd/ } @rows), 0, 'no .plt row for a server other than plxd');
+for my $ratio ('hello.plt / hello.plx, plxd, keep-alive', 'cgi_pm.plt / cgi_pm.plx, plxd, keep-alive',
+    'request.plt / request.plx, plxd, keep-alive', 'cpu.plt / cpu.plx, plxd, keep-alive',
+    'hello.plt / hello.plx, plxd, a new connection each (ab -c 10)', 'cgi_pm.plt / cgi_pm.plx, plxd, seed 2 (ab -c 10)',
+    'cpu.plt threads=2 / threads=1, plxd') {
+    like($md, qr/^\| \Q$ratio\E \| \d+\.\d\d \|/m, "the ratio $ratio");
+}
+
 my %na = map { ("$_->{target} ($_->{server})" => 1) } @na;
 diag("not available in this build: " . join(", ", sort keys %na)) if @na;
 
@@ -135,6 +170,22 @@ my $png = read_file("$base.png");
 is(substr($png, 0, 8), "\x89PNG\r\n\x1a\n", 'the chart is a PNG');
 my ($w, $h) = unpack 'NN', substr($png, 16, 8);
 ok($w >= 600 && $h >= 200, "of a readable size (${w}x$h)");
+
+# What gnuplot drew: each panel's bars, a .plt one beside its .plx in the
+# in-process colour (the legend names all three ways).
+if ($work) {
+    my %colour = (plx => hex('2e8b57'), plt => hex('6a4fa3'));
+    for my $panel (qw(seq conn conc ka)) {
+        my $dat = read_file("$work/chart-$panel.dat");
+        my ($t) = @{ $plt{$panel} };
+        for my $ext (qw(plx plt)) {
+            (my $target = $t) =~ s/\.plt$/.$ext/;
+            like($dat, qr/^"\Q$target\E  plxd[^"]*"\t[\d.]+\t[\d.]+\t[\d.]+\t$colour{$ext}$/m,
+                "the chart's $panel panel has a $target bar in its colour");
+        }
+    }
+    like(read_file("$work/chart.gp"), qr/persistent \(\.plx\),  purple: in-process \(\.plt\)/, "the chart's legend names the three ways");
+}
 
 # ----- nothing left running: no process uses the working folder.
 ok($work && -d $work, 'the working folder was kept') or diag($log);

@@ -1,10 +1,11 @@
 # The front page (cgi-bin/index.html) in a real browser: headless Chromium
 # driven through chromedriver's WebDriver HTTP API (HTTP::Tiny and JSON::PP,
 # nothing else). It loads the page, checks that every sample is linked in
-# its .pl/.plx pair and that the bench chart has its place, presses the live
-# burst's button (both series drawn, the persistent rate higher), then follows
-# the counter links: the persistent counter grows for the same worker pid, the
-# per-request one stays at 1.
+# its .pl/.plx/.plt triple (and that each .plt answers) and that the bench
+# chart has its place, presses the live burst's button (three series drawn,
+# the persistent and in-process rates higher), then follows the counter
+# links: the persistent counter grows for the same worker pid, the in-process
+# one for the same interpreter, the per-request one stays at 1.
 use strict;
 use warnings;
 use Test::More;
@@ -29,27 +30,29 @@ for my $bin ($CHROMIUM, $DRIVER) {
     exit;
 }
 
-# plxd serving the real cgi-bin/, .pl per request and .plx persistent.
+# plxd serving the real cgi-bin/, .pl per request, .plx persistent and .plt
+# in-process.
 my $root = source_dir() . '/cgi-bin';
 my $s = eval {
     PlxdTest->start(
         args     => ['--root', $root],
-        handlers => { '.pl' => 'cgi', '.plx' => 'perl', '.cgi' => 'cgi' },
-        sections => { perl => { workers => 2 } },
+        handlers => { '.pl' => 'cgi', '.plx' => 'perl', '.plt' => 'perl:thread', '.cgi' => 'cgi' },
+        sections => { perl => { workers => 2 }, 'perl:thread' => { isolation => 'thread', workers => 2 } },
     );
 };
-ok($s, 'plxd starts with .pl = cgi, .plx = perl and [perl] workers = 2')
+ok($s, 'plxd starts with .pl = cgi, .plx = perl, .plt = perl:thread and 2 workers each')
     or diag("without the cgi and perl handlers the counters cannot run: $@");
 $s //= PlxdTest->start(args => ['--root', $root]);    # the page itself is static
 
 # The counters must answer before the browser is worth asking about them.
 my %available;
-for my $c (qw(counter.pl counter.plx)) {
+for my $c (qw(counter.pl counter.plx counter.plt)) {
     my $res = $s->get("/$c");
     $available{$c} = $res->{status} == 200;
     ok($available{$c}, "$c is available (cgi-bin/$c exists and its handler answers 200)")
         or diag("GET /$c answered $res->{status}: the counter test below cannot pass until "
             . ($c =~ /x$/ ? 'the persistent Perl handler and cgi-bin/counter.plx exist'
+             : $c =~ /t$/ ? 'the perl handler in thread mode and cgi-bin/counter.plt exist'
                           : 'the CGI handler and cgi-bin/counter.pl exist'));
 }
 
@@ -145,8 +148,9 @@ like(sw(GET => '/title'), qr/plxd/, 'the URL plxd prints opens on the front page
 my $text = page_text();
 like($text, qr/a process per request/i, 'it explains the per-request way');
 like($text, qr/persistent/i, 'and the persistent way');
+like($text, qr/in-process/i, 'and the in-process way');
 
-# Each sample row links a .pl beside its .plx twin with the same name.
+# Each sample row links a .pl, a .plx and a .plt of the same name.
 my $rows = js(q{
     return Array.from(document.querySelectorAll('#samples tbody tr')).map(function (tr) {
         return Array.from(tr.querySelectorAll('a')).map(function (a) { return a.getAttribute('href'); });
@@ -154,13 +158,21 @@ my $rows = js(q{
 });
 ok(@$rows >= 5, 'the samples table has its rows') or diag(explain($rows));
 for my $links (@$rows) {
-    my %by = map { m{^([^?]+)\.(plx?)(?:\?|$)} ? ("$2" => $1) : () } @$links;
-    ok($by{pl} && $by{plx} && $by{pl} eq $by{plx}, "a row pairs $by{pl}.pl with its .plx twin")
+    my %by = map { m{^([^?]+)\.(pl[xt]?)(?:\?|$)} ? ("$2" => $1) : () } @$links;
+    my $name = $by{pl} // $by{plx} // $by{plt} // '(none)';
+    ok((grep { ($by{$_} // '') eq $name } qw(pl plx plt)) == 3, "a row links $name.pl, $name.plx and $name.plt")
         or diag(explain($links));
 }
 my %href = map { ($_ =~ s/\?.*//r) => 1 } map { @$_ } @$rows;
-ok($href{$_}, "the page links $_") for qw(hello.pl hello.plx counter.pl counter.plx cgi_pm.pl cgi_pm.plx
-    request.pl request.plx);
+ok($href{$_}, "the page links $_") for map { ("$_.pl", "$_.plx", "$_.plt") } qw(hello counter cgi_pm request env cpu);
+
+# Every script the table links is there and runs: 200 with a body, the .plt
+# ones in interpreter threads.
+for my $link (grep { /\.pl[xt]?(?:\?|$)/ } map { @$_ } @$rows) {
+    my $res = $s->get("/$link");
+    ok($res->{status} == 200 && length $res->{content}, "$link answers 200 with a body")
+        or diag("GET /$link: $res->{status} " . substr($res->{content} // '', 0, 300));
+}
 
 # The chart: where bench/run puts it; shown if it is there, a note if not.
 my $chart = js(q{
@@ -178,10 +190,11 @@ if ($ENV{PLXD_TEST_KEEP}) {
 
 # ----- the live burst -------------------------------------------------------
 
-# The button sends a bounded burst to hello.pl, then hello.plx, and draws
-# both: each side's figures (rate, count) appear, its canvas is drawn on, and
-# the persistent rate is the higher.
-if ($available{'counter.pl'} && $available{'counter.plx'}) {
+# The button sends a bounded burst to hello.pl, then hello.plx, then
+# hello.plt, and draws each: its figures (rate, count) appear, its canvas is
+# drawn on, and the persistent and in-process rates are higher than the
+# per-request one.
+if ($available{'counter.pl'} && $available{'counter.plx'} && $available{'counter.plt'}) {
     sw(POST => '/url', { url => $s->url('/') });
     like(page_text(), qr/modest load generator/, 'the live section says a browser is a modest load generator');
     my $button = sw(POST => '/element', { using => 'css selector', value => '#burst' });
@@ -189,7 +202,7 @@ if ($available{'counter.pl'} && $available{'counter.plx'}) {
     my $live;
     my $read = q{
         var out = {};
-        ['pl', 'plx'].forEach(function (k) {
+        ['pl', 'plx', 'plt'].forEach(function (k) {
             var el = document.getElementById('live-' + k), c = document.getElementById('live-' + k + '-chart');
             var px = c.getContext('2d').getImageData(0, 0, c.width, c.height).data, inked = 0;
             for (var i = 3; i < px.length; i += 4) if (px[i]) inked++;
@@ -197,12 +210,13 @@ if ($available{'counter.pl'} && $available{'counter.plx'}) {
                        count: parseInt(el.dataset.count || '0', 10), failed: parseInt(el.dataset.failed || '0', 10),
                        text: el.textContent, inked: inked };
         });
-        out.done = !document.getElementById('burst').disabled && out.pl.rate !== null && out.plx.rate !== null;
+        out.done = !document.getElementById('burst').disabled && out.pl.rate !== null && out.plx.rate !== null
+            && out.plt.rate !== null;
         return out;
     };
-    ok(wait_for(sub { $live = js($read); $live->{done} }, 180), 'the burst ends with figures on both sides')
+    ok(wait_for(sub { $live = js($read); $live->{done} }, 180), 'the burst ends with figures on all three sides')
         or diag(explain($live));
-    for my $k (qw(pl plx)) {
+    for my $k (qw(pl plx plt)) {
         my $r = $live->{$k};
         is($r->{count}, 200, "hello.$k: 200 requests");
         is($r->{failed}, 0, '... none failed');
@@ -216,8 +230,9 @@ if ($available{'counter.pl'} && $available{'counter.plx'}) {
         diag("screenshot after the burst: $tmp/burst.png");
     }
     ok($live->{plx}{rate} > $live->{pl}{rate}, "the persistent rate is higher ($live->{plx}{rate} against $live->{pl}{rate} req/s)");
+    ok($live->{plt}{rate} > $live->{pl}{rate}, "the in-process rate is higher ($live->{plt}{rate} against $live->{pl}{rate} req/s)");
 } else {
-    fail('the live burst: hello.pl and hello.plx need the cgi and perl handlers (see above)');
+    fail('the live burst: hello.pl, hello.plx and hello.plt need the cgi and perl handlers (see above)');
 }
 
 # ----- the counters ---------------------------------------------------------
@@ -253,6 +268,24 @@ if ($available{'counter.plx'}) {
         or diag(explain(\%seen));
 } else {
     fail('following the counter.plx link: counter.plx is not available (see above)');
+}
+# In-process, every interpreter shares plxd's pid; counter.plt names its
+# interpreter by the address of its global.
+if ($available{'counter.plt'}) {
+    my (%seen, @bad);
+    for (1 .. 12) {
+        my ($pid, $count, $body) = follow('counter.plt');
+        my ($interp) = ($body // '') =~ /\binterpreter ([0-9a-f]+)/;
+        if (!defined $pid || !defined $count || !defined $interp) { push @bad, $body // '(no page)'; next }
+        push @{ $seen{$interp} }, $count;
+        push @bad, "pid $pid is not plxd's (" . $s->pid . ")" if $pid != $s->pid;
+    }
+    ok(!@bad, "counter.plt shows a count, plxd's pid and an interpreter each time") or diag(explain(\@bad));
+    my @twice = grep { @{ $seen{$_} } >= 2 } keys %seen;
+    my @flat = grep { my $c = $seen{$_}; grep { $c->[$_] <= $c->[$_ - 1] } 1 .. $#$c } keys %seen;
+    ok(@twice && !@flat, 'the in-process counter grows for the same interpreter') or diag(explain(\%seen));
+} else {
+    fail('following the counter.plt link: counter.plt is not available (see above)');
 }
 if ($available{'counter.pl'}) {
     my @pl = map { [follow('counter.pl')] } 1 .. 4;
