@@ -53,6 +53,12 @@ const struct conf_key server_keys[] = {
 	SERVER_KEY("follow_symlinks_outside", CONF_BOOL, follow_symlinks_outside, "no",
 		.help = "serve files through symbolic links that lead outside root (otherwise 403)",
 		.tests = "integration/attacks.t unit/test_resolve.c"),
+	SERVER_KEY("stat_cache", CONF_BOOL, stat_cache, "yes",
+		.help = "remember the files found under root, held open, until inotify reports a "
+			"change to one of them or to a folder on their way (as lighttpd's stat cache); "
+			"`no` for a root that another machine changes (a network file system) or "
+			"that has mounts made over its folders",
+		.tests = "integration/static.t unit/test_resolve_cache.c"),
 	SERVER_KEY("max_connections", CONF_UINT, max_connections, "512", .min = 1, .max = 65536,
 		.flags = CONF_RESTART,
 		.help = "open connections at most (an idle connection costs memory, not a thread); "

@@ -20,6 +20,7 @@ struct server_conf {
 	char *root;
 	char *user;
 	int follow_symlinks_outside;
+	int stat_cache;
 	unsigned long max_connections;
 	unsigned long per_ip_connections;
 	unsigned long connection_timeout_ms;

@@ -15,6 +15,7 @@
 #include "clock.h"
 #include "log.h"
 #include "loop.h"
+#include "resolve_cache.h"
 #include "site.h"
 #include "stats.h"
 
@@ -62,6 +63,10 @@ struct evthread {
 static struct evthread *threads;
 static unsigned nthreads;
 static int listen_fd = -1;
+/* The listening socket's own address, when it is bound to one (not a
+ * wildcard): then every connection's local address, with no getsockname. */
+static struct sockaddr_storage listen_local;
+static int listen_local_known;
 static atomic_uint open_connections;
 static unsigned connection_cap; /* max_connections and the 503 margin */
 static unsigned long per_ip_limit;
@@ -247,6 +252,18 @@ static int admit(struct conn *c)
 	return 1;
 }
 
+static int bound_to_one_address(int fd, struct sockaddr_storage *ss)
+{
+	socklen_t len = sizeof *ss;
+	if (getsockname(fd, (struct sockaddr *)ss, &len) < 0)
+		return 0;
+	if (ss->ss_family == AF_INET)
+		return ((struct sockaddr_in *)ss)->sin_addr.s_addr != htonl(INADDR_ANY);
+	if (ss->ss_family == AF_INET6)
+		return !IN6_IS_ADDR_UNSPECIFIED(&((struct sockaddr_in6 *)ss)->sin6_addr);
+	return 0;
+}
+
 static void accept_resume(struct loop_timer *t)
 {
 	struct evthread *th = (struct evthread *)(void *)((char *)t
@@ -289,7 +306,10 @@ static void on_listen(struct loop_watch *w, unsigned events)
 		c->fd = fd;
 		c->thread = th;
 		socklen_t llen = sizeof c->local;
-		getsockname(fd, (struct sockaddr *)&c->local, &llen);
+		if (listen_local_known)
+			c->local = listen_local;
+		else
+			getsockname(fd, (struct sockaddr *)&c->local, &llen);
 		/* on_connection takes c from here (libmicrohttpd calls it
 		 * inside MHD_add_connection). */
 		th->conns_pending = c;
@@ -577,15 +597,16 @@ static void stop_one(void *arg)
 	th->stop = 1;
 }
 
-/* Descriptors: one per connection, up to the 503 margin, and room for
- * what their requests open (pipes to scripts, files). A soft limit below
- * that is raised as far as the hard limit allows. */
+/* Descriptors: one per connection, up to the 503 margin, room for what
+ * their requests open (pipes to scripts, files), and the files each event
+ * thread's stat cache holds. A soft limit below that is raised as far as
+ * the hard limit allows. */
 static void raise_fd_limit(unsigned connections)
 {
 	struct rlimit rl;
 	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
 		return;
-	rlim_t want = (rlim_t)connections * 2 + 256;
+	rlim_t want = (rlim_t)connections * 2 + 256 + (rlim_t)nthreads * RESOLVE_CACHE_FILES;
 	if (rl.rlim_cur >= want)
 		return;
 	rlim_t got = rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= want ? want : rl.rlim_max;
@@ -606,13 +627,14 @@ int http_start(int fd, const struct server_conf *server, char *err, size_t errle
 	unsigned spare = (unsigned)(server->max_connections / 8 > 16 ? server->max_connections / 8
 								     : 16);
 	connection_cap = (unsigned)server->max_connections + spare;
-	raise_fd_limit(connection_cap);
 	unsigned timeout_s = (unsigned)((server->connection_timeout_ms + 999) / 1000);
 	long cores = sysconf(_SC_NPROCESSORS_ONLN);
 	nthreads = server->threads ? (unsigned)server->threads : (unsigned)(cores > 0 ? cores : 1);
+	raise_fd_limit(connection_cap);
 	threads = xcalloc(nthreads, sizeof *threads);
 	stats_threads_create(nthreads);
 	listen_fd = fd;
+	listen_local_known = bound_to_one_address(fd, &listen_local);
 	for (unsigned i = 0; i < nthreads; i++) {
 		struct evthread *th = &threads[i];
 		loop_watch_init(&th->mhd);

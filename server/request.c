@@ -21,6 +21,7 @@
 #include "loop.h"
 #include "path.h"
 #include "resolve.h"
+#include "resolve_cache.h"
 #include "site.h"
 #include "spool.h"
 #include "stats.h"
@@ -93,6 +94,7 @@ struct request {
 	struct request *wprev, *wnext; /* its thread's suspended requests */
 	plxd_reader_fn *read;          /* a streamed response's reader, and its cls */
 	void *read_cls;
+	struct resolve_entry *cached; /* where pub.fd came from, if not opened for it */
 };
 
 /* The requests of this event thread that wait suspended: a stop resumes
@@ -404,6 +406,17 @@ static void dispatch(struct request *r)
  * name when a link led to it ("" otherwise). Every handler is spared the
  * names [static] deny lists, and a name that is only a mapped extension
  * (".pl": config_route sees no extension in it, yet it is a script's). */
+/* Lets go of the file route found: the stat cache's, or its own. */
+static void file_release(struct request *r)
+{
+	if (r->cached)
+		resolve_cache_release(r->cached);
+	else if (r->pub.fd >= 0)
+		close(r->pub.fd);
+	r->cached = NULL;
+	r->pub.fd = -1;
+}
+
 static const char *refused_name(const struct config *config, const char *path, size_t len,
 		const char *name, const char *real_name)
 {
@@ -442,8 +455,11 @@ static unsigned route(struct request *r, const char *target)
 		return 404;
 	}
 	struct resolved res;
-	status = (unsigned)resolve_path(r->site->root_fd, r->path,
-			config->server.follow_symlinks_outside, &res);
+	int stat_cache = config->server.stat_cache;
+	r->cached = stat_cache ? resolve_cache_get(r->site->generation, r->path, &res) : NULL;
+	status = r->cached ? 0
+			   : (unsigned)resolve_path(r->site->root_fd, r->path,
+					   config->server.follow_symlinks_outside, &res);
 	if (status) {
 		/* A denied name is 404 however it fails to open, so that a 403
 		 * cannot tell a hidden file is there. */
@@ -459,20 +475,22 @@ static unsigned route(struct request *r, const char *target)
 	const char *name = slash ? slash + 1 : full;
 	size_t name_len = res.name_len - (size_t)(name - full);
 	char *own_name = xstrndup(name, name_len);
+	r->pub.fd = res.fd;
 	why = refused_name(config, full, res.name_len, own_name, res.real_name);
 	if (why) {
 		plxd_log(PLXD_LOG_INFO, "refused %s: %s", target, why);
-		close(res.fd);
+		file_release(r);
 		free(path);
 		free(own_name);
 		return 404;
 	}
+	if (stat_cache && !r->cached)
+		r->cached = resolve_cache_put(r->site->generation, r->site->root_fd, r->path, &res);
 	if (path) {
 		free(r->path);
 		r->path = path;
 		r->pub.path = path;
 	}
-	r->pub.fd = res.fd;
 	r->pub.st = res.st;
 	r->script_name = xstrndup(r->path, res.name_len);
 	r->pub.script_name = r->script_name;
@@ -574,9 +592,7 @@ int plxd_serve_local(struct plxd_request *pub, const char *target)
 	}
 	/* Forget the first route (the access log keeps the client's target)
 	 * and the body: the new target is fetched with GET. */
-	if (pub->fd >= 0)
-		close(pub->fd);
-	pub->fd = -1;
+	file_release(r);
 	free(r->path);
 	free(r->file);
 	free(r->script_name);
@@ -889,8 +905,7 @@ void request_completed(void *cls, struct MHD_Connection *connection, void **con_
 		shutdown(r->conn->fd, SHUT_RDWR); /* before a pipelined request is read */
 	if (r->conn)
 		http_request_ended(r->conn);
-	if (r->pub.fd >= 0)
-		close(r->pub.fd);
+	file_release(r);
 	body_discard(r);
 	free(r->target);
 	free(r->path);

@@ -30,22 +30,29 @@ static int openat2_retry(int root_fd, const char *rel, struct open_how *how)
 	return fd;
 }
 
+int resolve_open_plain(int root_fd, const char *rel, int flags)
+{
+	struct open_how how = {
+		.flags = (unsigned long long)flags | O_CLOEXEC,
+		.resolve = RESOLVE_NO_MAGICLINKS | RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH,
+	};
+	return openat2_retry(root_fd, rel, &how);
+}
+
 /* Opens rel, first refusing every symbolic link: most paths have none, and
  * then the name asked for is the file's own. Only when that fails on a
  * link (ELOOP) is it opened again following links, with *via_link set. */
 static int open_beneath(int root_fd, const char *rel, int follow_outside, int *via_link)
 {
-	/* O_NONBLOCK: a FIFO in the root must not block the open. */
-	struct open_how how = {
-		.flags = O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK,
-		.resolve = RESOLVE_NO_MAGICLINKS | RESOLVE_NO_SYMLINKS
-				| (follow_outside ? 0 : RESOLVE_BENEATH),
-	};
 	*via_link = 0;
-	int fd = openat2_retry(root_fd, rel, &how);
+	/* O_NONBLOCK: a FIFO in the root must not block the open. */
+	int fd = resolve_open_plain(root_fd, rel, O_RDONLY | O_NOCTTY | O_NONBLOCK);
 	if (fd >= 0 || errno != ELOOP)
 		return fd;
-	how.resolve &= ~(unsigned long long)RESOLVE_NO_SYMLINKS;
+	struct open_how how = {
+		.flags = O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK,
+		.resolve = RESOLVE_NO_MAGICLINKS | (follow_outside ? 0 : RESOLVE_BENEATH),
+	};
 	*via_link = 1;
 	return openat2_retry(root_fd, rel, &how);
 }

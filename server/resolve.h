@@ -26,6 +26,11 @@ struct resolved {
 	char real_name[NAME_MAX + 1];
 };
 
+/* Opens rel (relative to root_fd) with flags, O_CLOEXEC added, refusing
+ * every symbolic link and any step out of the root. Returns the descriptor,
+ * or -1 with errno. */
+int resolve_open_plain(int root_fd, const char *rel, int flags);
+
 /* path is normalised and starts with '/'. follow_outside allows symbolic
  * links that lead outside the root. Returns 0, or an HTTP status with
  * out->fd = -1: 404 (nothing there), 403 (a link leading outside, a loop,

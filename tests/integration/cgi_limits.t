@@ -32,7 +32,7 @@ sub children_of {
     }
     return @kids;
 }
-sub fd_count { my ($pid) = @_; my @fds = glob "/proc/$pid/fd/*"; return scalar @fds }
+sub fd_count { my ($pid, $root) = @_; return PlxdTest::fds_besides_cache($pid, $root) }
 
 # Script timeout. Every script this server runs sleeps 60 s, far past its
 # 3 s timeout: no script has to finish within the timeout, however slow
@@ -45,7 +45,7 @@ my $t = PlxdTest->start(
 );
 my $pid = $t->pid;
 $t->get('/a.txt');
-my $fds = fd_count($pid);
+my $fds = fd_count($pid, $t->root);
 
 # Timeout before the headers: 504, the script's group ended.
 my $pidfile = $t->dir . '/slow.pid';
@@ -69,7 +69,7 @@ ok(@cut == 1 && !$cut[0]{complete} && !defined $cut[0]{headers}{'content-length'
 ok($took > 2.8 && $took < 20, "... connection closed at the timeout ($took s)");
 ok(wait_for(sub { !children_of($pid) }), 'no child of plxd left after the timeouts')
     or diag(join ' ', children_of($pid));
-ok(wait_for(sub { fd_count($pid) <= $fds }), "no descriptor left ($fds before, " . fd_count($pid) . ' after)');
+ok(wait_for(sub { fd_count($pid, $t->root) <= $fds }), "no descriptor left ($fds before, " . fd_count($pid, $t->root) . ' after)');
 $t->stop;
 
 # A script that takes longer than connection_timeout (1 s) to answer is
@@ -97,7 +97,7 @@ my $s = PlxdTest->start(
 chmod 0755, $s->root . '/limits.cgi';
 $pid = $s->pid;
 $s->get('/f.pl?text=warm');
-$fds = fd_count($pid);
+$fds = fd_count($pid, $s->root);
 
 # (A slot is held until its script is reaped, a moment after the response.)
 ok(wait_for(sub { !children_of($pid) }), 'no script running');
@@ -132,7 +132,7 @@ like($res->{content}, qr/^0 1 2 3 $/m, 'the script inherits descriptors 0, 1 and
 # No zombie, no descriptor left after all of the above.
 ok(wait_for(sub { !children_of($pid) }), 'no child of plxd left (zombie or not)')
     or diag(join ' ', children_of($pid));
-ok(wait_for(sub { fd_count($pid) <= $fds }), "no descriptor left ($fds before, " . fd_count($pid) . ' after)');
+ok(wait_for(sub { fd_count($pid, $s->root) <= $fds }), "no descriptor left ($fds before, " . fd_count($pid, $s->root) . ' after)');
 $s->stop;
 
 # Resource limits hold from the script's first instruction. limit_cpu

@@ -47,7 +47,7 @@ sub status_kb {
 }
 sub rss_mb { return status_kb($_[0], 'VmRSS') / 1024 }
 sub threads { return status_kb($_[0], 'Threads') }
-sub fds { my @fds = glob "/proc/$_[0]/fd/*"; return scalar @fds }
+sub fds { return PlxdTest::fds_besides_cache($_[0], $_[1]) }
 sub children {
     my ($ppid) = @_;
     return scalar grep { read_file($_) =~ /^\d+ \(.*\) \S+ (\d+) / && $1 == $ppid }
@@ -61,7 +61,7 @@ sub fds_in {
 
 sub usage {
     my ($s) = @_;
-    return { fds => fds($s->pid), threads => threads($s->pid), children => children($s->pid) };
+    return { fds => fds($s->pid, $s->root), threads => threads($s->pid), children => children($s->pid) };
 }
 
 # plxd's usage once it is quiet: the same for half a second (the thread of
@@ -168,7 +168,7 @@ my %files = ('probe.txt' => $probe_body);
     my @idle = map { attacker($s, $_) } 1 .. $count;
     # Half send nothing, half the start of a request line.
     $idle[$_]->syswrite("GET /probe.txt HT") for grep { $_ % 2 } 0 .. $#idle;
-    ok(wait_for(sub { fds($s->pid) >= $before->{fds} + $count }, 60),
+    ok(wait_for(sub { fds($s->pid, $s->root) >= $before->{fds} + $count }, 60),
         "$count idle connections from 4 addresses are all held by plxd");
     probe_ok($s, "$count idle connections") for 1 .. 5;
     ok(!grep({ closed_by_plxd($_, 0) } @idle), 'the idle connections are still open');
@@ -195,7 +195,7 @@ my %files = ('probe.txt' => $probe_body);
         LocalHost => '127.0.0.1') or die "connect: $@";
     is(probe_failure($s, $kept), '', 'a client connected before the flood is served');
     my @idle = map { attacker($s, $_) } 1 .. 40;
-    ok(wait_for(sub { fds($s->pid) >= $before->{fds} + 41 }),
+    ok(wait_for(sub { fds($s->pid, $s->root) >= $before->{fds} + 41 }),
         '40 idle connections, max_connections 32');
     is(probe_failure($s, $kept), '', '... and still served, on its kept-alive connection');
     my $t0 = time;

@@ -385,6 +385,50 @@ unlike($e->get('/.pl')->{content}, qr/SOURCE/, '... and never sent');
     $c->stop;
 }
 
+# [server] stat_cache: a file found before is served without opening it
+# again, until inotify reports a change; every change below is seen by the
+# very next request on the same connection, with the cache on (the default)
+# and off.
+for my $cache ('yes', 'no') {
+    my $c = PlxdTest->start(
+        files  => { 'sc/page.txt' => "one\n", 'outside.txt' => "secret\n" },
+        server => { stat_cache => $cache });
+    my $root = $c->root;
+    my $ka = $c->connect;
+    my $get = sub {
+        $ka->syswrite("GET $_[0] HTTP/1.1\r\nHost: x\r\n\r\n");
+        my ($res) = read_responses($ka, 1);
+        return $res ? "$res->{status} $res->{body}" : 'no answer';
+    };
+    my $what = "stat_cache = $cache";
+    is($get->('/sc/page.txt'), "200 one\n", "$what: a file");
+    is($get->('/sc/page.txt'), "200 one\n", "$what: ... again");
+    PlxdTest::write_file("$root/sc/new.txt", "two\n");
+    rename "$root/sc/new.txt", "$root/sc/page.txt" or die "rename: $!";
+    is($get->('/sc/page.txt'), "200 two\n", "$what: another file renamed over it: the new one");
+    unlink "$root/sc/page.txt";
+    symlink '../../outside.txt', "$root/sc/page.txt" or die "symlink: $!";
+    rename "$root/outside.txt", "$root/../outside.txt" or die "rename: $!";
+    like($get->('/sc/page.txt'), qr/^403 /, "$what: replaced by a link out of the root: 403");
+    unlink "$root/sc/page.txt";
+    like($get->('/sc/page.txt'), qr/^404 /, "$what: removed: 404");
+    PlxdTest::write_file("$root/sc/page.txt", "three\n");
+    is($get->('/sc/page.txt'), "200 three\n", "$what: made again: served");
+    rename "$root/sc", "$root/sc.old" or die "rename: $!";
+    like($get->('/sc/page.txt'), qr/^404 /, "$what: its folder renamed away: 404");
+    mkdir "$root/sc" or die "mkdir: $!";
+    PlxdTest::write_file("$root/sc/page.txt", "four\n");
+    is($get->('/sc/page.txt'), "200 four\n", "$what: a new folder of that name: its file");
+    # A write through a second name in a folder outside the root.
+    link "$root/sc/page.txt", "$root/../page-link.txt" or die "link: $!";
+    open my $fh, '>>', "$root/../page-link.txt" or die "open: $!";
+    print $fh "more\n";
+    close $fh;
+    is($get->('/sc/page.txt'), "200 four\nmore\n", "$what: written through a hard link elsewhere: the new content");
+    unlink "$root/../page-link.txt";
+    $c->stop;
+}
+
 # A pattern with '/' can never match a name: a configuration error.
 my ($status, undef, $err) = PlxdTest::run_plxd('--check', '--config',
     do { my $f = $e->dir . '/bad.conf'; PlxdTest::write_file($f, "[server]\nroot = root\n[static]\ndeny = a/b\n"); $f });

@@ -1,0 +1,44 @@
+/* Files found before, served again without resolve_path's three system
+ * calls (open, stat, close), as lighttpd's stat cache does: each event
+ * thread remembers the files it resolved, held open, until inotify reports
+ * a change to one of them or to a folder on their way from the root; any
+ * change empties the thread's whole cache at its next lookup, so a request
+ * that starts after the change sees it. Each thread has its own: no lock.
+ *
+ * Only regular files reached by their own name are kept: no symbolic link
+ * on the way, no PATH_INFO, no index. inotify does not see what another
+ * machine changes on a network file system, nor a mount over a folder of
+ * the root: [server] stat_cache = no is for such roots. */
+#ifndef PLXD_RESOLVE_CACHE_H
+#define PLXD_RESOLVE_CACHE_H
+
+#include "resolve.h"
+
+/* Files each event thread holds open at most. */
+#define RESOLVE_CACHE_FILES 64
+/* inotify numbers a thread's watches in order; once a put has made one
+ * numbered past this, the thread empties its cache and starts a new inotify
+ * instance, which drops the old watches (the kernel's max_user_watches is
+ * shared by every process of the user). */
+#define RESOLVE_CACHE_WATCHES 1024
+
+struct resolve_entry;
+
+/* The entry for path, resolved under the site of this generation (a reload
+ * installs another, whose lookups miss), or NULL. A hit fills *out as
+ * resolve_path would, with out->fd the entry's: the caller releases the
+ * entry with resolve_cache_release and never closes that descriptor. */
+struct resolve_entry *resolve_cache_get(unsigned generation, const char *path,
+		struct resolved *out);
+
+/* Keeps res, which resolve_path just gave for path under root_fd, when it
+ * can be kept. Returns the entry, which now owns res->fd and which the
+ * caller releases as after a hit; or NULL, and res stays the caller's. */
+struct resolve_entry *resolve_cache_put(unsigned generation, int root_fd, const char *path,
+		const struct resolved *res);
+
+/* Ends a request's use of e; its descriptor is closed once the cache has
+ * let go of it too. */
+void resolve_cache_release(struct resolve_entry *e);
+
+#endif
