@@ -42,11 +42,12 @@ my $left = alarm 3;
 my $zero = alarm 0;
 my $after = alarm 0;
 my $n = 0;
-local $SIG{ALRM} = sub { $n++ };
+local $SIG{ALRM} = sub { $n++; eval { die "inside\n" } };
+eval { die "kept\n" };
 alarm 1;
 my $t0 = time;
 1 while !$n && time - $t0 < 4;
-print "none:$none left:$left zero:$zero after:$after handled:$n\n";
+print "none:$none left:$left zero:$zero after:$after handled:$n err:$@";
 EOF
     # Arms an alarm and leaves: it must not go off in the next request.
     'alarm_leave.plt' => <<'EOF',
@@ -124,6 +125,15 @@ $r = waitpid(-1, 0);
 print "pipe:", ($r == $pipe ? 'own' : $r), " status:", $? >> 8, "\n";
 $r = wait;
 print "then:$r\n";
+EOF
+    'wait_alarm.plt' => <<'EOF',
+print "Content-Type: text/plain\n\n";
+my $pid = fork // die;
+if (!$pid) { sleep 5; CORE::exit(0) }
+my $r = eval { local $SIG{ALRM} = sub { die "timeout\n" }; alarm 1; wait; alarm 0; 'waited' };
+print $r // "caught: $@";
+kill 'KILL', $pid;
+print "reaped:", (waitpid($pid, 0) == $pid ? 'own' : 'none'), "\n";
 EOF
     'slow.pl' => <<'EOF',
 #!/usr/bin/perl
@@ -213,8 +223,8 @@ my $took = time - $t0;
 ok($took >= 0.9 && $took < 5, "... after its second ($took s)");
 like($s->get('/alarm_sleep.plt')->{content}, qr/^caught: timeout elapsed:1\.\d\ncaught: timeout elapsed:1\.\d\n\z/,
     'sleep and select return at the alarm, and the handler runs');
-is($s->get('/alarm_left.plt')->{content}, "none:0 left:10 zero:3 after:0 handled:1\n",
-    'alarm returns the seconds left, as the builtin does; a handler that returns lets the script go on');
+is($s->get('/alarm_left.plt')->{content}, "none:0 left:10 zero:3 after:0 handled:1 err:kept\n",
+    'alarm returns the seconds left, as the builtin does; a handler that returns lets the script go on, $@ as it was');
 
 # An alarm a request leaves armed is disarmed at its end: the next request
 # on either thread sleeps undisturbed.
@@ -271,6 +281,8 @@ is($s->get('/wait_none.plt')->{content}, "wait:-1/-1 waitpid:-1/-1 nohang:-1\n",
     'wait and waitpid(-1) with no child of its own return -1, $? -1, as the builtin does');
 is($s->get('/wait_own.plt')->{content}, "early:0 wait:own status:7\npipe:own status:3\nthen:-1\n",
     "they wait for the script's own children: a fork, a pipe open");
+is($s->get('/wait_alarm.plt')->{content}, "caught: timeout\nreaped:own\n",
+    'an alarm interrupts wait, into the eval');
 {
     my $cgi = $s->connect;
     print $cgi "GET /slow.pl HTTP/1.0\r\n\r\n";
