@@ -47,8 +47,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sched.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -106,6 +108,11 @@ struct perl_interp {
 	int canceled;    /* ... and it was ended */
 	pid_t *children; /* a clone's: what its scripts forked, not yet reaped */
 	size_t nchildren, children_cap;
+	/* A clone's alarm: a timer whose SIGALRM goes to its thread only. */
+	timer_t alarm_timer;
+	int alarm_timer_ok;
+	volatile sig_atomic_t alarm_armed; /* a SIGALRM now is this alarm's */
+	volatile sig_atomic_t alarm_fired; /* ... and it came: run $SIG{ALRM} */
 	struct std_state std[3];
 	Off_t std_posn[2]; /* tell(STDIN), tell(STDOUT) when opened */
 	GV *std_gv[3];     /* STDIN, STDOUT, STDERR */
@@ -136,7 +143,12 @@ struct perl_interp {
 	PerlIO *tail;     /* STDOUT, while its buffer is run->tail */
 	char **env_array; /* environ during requests */
 	size_t env_array_cap;
-	char *env_buf; /* its strings */
+	char *env_buf;    /* its strings */
+	char **child_env; /* a clone's %ENV as its children get it (fork) */
+	size_t child_env_cap;
+	char *child_env_buf;
+	size_t child_env_buf_cap;
+	sigset_t child_ignore; /* ... and the signals %SIG has as 'IGNORE' */
 	size_t env_buf_cap;
 	unsigned long forks;        /* counted by the fork hook */
 	unsigned long forks_reaped; /* forks whose children are all reaped */
@@ -163,6 +175,7 @@ static int protect(pTHX_ protected_fn *fn, void *arg);
 static void on_fork_child(void);
 static void clone_child(struct perl_interp *pi);
 static void on_fork_parent(void);
+static void on_fork_prepare(void);
 static void on_sigpipe(int sig);
 static void install_sigpipe(void);
 static void children_reap(struct perl_interp *pi);
@@ -219,6 +232,10 @@ XS(xs_fcgi_flush);
 XS(xs_fcgi_last_call);
 XS(xs_in_child);
 XS(xs_note_child);
+XS(xs_alarm_set);
+XS(xs_wait_own);
+static void alarm_deliver(pTHX_ struct perl_interp *pi);
+static void alarm_disarm(struct perl_interp *pi);
 
 /* ---- set-up ---- */
 
@@ -316,6 +333,218 @@ static void xs_init(pTHX)
 	newXS("PLXD::Worker::fcgi_last_call", xs_fcgi_last_call, file);
 	newXS("PLXD::Worker::in_child", xs_in_child, file);
 	newXS("PLXD::Worker::note_child", xs_note_child, file);
+	newXS("PLXD::Worker::alarm_set", xs_alarm_set, file);
+	newXS("PLXD::Worker::wait_own", xs_wait_own, file);
+}
+
+/* ---- process-wide state, per interpreter thread ---- */
+
+/* SIGALRM in plxd: a clone's timer sends it to the clone's thread only
+ * (SIGEV_THREAD_ID). Without SA_RESTART, so that sleep, select and a read
+ * of that thread return early; perl then runs $SIG{ALRM} at its next op
+ * (cancel_check). A SIGALRM from anywhere else is ignored: it no longer
+ * ends plxd. */
+static void on_thread_alarm(int sig)
+{
+	(void)sig;
+	struct perl_interp *pi = current;
+	if (pi && pi->alarm_armed) {
+		pi->alarm_armed = 0;
+		pi->alarm_fired = 1;
+		pi->perl->Isig_pending = 1;
+	}
+}
+
+static void install_thread_alarm(void)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_thread_alarm;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGALRM, &sa, NULL);
+}
+
+/* The calling thread's alarm timer, for clone pi. */
+static void alarm_create(struct perl_interp *pi)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	pthread_once(&once, install_thread_alarm);
+	struct sigevent ev;
+	memset(&ev, 0, sizeof ev);
+	ev.sigev_notify = SIGEV_THREAD_ID;
+	ev.sigev_signo = SIGALRM;
+	ev._sigev_un._tid = (pid_t)syscall(SYS_gettid);
+	pi->alarm_timer_ok = timer_create(CLOCK_MONOTONIC, &ev, &pi->alarm_timer) == 0;
+}
+
+/* Arms the alarm for secs seconds (0: disarms it). Returns the seconds
+ * the previous one had left, rounded as alarm(2) does. */
+static unsigned alarm_arm(struct perl_interp *pi, unsigned secs)
+{
+	struct itimerspec to, old;
+	memset(&to, 0, sizeof to);
+	memset(&old, 0, sizeof old);
+	to.it_value.tv_sec = secs;
+	pi->alarm_armed = 0; /* a SIGALRM from the old one is late now */
+	if (pi->alarm_timer_ok)
+		timer_settime(pi->alarm_timer, 0, &to, &old);
+	pi->alarm_fired = 0;
+	pi->alarm_armed = secs > 0;
+	unsigned left = (unsigned)old.it_value.tv_sec;
+	if ((left == 0 && old.it_value.tv_nsec > 0) || old.it_value.tv_nsec >= 500000000)
+		left++;
+	return left;
+}
+
+static void alarm_disarm(struct perl_interp *pi)
+{
+	if (pi->cloned)
+		(void)alarm_arm(pi, 0);
+}
+
+/* The thread's alarm went off: the script's $SIG{ALRM} runs now, and may
+ * die (into the script's eval), as perl's own handler would. */
+static void alarm_deliver(pTHX_ struct perl_interp *pi)
+{
+	pi->alarm_fired = 0;
+	if (!pi->run || forked_child)
+		return;
+	/* As perl's own handler runs: on a stack of its own (this may be the
+	 * middle of an op), its die thrown again once that is popped, and $@
+	 * left alone when it returns. */
+	SV *saved_err = newSVsv(ERRSV);
+	dSP;
+	PUSHSTACKi(PERLSI_SIGNAL);
+	PUSHMARK(SP);
+	PUTBACK;
+	call_pv("PLXD::Worker::alarm_fire", G_DISCARD | G_EVAL | G_NOARGS);
+	POPSTACK;
+	if (SvTRUE(ERRSV)) {
+		SvREFCNT_dec(saved_err);
+		croak_sv(ERRSV);
+	}
+	sv_setsv(ERRSV, saved_err);
+	SvREFCNT_dec(saved_err);
+}
+
+/* PLXD::Worker::alarm_set(SECONDS): CORE::GLOBAL::alarm in a clone. */
+XS(xs_alarm_set)
+{
+	dXSARGS;
+	struct perl_interp *pi = current;
+	IV secs = items > 0 ? SvIV(ST(0)) : 0;
+	if (secs < 0) {
+		Perl_ck_warner(aTHX_ packWARN(WARN_MISC), "alarm() with negative argument");
+		XSRETURN_UNDEF;
+	}
+	if (!pi || !pi->cloned)
+		XSRETURN_IV(0);
+	if (pi->alarm_fired) /* it went off before this op could run it */
+		alarm_deliver(aTHX_ pi);
+	XSRETURN_IV((IV)alarm_arm(pi, secs > UINT_MAX ? UINT_MAX : (unsigned)secs));
+}
+
+/* Forgets pid, a child of the clone's reaped. */
+static void child_forget(struct perl_interp *pi, pid_t pid)
+{
+	for (size_t i = 0; i < pi->nchildren; i++)
+		if (pi->children[i] == pid) {
+			pi->children[i] = pi->children[--pi->nchildren];
+			return;
+		}
+}
+
+/* The clone's own children: what its scripts forked, and the programs of
+ * its pipe opens not yet closed (PL_fdpid). n at most cap. */
+static size_t children_own(pTHX_ struct perl_interp *pi, pid_t *pids, size_t cap)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < pi->nchildren && n < cap; i++)
+		pids[n++] = pi->children[i];
+	for (SSize_t fd = 0; PL_fdpid && fd <= AvFILLp(PL_fdpid) && n < cap; fd++) {
+		SV *sv = AvARRAY(PL_fdpid)[fd];
+		if (sv && SvTYPE(sv) >= SVt_IV && SvIVX(sv) > 0) /* my_popen's */
+			pids[n++] = (pid_t)SvIVX(sv);
+	}
+	return n;
+}
+
+/* waitpid(-1) among the clone's own children: the first that ended, 0 when
+ * none has yet and flags has WNOHANG, -1 with ECHILD when it has none, or
+ * EINTR. Blocks on their pidfds. */
+static pid_t wait_among(pTHX_ struct perl_interp *pi, int flags, int *status)
+{
+	enum { MAX_WAITED = 64 };
+	pid_t pids[MAX_WAITED];
+	size_t n = children_own(aTHX_ pi, pids, MAX_WAITED);
+	size_t alive = 0;
+	for (size_t i = 0; i < n; i++) {
+		pid_t got = waitpid(pids[i], status, flags | WNOHANG);
+		if (got > 0) {
+			child_forget(pi, got);
+			return got;
+		}
+		if (got == 0)
+			pids[alive++] = pids[i];
+		else if (errno == ECHILD)
+			child_forget(pi, pids[i]); /* reaped elsewhere */
+		else if (errno == EINTR)
+			return -1;
+	}
+	if (alive == 0) {
+		errno = ECHILD;
+		return -1;
+	}
+	if (flags & WNOHANG)
+		return 0;
+	struct pollfd pfd[MAX_WAITED];
+	size_t npfd = 0;
+	for (size_t i = 0; i < alive; i++) {
+		int fd = (int)syscall(SYS_pidfd_open, pids[i], 0);
+		if (fd >= 0)
+			pfd[npfd++] = (struct pollfd){ .fd = fd, .events = POLLIN };
+	}
+	/* With no pidfd (a child gone meanwhile), look again soon. */
+	int rc = poll(pfd, npfd, npfd == alive ? -1 : 10);
+	int e = errno;
+	for (size_t i = 0; i < npfd; i++)
+		close(pfd[i].fd);
+	if (rc < 0 && e == EINTR) {
+		errno = EINTR;
+		return -1;
+	}
+	return wait_among(aTHX_ pi, flags, status);
+}
+
+/* PLXD::Worker::wait_own(PID, FLAGS): wait and waitpid in a clone. PID
+ * -1, 0 or a group (< -1) waits among the script's own children only; a
+ * PID of its own is waited for as the builtin does. $? as the builtin
+ * sets it. */
+XS(xs_wait_own)
+{
+	dXSARGS;
+	struct perl_interp *pi = current;
+	pid_t want = items > 0 ? (pid_t)SvIV(ST(0)) : -1;
+	int flags = items > 1 ? (int)SvIV(ST(1)) : 0;
+	int status = 0;
+	pid_t got;
+	for (;;) {
+		if (want > 0) {
+			got = waitpid(want, &status, flags);
+			if (got > 0 && pi)
+				child_forget(pi, got);
+		} else if (pi) {
+			got = wait_among(aTHX_ pi, flags, &status);
+		} else {
+			got = -1;
+			errno = ECHILD;
+		}
+		if (got >= 0 || errno != EINTR)
+			break;
+		PERL_ASYNC_CHECK(); /* an alarm, or the end of the script */
+	}
+	STATUS_NATIVE_CHILD_SET(got > 0 ? status : -1);
+	XSRETURN_IV(got);
 }
 
 /* A child the script forked (fork, or open with "-|") runs the worker's
@@ -341,9 +570,10 @@ static void on_fork_child(void)
 /* A child forked by a script running inside plxd (system, backticks, a
  * pipe open, fork) is a copy of plxd, and starts as a CGI script's child
  * would: its standard descriptors are the request's, its environment the
- * request's %ENV, and every descriptor of plxd's (the listening socket,
- * other clients' connections, the logs) is closed at its exec; signal
- * dispositions other than those the script set in %SIG are the defaults,
+ * request's %ENV as the script left it (on_fork_prepare), and every
+ * descriptor of plxd's (the listening socket, other clients' connections,
+ * the logs) is closed at its exec; signal dispositions are the defaults,
+ * but for what the script set to 'IGNORE' in %SIG,
  * and no signal is blocked. System calls only, no allocation: another
  * thread of plxd may have held the allocator's lock at the fork. */
 static void clone_child(struct perl_interp *pi)
@@ -360,7 +590,9 @@ static void clone_child(struct perl_interp *pi)
 		if (fd != i)
 			dup2(fd, i);
 	}
-	if (pi->env_array)
+	if (pi->child_env)
+		environ = pi->child_env;
+	else if (pi->env_array)
 		environ = pi->env_array;
 	close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
 	for (int sig = 1; sig < NSIG; sig++) {
@@ -377,9 +609,74 @@ static void clone_child(struct perl_interp *pi)
 		sigemptyset(&sa.sa_mask);
 		sigaction(sig, &sa, NULL);
 	}
+	/* What the script set to 'IGNORE' in %SIG (on_fork_prepare): perl
+	 * ignored nothing in the process for it, as %SIG installs no handler
+	 * outside perl's first interpreter. */
+	for (int sig = 1; sig < NSIG; sig++)
+		if (sigismember(&pi->child_ignore, sig) == 1) {
+			struct sigaction sa;
+			memset(&sa, 0, sizeof sa);
+			sa.sa_handler = SIG_IGN;
+			sigaction(sig, &sa, NULL);
+		}
 	sigset_t none;
 	sigemptyset(&none);
 	pthread_sigmask(SIG_SETMASK, &none, NULL);
+}
+
+/* Before a clone's script forks: the environment its child gets is %ENV
+ * as the script left it, which perl writes to no environ in a clone (and
+ * C code there, getenv() included, sees plxd's). Read without moving
+ * %ENV's iterator, which the script may be using (each). */
+static void on_fork_prepare(void)
+{
+	struct perl_interp *pi = current;
+	if (!pi || !pi->cloned || forked_child)
+		return;
+	dTHXa(pi->perl);
+	HV *hv = GvHVn(PL_envgv);
+	size_t n = 0, bytes = 0;
+	for (int pass = 0; pass < 2; pass++) {
+		char *p = pi->child_env_buf;
+		n = 0;
+		for (STRLEN b = 0; HvARRAY(hv) && b <= HvMAX(hv); b++)
+			for (HE *he = HvARRAY(hv)[b]; he; he = HeNEXT(he)) {
+				SV *val = HeVAL(he);
+				STRLEN klen = (STRLEN)HeKLEN(he), vlen = 0;
+				const char *v = SvOK(val) ? SvPV_const(val, vlen) : "";
+				if (pass == 0) {
+					bytes += klen + vlen + 2;
+					n++;
+					continue;
+				}
+				pi->child_env[n++] = p;
+				memcpy(p, HeKEY(he), klen);
+				p[klen] = '=';
+				memcpy(p + klen + 1, v, vlen);
+				p[klen + 1 + vlen] = '\0';
+				p += klen + vlen + 2;
+			}
+		if (pass == 0) {
+			if (bytes > pi->child_env_buf_cap) {
+				free(pi->child_env_buf);
+				pi->child_env_buf_cap = bytes * 2;
+				pi->child_env_buf = xmalloc(pi->child_env_buf_cap);
+			}
+			if (n + 1 > pi->child_env_cap) {
+				free(pi->child_env);
+				pi->child_env_cap = (n + 1) * 2;
+				pi->child_env = xmalloc(pi->child_env_cap * sizeof *pi->child_env);
+			}
+		}
+	}
+	pi->child_env[n] = NULL;
+	sigemptyset(&pi->child_ignore);
+	for (int sig = 1; PL_psig_ptr && sig < SIG_SIZE && sig < NSIG; sig++) {
+		SV *h = PL_psig_ptr[sig];
+		if (h && !SvROK(h) && SvPOK(h) && strEQ(SvPVX(h), "IGNORE") && sig != SIGKILL
+				&& sig != SIGSTOP)
+			sigaddset(&pi->child_ignore, sig);
+	}
 }
 
 /* Counts forks (system, backticks, fork, pipe opens): a child may outlive
@@ -525,7 +822,7 @@ struct perl_interp *perl_interp_create(const struct perl_interp_options *o, int 
 				strerror(errno));
 		goto fail;
 	}
-	pthread_atfork(NULL, on_fork_parent, on_fork_child);
+	pthread_atfork(on_fork_prepare, on_fork_parent, on_fork_child);
 	install_sigpipe();
 
 	/* $^X: under CGI the perl running the script, which programs the
@@ -555,6 +852,13 @@ struct perl_interp *perl_interp_create(const struct perl_interp_options *o, int 
 		av_store(inc, 0, newSVpv(o->inc[i], 0));
 	}
 
+	/* In thread mode this is plxd's own process and perl's first
+	 * interpreter, the one whose %SIG sets process dispositions: what the
+	 * preload sets there stays in %SIG, for the clones, and plxd keeps
+	 * its own (SIGHUP, SIGTERM, SIGINT, SIGPIPE). */
+	static struct sigaction saved[NSIG];
+	for (int sig = 1; o->threaded && sig < NSIG; sig++)
+		sigaction(sig, NULL, &saved[sig]);
 	if (o->preload && *o->preload) {
 		struct eval_arg pre = { .require = o->preload };
 		int ret = protect(aTHX_ do_eval, &pre);
@@ -564,6 +868,9 @@ struct perl_interp *perl_interp_create(const struct perl_interp_options *o, int 
 			goto fail;
 		}
 	}
+	for (int sig = 1; o->threaded && sig < NSIG; sig++)
+		if (sig != SIGKILL && sig != SIGSTOP)
+			sigaction(sig, &saved[sig], NULL);
 	if (interp_bind(aTHX_ pi, err, errlen) < 0)
 		goto fail;
 	modules_record(aTHX_ pi);
@@ -643,6 +950,8 @@ static void cancel_check(pTHX)
 		my_exit(255);
 	}
 	Perl_despatch_signals(aTHX);
+	if (pi && pi->alarm_fired)
+		alarm_deliver(aTHX_ pi);
 }
 
 int perl_interp_take_channel(struct perl_interp *pi, int handle)
@@ -704,6 +1013,7 @@ struct perl_interp *perl_interp_clone(struct perl_interp *parent, const int fds[
 	PL_perl_destruct_level = 2;
 	PL_signalhook = cancel_check;
 	current = pi;
+	alarm_create(pi);
 	/* Its standard handles are clones of plxd's fds 0-2: onto its own.
 	 * Closed first, or perl would reopen them in place, with a dup2 onto
 	 * plxd's own fd 0, 1 or 2 (closing the clone's copy leaves plxd's
@@ -755,12 +1065,18 @@ void perl_interp_destroy(struct perl_interp *pi)
 	for (int i = 0; pi->cloned && i < 3; i++)
 		if (pi->fd[i] >= 0)
 			close(pi->fd[i]);
+	if (pi->alarm_timer_ok) {
+		pi->alarm_armed = 0;
+		timer_delete(pi->alarm_timer);
+	}
 	if (environ == pi->env_array) {
 		static char *empty[] = { NULL };
 		environ = empty;
 	}
 	free(pi->env_array);
 	free(pi->env_buf);
+	free(pi->child_env);
+	free(pi->child_env_buf);
 	free(pi->children);
 	for (size_t i = 0; i < pi->nmodules; i++)
 		free(pi->modules[i].path);
@@ -1250,7 +1566,7 @@ static void signal_set(pTHX_ struct perl_interp *pi, int i, SV *to)
 			(void)hv_delete(pi->sig, name, len, G_DISCARD);
 		}
 	}
-	if (i == SIGPIPE && !to)
+	if (i == SIGPIPE && !to && !pi->cloned)
 		install_sigpipe();
 }
 
@@ -1262,8 +1578,12 @@ static void signals_reset(pTHX_ struct perl_interp *pi)
 			signal_set(aTHX_ pi, i, pi->base_sig[i]);
 	hook_set(aTHX_ pi, &PL_warnhook, pi->base_warnhook, "__WARN__");
 	hook_set(aTHX_ pi, &PL_diehook, pi->base_diehook, "__DIE__");
-	/* A pending alarm would kill the idle worker (SIGALRM's default). */
-	alarm(0);
+	/* A pending alarm would kill the idle worker (SIGALRM's default); a
+	 * thread's would go off in its next request. */
+	if (pi->cloned)
+		alarm_disarm(pi);
+	else
+		alarm(0);
 }
 
 /* Where %SIG differs from the interpreter's set-up right after a script

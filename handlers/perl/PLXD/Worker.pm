@@ -184,21 +184,110 @@ sub thread_overrides {
         note_child($pid) if $pid;
         return $pid;
     };
-    # alarm is one timer for the whole process: its SIGALRM could reach
-    # any thread of plxd, and end it. Until it is per thread, it is ignored,
-    # with a line in the log (the request runs as if it never fired).
+    # alarm is per interpreter thread: a timer of the thread's own
+    # (perl_interp.c) whose SIGALRM reaches that thread only, and runs the
+    # script's $SIG{ALRM} at its next op; disarmed when the request ends.
     *CORE::GLOBAL::alarm = sub (_) {
         return CORE::alarm($_[0]) if in_child();
-        print STDERR "alarm ignored: it is not per thread yet (isolation = thread)\n"
-            if $_[0];
-        return 0;
+        return alarm_set($_[0]);
     };
+    # wait and waitpid(-1) (or 0, or a group) see only the script's own
+    # children: what it forked, and its pipe opens not yet closed; never
+    # plxd's (CGI scripts, other threads' programs).
+    *CORE::GLOBAL::wait = sub () {
+        return CORE::wait() if in_child();
+        return wait_own(-1, 0);
+    };
+    *CORE::GLOBAL::waitpid = sub ($$) {
+        return CORE::waitpid($_[0], $_[1]) if in_child();
+        return wait_own($_[0], $_[1]);
+    };
+    # kill aimed at plxd itself ($$), its process group (0, or -PGRP), is
+    # refused with a line in the log; any other process is signalled.
+    *CORE::GLOBAL::kill = sub (@) {
+        return CORE::kill(@_) if in_child() || !@_;
+        my ($sig, @pids) = @_;
+        my $group = $sig =~ /^-/;
+        my $pgrp = getpgrp();
+        my $zero = $sig =~ /^-?(?:0|ZERO)\z/;
+        my (@ok, $refused);
+        for my $pid (@pids) {
+            my $p = $group ? -abs($pid) : $pid;
+            if (!$zero && ($p == 0 || $p == $$ || $p == -$pgrp)) {
+                $refused++;
+                next;
+            }
+            push @ok, $pid;
+        }
+        if ($refused) {
+            print STDERR "kill refused: $sig to plxd or its process group (isolation = thread)\n";
+            $! = POSIX::EPERM();
+        }
+        return @ok ? CORE::kill($sig, @ok) : 0;
+    };
+    # The user and group ids are the process's, every thread's: setting
+    # them is refused with a line in the log, reading them works.
+    no strict 'refs';
+    for my $var ('<', '>', '(', ')') {
+        my $real = \${"main::$var"};
+        *{"main::$var"} = \my $fake;
+        tie ${"main::$var"}, 'PLXD::Worker::Id', $var, $real;
+    }
+    for my $name ('setuid', 'setgid') {
+        my $real = \&{"POSIX::$name"};
+        *{"POSIX::$name"} = sub {
+            return $real->(@_) if in_child();
+            print STDERR "POSIX::$name refused: it would change plxd's user or group "
+                . "(isolation = thread)\n";
+            $! = POSIX::EPERM();
+            return undef;
+        };
+    }
     *POSIX::_exit = sub {
         $real_exit->(@_) if in_child();
         PLXD::Worker::exit($_[0] // 0);
     };
     return 1;
 }
+
+# The thread's alarm went off (perl_interp.c calls this at the script's
+# next op): $SIG{ALRM} runs; with none, the request ends, as SIGALRM ends
+# a CGI script.
+sub alarm_fire {
+    my $h = $SIG{ALRM};
+    return if defined $h && !ref $h && $h eq 'IGNORE';
+    if (!defined $h || (!ref $h && ($h eq 'DEFAULT' || $h eq ''))) {
+        print STDERR "Alarm clock: no \$SIG{ALRM} handler, the request ends\n";
+        PLXD::Worker::exit(142);
+    }
+    if (!ref $h) {
+        $h = "main::$h" if $h !~ /::/;
+        no strict 'refs';
+        return &$h('ALRM');
+    }
+    return $h->('ALRM');
+}
+
+# $<, $>, $( and $) of an interpreter thread: read from perl's own,
+# never set (outside a forked child).
+package PLXD::Worker::Id;
+
+sub TIESCALAR {
+    my ($class, $name, $real) = @_;
+    return bless { name => $name, real => $real }, $class;
+}
+sub FETCH { return ${ $_[0]{real} } }
+
+sub STORE {
+    my ($self, $v) = @_;
+    return ${ $self->{real} } = $v if PLXD::Worker::in_child();
+    print STDERR "\$$self->{name} = $v refused: it would change plxd's user or group "
+        . "(isolation = thread)\n";
+    $! = POSIX::EPERM();
+    return;
+}
+
+package PLXD::Worker;
 
 sub delete_package {
     my ($package) = @_;
