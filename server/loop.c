@@ -255,7 +255,9 @@ void loop_post(struct loop *l, void (*fn)(void *arg), void *arg)
 		l->posts = p;
 	l->posts_last = p;
 	pthread_mutex_unlock(&l->posts_lock);
-	if (was_empty) {
+	/* Posted on l's own thread, it runs at the end of this turn, or the
+	 * next turn does not wait (loop_run_once): no wake-up to write. */
+	if (was_empty && current != l) {
 		uint64_t one = 1;
 		/* Only EAGAIN can fail it, and then the counter is already set. */
 		if (write(l->wake.fd, &one, sizeof one) < 0)
@@ -295,7 +297,12 @@ int loop_run_once(struct loop *l, int timeout_ms)
 		if (timeout_ms < 0 || until < timeout_ms)
 			timeout_ms = until;
 	}
-	/* Posts pending make the eventfd readable: epoll_wait returns at once. */
+	/* Posts from other threads make the eventfd readable, so epoll_wait
+	 * returns at once; those from this one are looked for. */
+	pthread_mutex_lock(&l->posts_lock);
+	if (l->posts)
+		timeout_ms = 0;
+	pthread_mutex_unlock(&l->posts_lock);
 	int n = epoll_wait(l->epfd, l->batch, BATCH, timeout_ms);
 	int ran = 0;
 	l->batch_n = n > 0 ? n : 0;

@@ -128,7 +128,7 @@ struct perl_wire_done {
 	uint64_t compile_us;
 	uint64_t run_us;
 	uint64_t requests; /* served by this worker so far */
-	uint64_t rss_kb;   /* its peak resident size */
+	uint64_t rss_kb;   /* its peak resident size when past max_rss, else 0 */
 };
 
 /* Sends one message made of iov, with nfds descriptors (0 to 2). Returns

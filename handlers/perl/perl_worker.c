@@ -43,6 +43,7 @@ static void say_ready(int ok, const char *message);
 static struct perl_run *next_request(void *ctx);
 static int answer(void *ctx, struct perl_run *run);
 static uint64_t peak_rss_kb(void);
+static uint64_t peak_rss_kb_past(uint64_t limit_kb);
 
 #if defined(__SANITIZE_ADDRESS__)
 /* Under AddressSanitizer: a script may crash the worker on purpose (tests
@@ -131,6 +132,20 @@ static uint64_t peak_rss_kb(void)
 			break;
 	fclose(f);
 	return kb;
+}
+
+/* The worker's peak when it may be past limit_kb, else 0. ru_maxrss is
+ * the larger of that peak and plxd's at the worker's start, so at or
+ * below the limit it proves the peak is too; only past it is the peak read
+ * (VmHWM, which costs an open, a read and the kernel writing the whole of
+ * /proc/self/status: not for every request). */
+static uint64_t peak_rss_kb_past(uint64_t limit_kb)
+{
+	struct rusage ru;
+	if (getrusage(RUSAGE_SELF, &ru) == 0 && ru.ru_maxrss >= 0
+			&& (uint64_t)ru.ru_maxrss <= limit_kb)
+		return 0;
+	return peak_rss_kb();
 }
 
 /* The transport lent to the Perl runtime: one request at a time, read
@@ -236,7 +251,7 @@ static int answer(void *ctx, struct perl_run *run)
 		.requests = w->requests,
 	};
 	if (s->max_rss_kb)
-		done.rss_kb = peak_rss_kb();
+		done.rss_kb = peak_rss_kb_past(s->max_rss_kb);
 	if (run->outcome == PERL_FATAL)
 		done.retire = PERL_RETIRE_FATAL;
 	else if (s->max_requests && w->requests >= s->max_requests)
