@@ -179,6 +179,7 @@ static void std_record_target(struct perl_interp *pi, int fd, int target);
 static int std_glob_changed(pTHX_ struct perl_interp *pi, int fd);
 static void std_glob_restore(pTHX_ struct perl_interp *pi, int fd, int in_script);
 static int std_fd_moved(struct perl_interp *pi, int fd);
+static int clone_child_std_fd(struct perl_interp *pi, int i);
 static enum std_check std_check(pTHX_ struct perl_interp *pi, int fd);
 static void std_reopen(pTHX_ struct perl_interp *pi, int fd, int target);
 static void std_rewind(pTHX_ struct perl_interp *pi);
@@ -338,6 +339,22 @@ static void on_fork_child(void)
 	}
 }
 
+/* What a forked child gets as standard descriptor i when the script's
+ * handle has none: the handle's own descriptor if it still holds what the
+ * worker put there, else the request's (the response channel, the log,
+ * /dev/null). A handle is without one while perl reopens it on a pipe
+ * (open STDERR, '|-', ...): on a descriptor above 2 perl closes it before
+ * the pipe is made, and the pipe may take its number; the command would
+ * then hold its own pipe's write end and never see its end. A fresh
+ * process keeps fd 2 open there, so its command gets the log. System calls
+ * only (fstat). */
+static int clone_child_std_fd(struct perl_interp *pi, int i)
+{
+	if ((i == 0 && pi->stdin_body) || !std_fd_moved(pi, i))
+		return pi->fd[i];
+	return i == 0 ? pi->devnull : i == 1 ? pi->stdout_fd : pi->stderr_fd;
+}
+
 /* A child forked by a script running inside plxd (system, backticks, a
  * pipe open, fork) is a copy of plxd, and starts as a CGI script's child
  * would: its standard descriptors are the request's, its environment the
@@ -356,7 +373,7 @@ static void clone_child(struct perl_interp *pi)
 		PerlIO *f = std_handle(aTHX_ pi, i);
 		int fd = f ? PerlIO_fileno(f) : -1;
 		if (fd < 0)
-			fd = pi->fd[i];
+			fd = clone_child_std_fd(pi, i);
 		if (fd != i)
 			dup2(fd, i);
 	}
