@@ -934,8 +934,14 @@ static void on_timer(struct loop_timer *t)
 			 * output: the response ends here, in the words of the
 			 * CGI handler. */
 			q->held = 1;
-			q->gw.out_cut = "exited, but a background process held its output past "
-					"linger; its process group was ended";
+			/* An interpreter thread's children are plxd's: none
+			 * is ended, so the log does not say so. */
+			q->gw.out_cut = q->st->tpool
+					? "exited, but a background process held its output "
+					  "past linger; the response was ended; the process "
+					  "was left running"
+					: "exited, but a background process held its output past "
+					  "linger; its process group was ended";
 			gw_output_ready(&q->gw);
 			return;
 		}
