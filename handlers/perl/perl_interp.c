@@ -125,7 +125,7 @@ struct perl_interp {
 	SV *base_sig[SIG_SIZE]; /* %SIG after set-up (NULL: default) */
 	SV *base_warnhook, *base_diehook;
 	HV *base_overrides; /* CORE::GLOBAL:: subs after set-up: name -> CV address */
-	bool base_dowarn;
+	U8 base_dowarn;     /* PL_dowarn: its flags (G_WARN_ONCE too), not a boolean */
 	SV *sv_zero, *sv_rs, *sv_ors, *sv_ofs, *sv_listsep, *sv_subsep;
 
 	struct module_file *modules;
