@@ -223,11 +223,18 @@ XS(xs_note_child);
 
 /* ---- set-up ---- */
 
-/* CORE::GLOBAL::exit. */
+/* CORE::GLOBAL::exit. In the global destruction of an interpreter thread
+ * (a DESTROY calling exit as plxd stops, or as a fresh clone replaces the
+ * interpreter) no JMPENV of ours is there to catch my_exit, and perl would
+ * call exit(), ending plxd: there exit dies instead, which the DESTROY's
+ * caller catches ("(in cleanup)"), and destruction goes on. A worker's
+ * exit there ends the worker, as it should. */
 XS(xs_exit)
 {
 	dXSARGS;
 	int status = items > 0 ? (int)SvIV(ST(0)) : 0;
+	if (current && current->cloned && !forked_child && PL_phase == PERL_PHASE_DESTRUCT)
+		croak("exit %d ignored: an interpreter thread of plxd is being destroyed", status);
 	if (current) {
 		current->exit_called = 1;
 		current->exit_status = status;
