@@ -27,6 +27,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,8 +86,9 @@ struct perl_req {
 	struct loop_timer timer;   /* queue_timeout, then linger */
 	int running;               /* RUNNING came */
 	struct perl_wire_running run_info;
-	uint64_t run_at_us; /* when it came */
-	int done;           /* DONE came: the script returned */
+	uint64_t run_at_us;   /* when it came */
+	atomic_int run_known; /* a thread set run_info and run_at_us */
+	int done;             /* DONE came: the script returned */
 	struct perl_wire_done result;
 	int lost;   /* the worker died (or broke the protocol) */
 	char *tail; /* the output DONE brought */
@@ -379,9 +381,11 @@ static void thread_running_post(void *arg)
 {
 	struct perl_req *q = arg;
 	q->running = 1;
-	q->run_at_us = clock_us();
 }
 
+/* The script's first flushed bytes can reach the request's loop before the
+ * post does, so run_info is also published with run_known, which
+ * script_timing reads when the headers go out first. */
 static void thread_running(struct perl_job *job, const struct perl_run *run)
 {
 	struct perl_req *q = job->ctx;
@@ -390,6 +394,8 @@ static void thread_running(struct perl_job *job, const struct perl_run *run)
 		.flags = run->compiled ? PERL_WIRE_COMPILED : 0,
 		.compile_us = run->compile_us,
 	};
+	q->run_at_us = clock_us();
+	atomic_store_explicit(&q->run_known, 1, memory_order_release);
 	loop_post(q->loop, thread_running_post, q);
 }
 
@@ -795,9 +801,13 @@ static int script_timing(struct gw *g, char *out, size_t outlen, int partial)
 	(void)partial;
 	/* The headers go out before the script ends: what is known now. The
 	 * worker sent RUNNING before the script printed a byte, so it waits
-	 * on the socket if its turn in the loop has not come yet. */
+	 * on the socket if its turn in the loop has not come yet; a thread
+	 * published it before the script ran. */
 	struct perl_wire_running msg;
-	if (!q->running && !q->lost
+	if (!q->running && q->st->tpool
+			&& atomic_load_explicit(&q->run_known, memory_order_acquire))
+		q->running = 1;
+	else if (!q->running && !q->lost && !q->st->tpool
 			&& recv(q->w->ctl, &msg, sizeof msg, MSG_PEEK | MSG_DONTWAIT)
 					== (ssize_t)sizeof msg
 			&& msg.type == PERL_WIRE_RUNNING)
@@ -924,8 +934,14 @@ static void on_timer(struct loop_timer *t)
 			 * output: the response ends here, in the words of the
 			 * CGI handler. */
 			q->held = 1;
-			q->gw.out_cut = "exited, but a background process held its output past "
-					"linger; its process group was ended";
+			/* An interpreter thread's children are plxd's: none
+			 * is ended, so the log does not say so. */
+			q->gw.out_cut = q->st->tpool
+					? "exited, but a background process held its output "
+					  "past linger; the response was ended; the process "
+					  "was left running"
+					: "exited, but a background process held its output past "
+					  "linger; its process group was ended";
 			gw_output_ready(&q->gw);
 			return;
 		}

@@ -132,7 +132,7 @@ struct perl_interp {
 	SV *base_sig[SIG_SIZE]; /* %SIG after set-up (NULL: default) */
 	SV *base_warnhook, *base_diehook;
 	HV *base_overrides; /* CORE::GLOBAL:: subs after set-up: name -> CV address */
-	bool base_dowarn;
+	U8 base_dowarn;     /* PL_dowarn: its flags (G_WARN_ONCE too), not a boolean */
 	SV *sv_zero, *sv_rs, *sv_ors, *sv_ofs, *sv_listsep, *sv_subsep;
 
 	struct module_file *modules;
@@ -192,6 +192,7 @@ static void std_record_target(struct perl_interp *pi, int fd, int target);
 static int std_glob_changed(pTHX_ struct perl_interp *pi, int fd);
 static void std_glob_restore(pTHX_ struct perl_interp *pi, int fd, int in_script);
 static int std_fd_moved(struct perl_interp *pi, int fd);
+static int clone_child_std_fd(struct perl_interp *pi, int i);
 static enum std_check std_check(pTHX_ struct perl_interp *pi, int fd);
 static void std_reopen(pTHX_ struct perl_interp *pi, int fd, int target);
 static void std_rewind(pTHX_ struct perl_interp *pi);
@@ -239,11 +240,18 @@ static void alarm_disarm(struct perl_interp *pi);
 
 /* ---- set-up ---- */
 
-/* CORE::GLOBAL::exit. */
+/* CORE::GLOBAL::exit. In the global destruction of an interpreter thread
+ * (a DESTROY calling exit as plxd stops, or as a fresh clone replaces the
+ * interpreter) no JMPENV of ours is there to catch my_exit, and perl would
+ * call exit(), ending plxd: there exit dies instead, which the DESTROY's
+ * caller catches ("(in cleanup)"), and destruction goes on. A worker's
+ * exit there ends the worker, as it should. */
 XS(xs_exit)
 {
 	dXSARGS;
 	int status = items > 0 ? (int)SvIV(ST(0)) : 0;
+	if (current && current->cloned && !forked_child && PL_phase == PERL_PHASE_DESTRUCT)
+		croak("exit %d ignored: an interpreter thread of plxd is being destroyed", status);
 	if (current) {
 		current->exit_called = 1;
 		current->exit_status = status;
@@ -567,6 +575,22 @@ static void on_fork_child(void)
 	}
 }
 
+/* What a forked child gets as standard descriptor i when the script's
+ * handle has none: the handle's own descriptor if it still holds what the
+ * worker put there, else the request's (the response channel, the log,
+ * /dev/null). A handle is without one while perl reopens it on a pipe
+ * (open STDERR, '|-', ...): on a descriptor above 2 perl closes it before
+ * the pipe is made, and the pipe may take its number; the command would
+ * then hold its own pipe's write end and never see its end. A fresh
+ * process keeps fd 2 open there, so its command gets the log. System calls
+ * only (fstat). */
+static int clone_child_std_fd(struct perl_interp *pi, int i)
+{
+	if ((i == 0 && pi->stdin_body) || !std_fd_moved(pi, i))
+		return pi->fd[i];
+	return i == 0 ? pi->devnull : i == 1 ? pi->stdout_fd : pi->stderr_fd;
+}
+
 /* A child forked by a script running inside plxd (system, backticks, a
  * pipe open, fork) is a copy of plxd, and starts as a CGI script's child
  * would: its standard descriptors are the request's, its environment the
@@ -586,7 +610,7 @@ static void clone_child(struct perl_interp *pi)
 		PerlIO *f = std_handle(aTHX_ pi, i);
 		int fd = f ? PerlIO_fileno(f) : -1;
 		if (fd < 0)
-			fd = pi->fd[i];
+			fd = clone_child_std_fd(pi, i);
 		if (fd != i)
 			dup2(fd, i);
 	}

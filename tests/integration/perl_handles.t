@@ -8,11 +8,15 @@
 use strict;
 use warnings;
 use Test::More;
-use PlxdTest qw(read_file);
+use PlxdTest qw(read_file thread_mode);
 
 # One break script per way of changing a handle; each also prints a valid
 # response, so that only what it leaves behind is tested. A .pl would write
 # where the handle points; a .plx does the same, then the handle is put back.
+# In thread mode the handles live on descriptors of their own, and fds 0-2
+# are plxd's (doc/perl.md, isolation modes): the POSIX cases act on the
+# handle's descriptor, fileno(STDOUT), as such a script must there.
+my @fd = thread_mode() ? map { "fileno($_)" } qw(STDIN STDOUT STDERR) : (0, 1, 2);
 my %break = (
     # STDOUT
     stdout_file => q{open STDOUT, '>', 'out-file.txt' or die "open: $!";},
@@ -22,8 +26,8 @@ my %break = (
     stdout_close => q{close STDOUT;},
     stdout_scalar => q{close STDOUT; open STDOUT, '>', \our $captured or die;},
     stdout_pipe => q{open STDOUT, '|-', 'cat > out-pipe.txt' or die;},
-    stdout_posix_dup2 => q{use POSIX (); open my $fh, '>', 'out-posix.txt' or die; POSIX::dup2(fileno($fh), 1) or die;},
-    stdout_posix_close => q{use POSIX (); POSIX::close(1);},
+    stdout_posix_dup2 => qq{use POSIX (); open my \$fh, '>', 'out-posix.txt' or die; POSIX::dup2(fileno(\$fh), $fd[1]) or die;},
+    stdout_posix_close => qq{use POSIX (); POSIX::close($fd[1]);},
     stdout_utf8 => q{binmode STDOUT, ':utf8';},
     stdout_crlf => q{binmode STDOUT, ':crlf';},
     stdout_encoding => q{binmode STDOUT, ':encoding(UTF-16LE)';},
@@ -49,8 +53,8 @@ open OTHEROUTIO, '>', 'out-globio.txt' or die; *STDOUT = *OTHEROUTIO{IO};},
     stdin_close => q{close STDIN;},
     stdin_scalar => q{close STDIN; open STDIN, '<', \"fake input\n" or die;},
     stdin_pipe => q{open STDIN, '-|', 'echo piped' or die;},
-    stdin_posix_dup2 => q{use POSIX (); open my $fh, '<', 'secret.txt' or die; POSIX::dup2(fileno($fh), 0) or die;},
-    stdin_posix_close => q{use POSIX (); POSIX::close(0);},
+    stdin_posix_dup2 => qq{use POSIX (); open my \$fh, '<', 'secret.txt' or die; POSIX::dup2(fileno(\$fh), $fd[0]) or die;},
+    stdin_posix_close => qq{use POSIX (); POSIX::close($fd[0]);},
     stdin_utf8 => q{binmode STDIN, ':utf8';},
     stdin_crlf => q{binmode STDIN, ':crlf';},
     stdin_encoding => q{binmode STDIN, ':encoding(UTF-16LE)';},
@@ -67,8 +71,15 @@ tie *STDIN, 'PlxdSink0';},
     stderr_close => q{close STDERR;},
     stderr_scalar => q{close STDERR; open STDERR, '>', \our $captured or die; warn "captured\n";},
     stderr_pipe => q{open STDERR, '|-', 'cat > err-pipe.txt' or die; warn "piped\n";},
-    stderr_posix_dup2 => q{use POSIX (); open my $fh, '>', 'err-posix.txt' or die; POSIX::dup2(fileno($fh), 2) or die;},
-    stderr_posix_close => q{use POSIX (); POSIX::close(2);},
+    # The same with no free descriptor below STDERR's: where perl closes the
+    # handle's descriptor before it makes the pipe (in thread mode, where it
+    # is above 2), the pipe takes its number. The command's own stderr is
+    # still the log, as under CGI.
+    stderr_pipe_fd => q{my $e = fileno(STDERR); my @hold;
+while (open my $h, '<', '/dev/null') { last if fileno($h) > $e; push @hold, $h }
+open STDERR, '|-', 'cat > err-pipe-fd.txt; echo pipe-cmd-stderr >&2' or die; warn "piped\n";},
+    stderr_posix_dup2 => qq{use POSIX (); open my \$fh, '>', 'err-posix.txt' or die; POSIX::dup2(fileno(\$fh), $fd[2]) or die;},
+    stderr_posix_close => qq{use POSIX (); POSIX::close($fd[2]);},
     stderr_utf8 => q{binmode STDERR, ':utf8';},
     stderr_crlf => q{binmode STDERR, ':crlf';},
     stderr_encoding => q{binmode STDERR, ':encoding(UTF-16LE)';},
@@ -94,6 +105,8 @@ my %after = (
     stdout_glob_io => { file => ['out-globio.txt', $ok], response => "before\n" },
     stderr_file => { file => ['err-file.txt', "grabbed\n"], response => "ok\n" },
     stderr_pipe => { file => ['err-pipe.txt', "piped\n"], response => "ok\n" },
+    stderr_pipe_fd => { file => ['err-pipe-fd.txt', "piped\n"], response => "ok\n",
+        log => 'pipe-cmd-stderr' },
 );
 
 # Checks every standard handle of the request after: STDIN (empty without
@@ -170,10 +183,14 @@ for my $name (sort keys %break) {
         my $res = $s->get("/$name.plx");
         my $want = $after{$name} || {};
         is($res->{content}, $want->{response}, 'its own response') if defined $want->{response};
+        ok($s->wait_log(qr/\Q$name.plx\E: \Q$want->{log}\E$/m, 10), "the log has $want->{log}")
+            if $want->{log};
         probe_ok($s, $name, $worker);
         is(read_file($s->root . "/$want->{file}[0]"), $want->{file}[1], "$want->{file}[0] has its output")
             if $want->{file};
-        $s->stop;
+        # In thread mode the interpreters are destroyed inside plxd as it
+        # stops: an object's DESTROY calling exit there ends no more.
+        is($s->stop, 0, 'plxd exits 0 when stopped');
     };
 }
 

@@ -123,7 +123,7 @@ for my $name (sort keys %rows) {
 }
 
 # A second run of each supported script does it again.
-for my $name ('w', 'l', 'n', 'I') {
+for my $name ('none', 'w', 'l', 'n', 'I') {
     my ($switches, undef, $body) = @{ $rows{$name} };
     is(fetch("/r_$name.plx", $body)->{content}, fetch("/r_$name.pl", $body)->{content},
         "#!/usr/bin/perl $switches: the second request too");

@@ -18,8 +18,19 @@ use warnings;
 use Test::More;
 use IO::Select;
 use Time::HiRes qw(time);
-use PlxdTest qw(wait_for write_file read_file);
+use PlxdTest qw(wait_for write_file read_file thread_mode);
 use PlxdRaw qw(read_responses request_bytes);
+
+# How the timeout rows' scripts wait 30 s. In thread mode a script stuck in
+# C code (sleep) cannot be interrupted and keeps its thread until it returns
+# (doc/perl.md, isolation modes): there they reach a Perl op every 50 ms, at
+# which the timeout ends them.
+my $wait_30s = thread_mode() ? 'select(undef, undef, undef, 0.05) for 1 .. 600' : 'sleep 30';
+# In thread mode plxd says so when it ends a script at its next op.
+my $thread_end = qr/^warn: its interpreter ends it: /;
+# ... and, as it ends no process the script started, how a background
+# process that held the output past linger is logged there.
+my $thread_bg_end = 'the response was ended; the process was left running';
 
 # [cgi] and [perl] max_script_header_size on the servers below.
 my $HDR_MAX = 4096;
@@ -76,8 +87,10 @@ my @rows = (
       frame => 'length', log => 'answered 500: no output' },
     { name => 'exit 3 before its headers', script => qq{exit 3;\n}, status => 500,
       frame => 'length', log => 'answered 500: no output; exited with status 3' },
+    # In thread mode the script is inside plxd: $$ is plxd's, and the signal
+    # ends plxd (doc/perl.md, isolation modes), checked on a server of its own.
     { name => 'killed by a signal before its headers', script => qq{kill 'SEGV', \$\$; sleep 5;\n},
-      status => 500, frame => 'length',
+      status => 500, frame => 'length', thread_crash => 1,
       log => 'answered 500: no output; killed by signal 11 \(SIGSEGV\)' },
     { name => "a header block of max_script_header_size ($HDR_MAX)", script => print_block($HDR_MAX),
       status => 200, frame => 'length', body => "body\n" },
@@ -98,10 +111,10 @@ my @rows = (
       script => qq{print "Content-Type: text/plain\\nContent-Length: 3\\n\\nabcdef";\n},
       status => 200, frame => 'length', body => 'abc', closes => 1,
       log => 'printed more than the 3 bytes its Content-Length announced; connection closed' },
-    { name => 'timeout before its headers', script => qq{sleep 30;\n}, srv => 't',
+    { name => 'timeout before its headers', script => qq{$wait_30s;\n}, srv => 't', thread_ends => 1,
       status => 504, frame => 'length', log => 'answered 504: ran longer than timeout \(2000 ms\)' },
-    { name => 'timeout after its headers', srv => 't',
-      script => qq{\$| = 1; print "Content-Type: text/plain\\n\\nfirst\\n"; sleep 30;\n},
+    { name => 'timeout after its headers', srv => 't', thread_ends => 1,
+      script => qq{\$| = 1; print "Content-Type: text/plain\\n\\nfirst\\n"; $wait_30s;\n},
       status => 200, frame => 'cut', body => "first\n", closes => 1,
       log => 'ran longer than timeout \(2000 ms\) after its headers were sent; connection closed' },
     { name => 'a local redirect', script => qq{print "Location: /ok.html\\n\\n";\n},
@@ -166,11 +179,35 @@ sub lines_of {
     return sort @out;
 }
 
+# A row whose .plx ends plxd in thread mode: on a server of its own, the
+# request gets no response and plxd ends by the signal (a sanitizer build's
+# handler reports it and exits instead).
+sub thread_crash_ok {
+    my ($row) = @_;
+    my $c = PlxdTest->start(files => { 'crash.plx' => $row->{script} },
+        handlers => { '.plx' => 'perl' }, sections => { perl => { workers => 1 } });
+    my $sock = $c->connect;
+    $sock->syswrite(request_bytes('GET', '/crash.plx'));
+    ok(closed($sock), ".plx in thread mode, $row->{name}: the connection ends without a response");
+    my $status = $c->wait_exit(30);
+    ok(defined $status, ".plx in thread mode, $row->{name}: plxd ended");
+    if ($ENV{PLXD_SANITIZED}) {
+        ok(defined $status && $status >> 8 && $c->error_log =~ /AddressSanitizer: SEGV/,
+            ".plx in thread mode, $row->{name}: the sanitizer's SEGV handler ended plxd");
+    } else {
+        is(defined $status && $status & 127, 11, ".plx in thread mode, $row->{name}: plxd ended by SIGSEGV");
+    }
+}
+
 my (%seen, @bg);
 for my $i (0 .. $#rows) {
     my $row = $rows[$i];
     my $srv = $srv{ $row->{srv} // 's' };
     my $method = $row->{method} // 'GET';
+    if ($row->{thread_crash} && thread_mode()) {
+        thread_crash_ok($row);
+        next;
+    }
     for my $ext ('pl', 'plx') {
         my $what = ".$ext, $row->{name}";
         my $sock = $srv->connect;
@@ -230,6 +267,7 @@ for my $i (0 .. $#rows) {
 for my $i (0 .. $#rows) {
     my $row = $rows[$i];
     my $srv = $srv{ $row->{srv} // 's' };
+    next if $row->{thread_crash} && thread_mode();
     for my $ext ('pl', 'plx') {
         my $file = $srv->root . "/r$i.$ext";
         next unless $row->{log};
@@ -240,13 +278,23 @@ for my $i (0 .. $#rows) {
 for my $i (0 .. $#rows) {
     my $row = $rows[$i];
     my $srv = $srv{ $row->{srv} // 's' };
-    my %lines;
+    next if $row->{thread_crash} && thread_mode();
+    my (%lines, $ended);
     # A line the handler writes after the response (how the script ended,
     # once reaped) may come a moment later: wait until both have as many.
+    # In thread mode, the line saying a script was ended at its next op is
+    # that mode's own, and a background process is not ended.
     wait_for(sub {
         %lines = map { $_ => [ lines_of($srv, $srv->root . "/r$i.$_") ] } 'pl', 'plx';
-        @{ $lines{pl} } == @{ $lines{plx} };
+        if (thread_mode()) {
+            $ended = grep { /$thread_end/ } @{ $lines{plx} };
+            $lines{plx} = [ grep { !/$thread_end/ } @{ $lines{plx} } ];
+            s/its process group was ended$/$thread_bg_end/ for @{ $lines{pl} };
+        }
+        @{ $lines{pl} } == @{ $lines{plx} } && (!thread_mode() || !$row->{thread_ends} || $ended);
     }, 10);
+    ok($ended, ".plx in thread mode, $row->{name}: logged that its interpreter ended the script")
+        if thread_mode() && $row->{thread_ends};
     is_deeply($lines{plx}, $lines{pl}, "$row->{name}: the same log lines from .pl and .plx")
         or diag(explain(\%lines));
 }
@@ -255,9 +303,17 @@ for my $i (0 .. $#rows) {
 for my $bg (@bg) {
     my ($ext, $pid) = @$bg;
     next unless $pid && $pid =~ /^\d+$/;
-    my $gone = wait_for(sub { !kill(0, $pid) || read_file("/proc/$pid/stat") =~ /^\d+ \(.*\) Z/ }, 10);
-    ok($gone, ".$ext: plxd ended the background process that held the output");
-    kill 'KILL', $pid unless $gone;
+    my $gone = sub { !kill(0, $pid) || read_file("/proc/$pid/stat") =~ /^\d+ \(.*\) Z/ };
+    if ($ext eq 'plx' && thread_mode()) {
+        # Past linger (its response has ended): still running.
+        ok(!$gone->(), ".plx in thread mode: plxd left the background process that held the output running");
+        kill 'KILL', $pid;
+        ok(wait_for($gone, 10), '... which this test ended');
+        next;
+    }
+    my $ended = wait_for($gone, 10);
+    ok($ended, ".$ext: plxd ended the background process that held the output");
+    kill 'KILL', $pid unless $ended;
 }
 
 # ---- what only one handler can meet ----------------------------------------
@@ -309,6 +365,34 @@ for (['nx', '/dev/null', 'Permission denied'], ['nf', '/nonexistent/perl', 'No s
     ok($v->wait_log(qr/\Q${\ $v->root}\E\/a\.$ext: cannot execute \Q$prog\E: $err$/m), "... logged: $err");
 }
 
+# In thread mode a .plx gets 503 when its interpreter threads stay busy
+# past queue_timeout: one thread held by a script until a file appears.
+sub thread_queue_ok {
+    my $q = PlxdTest->start(
+        files    => { 'hold.plx' => <<'EOF' },
+open my $f, '>', "$ENV{DOCUMENT_ROOT}/holding" or die; close $f;
+my $until = time + 60;
+select(undef, undef, undef, 0.02) until -e "$ENV{DOCUMENT_ROOT}/release" || time > $until;
+print "Content-Type: text/plain\n\nheld\n";
+EOF
+        handlers => { '.plx' => 'perl' },
+        sections => { perl => { workers => 1, queue_timeout => '1s' } },
+    );
+    my $held = $q->connect;
+    $held->syswrite(request_bytes('GET', '/hold.plx'));
+    ok(wait_for(sub { -e $q->root . '/holding' }), '... a thread is held');
+    my $sock = $q->connect;
+    $sock->syswrite(request_bytes('GET', '/hold.plx'));
+    my @r = read_responses($sock, 1, timeout => 60);
+    is($r[0] && $r[0]{status}, 503, '.plx in thread mode: no interpreter thread became free: 503');
+    is($r[0] && $r[0]{headers}{'retry-after'}, 1, '... with Retry-After: 1');
+    ok($q->wait_log(qr/\Q${\ $q->root}\E\/hold\.plx: no perl worker became free \(queue_timeout passed\): answered 503$/m),
+        '... and the request answered 503');
+    write_file($q->root . '/release', '');
+    my @h = read_responses($held, 1, timeout => 60);
+    is($h[0] && $h[0]{body}, "held\n", '... the held request is answered once released');
+}
+
 # A .plx when no worker can be started: the first request makes the
 # preload file die (a flag file), its worker retires after it
 # (max_requests = 1) and no replacement starts; the next request waits
@@ -325,6 +409,13 @@ my $w = PlxdTest->start(
     $sock->syswrite(request_bytes('GET', '/flag.plx') . request_bytes('GET', '/flag.plx'));
     my @r = read_responses($sock, 2, timeout => 60);
     is($r[0]{status}, 200, '.plx: the request that sets the flag is served');
+    if (thread_mode()) {
+        # The preload ran once, in the parent interpreter, and max_requests
+        # does not apply (doc/perl.md, isolation modes): the thread serves on.
+        is($r[1] && $r[1]{status}, 200, '.plx in thread mode: the interpreter thread serves on');
+        thread_queue_ok();
+        last;
+    }
     is($r[1] && $r[1]{status}, 503, '.plx: no worker could be started: 503');
     is($r[1] && $r[1]{headers}{'retry-after'}, 1, '... with Retry-After: 1');
     ok($w->wait_log(qr/perl: .*flag set: no more workers/), '... the worker that could not start is logged');
