@@ -72,6 +72,7 @@ enum std_check { STD_CLEAN, STD_CLEARERR, STD_REOPEN };
 struct module_file {
 	char *path;
 	struct stat st;
+	int inherited; /* a clone's copy of its parent's: only a restart loads it again */
 };
 
 /* Where a FastCGI-style script stands in its accept loop. */
@@ -369,10 +370,18 @@ static void clone_child(struct perl_interp *pi)
 			continue;
 		void *h = (sa.sa_flags & SA_SIGINFO) ? (void *)sa.sa_sigaction
 						     : (void *)sa.sa_handler;
-		if (sa.sa_handler == SIG_DFL || h == (void *)PL_csighandlerp
-				|| h == (void *)PL_csighandler1p || h == (void *)PL_csighandler3p)
+		/* A clone's %SIG never reaches the process (perl lets only
+		 * the parent interpreter set dispositions): a signal the
+		 * script ignores there ($SIG{PIPE} = 'IGNORE') is ignored in
+		 * its child, as a worker's child inherits it. */
+		SV *mine = PL_psig_ptr && sig < SIG_SIZE ? PL_psig_ptr[sig] : NULL;
+		int ignore = mine && SvPOK(mine) && strcmp(SvPVX(mine), "IGNORE") == 0;
+		if (!ignore
+				&& (sa.sa_handler == SIG_DFL || h == (void *)PL_csighandlerp
+						|| h == (void *)PL_csighandler1p
+						|| h == (void *)PL_csighandler3p))
 			continue;
-		sa.sa_handler = SIG_DFL;
+		sa.sa_handler = ignore ? SIG_IGN : SIG_DFL;
 		sa.sa_flags = 0;
 		sigemptyset(&sa.sa_mask);
 		sigaction(sig, &sa, NULL);
@@ -723,7 +732,11 @@ struct perl_interp *perl_interp_clone(struct perl_interp *parent, const int fds[
 	std_unbuffer(aTHX_ pi);
 	if (interp_bind(aTHX_ pi, err, errlen) < 0)
 		goto fail;
+	/* What the parent loaded (the preload) every fresh clone gets again
+	 * as it was: a change there is not a reason to replace this one. */
 	modules_record(aTHX_ pi);
+	for (size_t i = 0; i < pi->nmodules; i++)
+		pi->modules[i].inherited = 1;
 	return pi;
 
 fail:
@@ -2051,6 +2064,7 @@ static void modules_record(pTHX_ struct perl_interp *pi)
 		}
 		pi->modules[pi->nmodules].path = xstrdup(path);
 		pi->modules[pi->nmodules].st = st;
+		pi->modules[pi->nmodules].inherited = 0;
 		pi->nmodules++;
 	}
 }
@@ -2066,6 +2080,8 @@ int perl_interp_modules_changed(struct perl_interp *pi)
 	for (size_t i = 0; i < pi->nmodules; i++) {
 		const struct stat *was = &pi->modules[i].st;
 		struct stat st;
+		if (pi->modules[i].inherited)
+			continue;
 		if (stat(pi->modules[i].path, &st) < 0 || st.st_ino != was->st_ino
 				|| st.st_dev != was->st_dev || st.st_size != was->st_size
 				|| st.st_mtim.tv_sec != was->st_mtim.tv_sec

@@ -119,7 +119,9 @@ void perl_interp_set_stdout(struct perl_interp *pi, int fd);
 /* Whether a file the interpreter loaded from outside Perl's own
  * installation (a module under an `inc` folder, the preload file, ...)
  * changed since it was loaded. Looks at most once per second; returns 1 on a
- * change (the worker should then be replaced), else 0. */
+ * change (the worker should then be replaced), else 0. A clone does not
+ * count what it had from its parent (the preload), which a fresh clone
+ * would have again as it was. */
 int perl_interp_modules_changed(struct perl_interp *pi);
 
 /* Runs END blocks of loaded modules and frees the interpreter. */

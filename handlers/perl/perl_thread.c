@@ -7,6 +7,7 @@
 #include "perl_thread.h"
 #include "alloc.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -59,8 +60,9 @@ static struct perl_run *next_job(void *ctx)
 	return job ? &t->run : NULL;
 }
 
-/* A canceled script's interpreter serves no more: a fresh clone takes its
- * place (thread_main). */
+/* A canceled script's interpreter serves no more, nor one that loaded a
+ * module that changed since: a fresh clone takes its place (thread_main),
+ * as a worker is replaced, and loads the module again. */
 static int answer_job(void *ctx, struct perl_run *run)
 {
 	struct perl_thread *t = ctx;
@@ -78,7 +80,12 @@ static int answer_job(void *ctx, struct perl_run *run)
 	}
 	int canceled = run->outcome == PERL_CANCELED;
 	job->done(job, run); /* job may be freed from now on */
-	return canceled ? -1 : 0;
+	int changed = !canceled && perl_interp_modules_changed(pi);
+	if (changed)
+		fprintf(stderr,
+				"perl: an interpreter thread is replaced by a fresh clone: "
+				"a module it loaded changed\n");
+	return canceled || changed ? -1 : 0;
 }
 
 static void running_job(void *ctx, const struct perl_run *run)
@@ -255,17 +262,64 @@ fail:
 	return NULL;
 }
 
+/* Kills plxd's child processes; returns how many. A script still running
+ * at stop may be waiting for one (system, a pipe open): C code that no
+ * cancel reaches until the program exits. */
+static unsigned children_kill(void)
+{
+	DIR *d = opendir("/proc");
+	if (!d)
+		return 0;
+	unsigned n = 0;
+	pid_t self = getpid();
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		char path[300], buf[512];
+		if (e->d_name[0] < '1' || e->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		ssize_t len = read(fd, buf, sizeof buf - 1);
+		close(fd);
+		if (len <= 0)
+			continue;
+		buf[len] = '\0';
+		/* "pid (comm) state ppid ...": comm may hold spaces and ')'. */
+		const char *end = strrchr(buf, ')');
+		char state;
+		int ppid;
+		if (end && sscanf(end + 1, " %c %d", &state, &ppid) == 2 && ppid == self
+				&& state != 'Z' && kill((pid_t)atoi(e->d_name), SIGKILL) == 0)
+			n++;
+	}
+	closedir(d);
+	return n;
+}
+
+/* Each thread finishes its request first: a script still running is ended
+ * as at its timeout, and the programs it may wait for are killed. */
 void perl_threads_destroy(struct perl_threads *p)
 {
 	if (!p)
 		return;
+	int running = 0;
 	for (unsigned i = 0; i < p->n; i++) {
 		struct perl_thread *t = &p->threads[i];
 		pthread_mutex_lock(&t->mu);
 		t->stop = 1;
+		if (t->serving && t->pi) {
+			perl_interp_cancel(t->pi);
+			running = 1;
+		}
 		pthread_cond_signal(&t->cond);
 		pthread_mutex_unlock(&t->mu);
 	}
+	unsigned killed = running ? children_kill() : 0;
+	if (killed)
+		fprintf(stderr, "perl: stopping: %u processes that scripts started are killed\n",
+				killed);
 	for (unsigned i = 0; i < p->n; i++) {
 		struct perl_thread *t = &p->threads[i];
 		if (t->started)

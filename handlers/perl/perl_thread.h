@@ -36,7 +36,9 @@ struct perl_job {
 struct perl_threads *perl_threads_create(const struct perl_interp_options *o, unsigned n, char *err,
 		size_t errlen);
 
-/* Ends the threads (each finishes its request first) and the parent. */
+/* Ends the threads and the parent. Each finishes its request first: a
+ * script still running is ended as at its timeout, and plxd's child
+ * processes, which it may be waiting for, are killed. */
 void perl_threads_destroy(struct perl_threads *p);
 
 /* The i-th thread (i < n). */

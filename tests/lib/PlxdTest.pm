@@ -43,7 +43,7 @@ $SIG{PIPE} = 'IGNORE';
 my %live;
 test2_add_callback_testing_done(sub { $_->stop for grep { defined && $_->{pid} } values %live });
 
-our @EXPORT_OK = qw(wait_for plxd_bin source_dir build_dir write_file read_file run_plxd);
+our @EXPORT_OK = qw(wait_for plxd_bin source_dir build_dir write_file read_file run_plxd thread_mode);
 
 sub plxd_bin   { $ENV{PLXD_BIN} // die "PLXD_BIN is not set (run the tests through ctest)\n" }
 sub build_dir  { $ENV{PLXD_BUILD_DIR} // File::Spec->rel2abs('build') }
@@ -106,6 +106,11 @@ sub run_plxd {
     return ($status, read_file("$dir/out"), read_file("$dir/err"));
 }
 
+# Whether this run puts the persistent-Perl handler in thread mode
+# (PLXD_TEST_ISOLATION=thread, below): a test file checks what doc/perl.md's
+# isolation table says of that mode where the modes differ.
+sub thread_mode { return ($ENV{PLXD_TEST_ISOLATION} // '') eq 'thread' }
+
 sub start {
     my ($class, %o) = @_;
     my $dir = tempdir('plxd-test-XXXXXX', TMPDIR => 1, CLEANUP => !$ENV{PLXD_TEST_KEEP});
@@ -125,7 +130,7 @@ sub start {
     # .plx scripts in interpreter threads inside plxd ([perl] isolation):
     # the same cases, the other mode.
     my %sections = %{ $o{sections} || {} };
-    if (($ENV{PLXD_TEST_ISOLATION} // '') eq 'thread') {
+    if (thread_mode()) {
         $sections{perl} = { %{ $sections{perl} || {} }, isolation => 'thread' };
     }
     my $conf = $o{conf} // join "\n", _ini(server => \%server),
