@@ -7,7 +7,6 @@
 #include "perl_thread.h"
 #include "alloc.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -262,61 +261,26 @@ fail:
 	return NULL;
 }
 
-/* Kills plxd's child processes; returns how many. A script still running
- * at stop may be waiting for one (system, a pipe open): C code that no
- * cancel reaches until the program exits. */
-static unsigned children_kill(void)
-{
-	DIR *d = opendir("/proc");
-	if (!d)
-		return 0;
-	unsigned n = 0;
-	pid_t self = getpid();
-	struct dirent *e;
-	while ((e = readdir(d))) {
-		char path[300], buf[512];
-		if (e->d_name[0] < '1' || e->d_name[0] > '9')
-			continue;
-		snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
-		int fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			continue;
-		ssize_t len = read(fd, buf, sizeof buf - 1);
-		close(fd);
-		if (len <= 0)
-			continue;
-		buf[len] = '\0';
-		/* "pid (comm) state ppid ...": comm may hold spaces and ')'. */
-		const char *end = strrchr(buf, ')');
-		char state;
-		int ppid;
-		if (end && sscanf(end + 1, " %c %d", &state, &ppid) == 2 && ppid == self
-				&& state != 'Z' && kill((pid_t)atoi(e->d_name), SIGKILL) == 0)
-			n++;
-	}
-	closedir(d);
-	return n;
-}
-
 /* Each thread finishes its request first: a script still running is ended
  * as at its timeout, and the programs it may wait for are killed. */
 void perl_threads_destroy(struct perl_threads *p)
 {
 	if (!p)
 		return;
-	int running = 0;
+	unsigned killed = 0;
 	for (unsigned i = 0; i < p->n; i++) {
 		struct perl_thread *t = &p->threads[i];
 		pthread_mutex_lock(&t->mu);
 		t->stop = 1;
-		if (t->serving && t->pi) {
+		/* Its script may run on after its request was answered
+		 * (FCGI's Finish): serving is over, the run is not. */
+		if (t->pi) {
 			perl_interp_cancel(t->pi);
-			running = 1;
+			killed += perl_interp_kill_children(t->pi);
 		}
 		pthread_cond_signal(&t->cond);
 		pthread_mutex_unlock(&t->mu);
 	}
-	unsigned killed = running ? children_kill() : 0;
 	if (killed)
 		fprintf(stderr, "perl: stopping: %u processes that scripts started are killed\n",
 				killed);
@@ -350,8 +314,12 @@ int perl_thread_cancel(struct perl_thread *t, struct perl_job *job)
 {
 	pthread_mutex_lock(&t->mu);
 	int serving = t->serving == job && t->pi;
-	if (serving)
+	if (serving) {
 		perl_interp_cancel(t->pi);
+		/* As a worker's processes go with it: and a script waiting
+		 * for one of them (system) gets to its next op. */
+		perl_interp_kill_children(t->pi);
+	}
 	pthread_mutex_unlock(&t->mu);
 	return serving;
 }

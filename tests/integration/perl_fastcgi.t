@@ -60,10 +60,11 @@ my $n = 0;
 while ($req->Accept() >= 0) {
     $n++;
     print "Content-Type: text/plain\n\nfcgi n=$n qs=$env{QUERY_STRING} env=$ENV{QUERY_STRING}\n";
-    if ($env{QUERY_STRING} eq 'finish') {
+    if ($env{QUERY_STRING} =~ /^finish/) {
         $req->Finish;
         print "after finish\n";
         print STDERR "work after finish\n";
+        system('sleep', '120.5') if $env{QUERY_STRING} eq 'finish-wait';
     }
     $req->LastCall if $env{QUERY_STRING} eq 'last';
 }
@@ -171,7 +172,16 @@ if (thread_mode()) {
 } else {
     isnt(field($new, 'pid'), $pid, 'in a new process');
 }
+
+# --- a script still running at stop: answered with Finish, it waits for a
+# program; plxd ends both ---
+like($s->get('/fcgi.plx?finish-wait')->{content}, qr/^fcgi n=\d+ qs=finish-wait /,
+    'Finish answers, then the script runs a program');
+ok(wait_for(sub { `pgrep -xf 'sleep 120.5'` }), 'which runs');
+my $t_stop = time;
 $s->stop;
+ok(time - $t_stop < 20, 'plxd stops without waiting for it');
+ok(wait_for(sub { !`pgrep -xf 'sleep 120.5'` }), 'and it is gone');
 
 # --- max_requests while a script sits in its accept ---
 my $m = PlxdTest->start(
