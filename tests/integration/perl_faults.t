@@ -227,6 +227,7 @@ my $m = PlxdTest->start(
         max_rss => ($sanitized ? '600M' : '100M') } },
 );
 my @pids = map { pid_of($m) } 1 .. 7;
+my $before = pid_of($m);
 my $g;
 if (thread_mode()) {
     # max_requests and max_rss do not apply: there is no worker to replace.
