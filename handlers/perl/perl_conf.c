@@ -64,8 +64,9 @@ const struct conf_key perl_conf_keys[] = {
 	PERL_KEY("inc", CONF_LIST, inc, "", .check = check_inc,
 		.help = "absolute folders put in front of @INC, in order; a module loaded from "
 			"outside Perl's own folders that changes on disk retires its worker (checked "
-			"at most once a second)",
-		.tests = "integration/perl_faults.t"),
+			"at most once a second); in thread mode a fresh clone replaces the "
+			"interpreter that loaded it, and one the preload loaded stays until a restart",
+		.tests = "integration/perl_faults.t integration/perl_fastcgi.t"),
 	PERL_KEY("path", CONF_STRING, path, "/usr/local/bin:/usr/bin:/bin",
 		.help = "PATH in the scripts' environment (nothing else of plxd's environment "
 			"is passed)",

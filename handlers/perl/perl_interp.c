@@ -74,6 +74,7 @@ enum std_check { STD_CLEAN, STD_CLEARERR, STD_REOPEN };
 struct module_file {
 	char *path;
 	struct stat st;
+	int inherited; /* a clone's copy of its parent's: only a restart loads it again */
 };
 
 /* Where a FastCGI-style script stands in its accept loop. */
@@ -113,6 +114,8 @@ struct perl_interp {
 	int alarm_timer_ok;
 	volatile sig_atomic_t alarm_armed; /* a SIGALRM now is this alarm's */
 	volatile sig_atomic_t alarm_fired; /* ... and it came: run $SIG{ALRM} */
+	int births[2];                     /* a clone's: each process its scripts start writes its
+			  pid into [1] (clone_child), for a stop to find */
 	struct std_state std[3];
 	Off_t std_posn[2]; /* tell(STDIN), tell(STDOUT) when opened */
 	GV *std_gv[3];     /* STDIN, STDOUT, STDERR */
@@ -597,8 +600,8 @@ static int clone_child_std_fd(struct perl_interp *pi, int i)
  * request's %ENV as the script left it (on_fork_prepare), and every
  * descriptor of plxd's (the listening socket, other clients' connections,
  * the logs) is closed at its exec; signal dispositions are the defaults,
- * but for what the script set to 'IGNORE' in %SIG,
- * and no signal is blocked. System calls only, no allocation: another
+ * but for what the script set to 'IGNORE' in %SIG, and no signal is
+ * blocked. System calls only, no allocation: another
  * thread of plxd may have held the allocator's lock at the fork. */
 static void clone_child(struct perl_interp *pi)
 {
@@ -618,6 +621,10 @@ static void clone_child(struct perl_interp *pi)
 		environ = pi->child_env;
 	else if (pi->env_array)
 		environ = pi->env_array;
+	pid_t me = getpid();
+	if (write(pi->births[1], &me, sizeof me) < 0) {
+		/* full (a script that starts thousands): a stop misses it */
+	}
 	close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
 	for (int sig = 1; sig < NSIG; sig++) {
 		struct sigaction sa;
@@ -993,6 +1000,40 @@ void perl_interp_cancel(struct perl_interp *pi)
 	__atomic_store_n(&pi->perl->Isig_pending, 1, __ATOMIC_RELEASE);
 }
 
+/* Whether pid is a live child of this process (not reaped, not a zombie),
+ * from /proc: a pid the script's own wait reaped may be another's now. */
+static int live_child(pid_t pid)
+{
+	char path[64], buf[512];
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t len = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (len <= 0)
+		return 0;
+	buf[len] = '\0';
+	/* "pid (comm) state ppid ...": comm may hold spaces and ')'. */
+	const char *end = strrchr(buf, ')');
+	char state;
+	int ppid;
+	return end && sscanf(end + 1, " %c %d", &state, &ppid) == 2 && ppid == (int)getpid()
+			&& state != 'Z';
+}
+
+unsigned perl_interp_kill_children(struct perl_interp *pi)
+{
+	unsigned n = 0;
+	pid_t born[64];
+	ssize_t len;
+	while (pi->cloned && (len = read(pi->births[0], born, sizeof born)) > 0)
+		for (size_t i = 0; i < (size_t)len / sizeof *born; i++)
+			if (live_child(born[i]) && kill(born[i], SIGKILL) == 0)
+				n++;
+	return n;
+}
+
 /* perl_clone reads the parent: one clone at a time, and the parent runs
  * nothing else. */
 static pthread_mutex_t clone_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -1002,13 +1043,15 @@ struct perl_interp *perl_interp_clone(struct perl_interp *parent, const int fds[
 {
 	struct perl_interp *pi = xcalloc(1, sizeof *pi);
 	pi->cloned = 1;
+	pi->births[0] = pi->births[1] = -1;
 	pi->stdout_fd = fds[1];
 	pi->stderr_fd = fds[2];
 	pi->devnull = fds[0];
 	pi->fd[0] = fcntl(fds[0], F_DUPFD_CLOEXEC, 3);
 	pi->fd[1] = fcntl(fds[1], F_DUPFD_CLOEXEC, 3);
 	pi->fd[2] = fcntl(fds[2], F_DUPFD_CLOEXEC, 3);
-	if (pi->fd[0] < 0 || pi->fd[1] < 0 || pi->fd[2] < 0) {
+	if (pi->fd[0] < 0 || pi->fd[1] < 0 || pi->fd[2] < 0
+			|| pipe2(pi->births, O_CLOEXEC | O_NONBLOCK) < 0) {
 		snprintf(err, errlen, "cannot copy an interpreter's descriptors: %s",
 				strerror(errno));
 		goto fail;
@@ -1057,7 +1100,11 @@ struct perl_interp *perl_interp_clone(struct perl_interp *parent, const int fds[
 	std_unbuffer(aTHX_ pi);
 	if (interp_bind(aTHX_ pi, err, errlen) < 0)
 		goto fail;
+	/* What the parent loaded (the preload) every fresh clone gets again
+	 * as it was: a change there is not a reason to replace this one. */
 	modules_record(aTHX_ pi);
+	for (size_t i = 0; i < pi->nmodules; i++)
+		pi->modules[i].inherited = 1;
 	return pi;
 
 fail:
@@ -1093,6 +1140,9 @@ void perl_interp_destroy(struct perl_interp *pi)
 		pi->alarm_armed = 0;
 		timer_delete(pi->alarm_timer);
 	}
+	for (int i = 0; pi->cloned && i < 2; i++)
+		if (pi->births[i] >= 0)
+			close(pi->births[i]);
 	if (environ == pi->env_array) {
 		static char *empty[] = { NULL };
 		environ = empty;
@@ -2161,6 +2211,9 @@ static void children_reap(struct perl_interp *pi)
  * opens wait for their own). */
 static void clone_children_reap(struct perl_interp *pi)
 {
+	pid_t born[64];
+	while (read(pi->births[0], born, sizeof born) > 0)
+		; /* the request is over: its processes are no stop's to end */
 	size_t kept = 0;
 	for (size_t i = 0; i < pi->nchildren; i++) {
 		pid_t pid;
@@ -2395,6 +2448,7 @@ static void modules_record(pTHX_ struct perl_interp *pi)
 		}
 		pi->modules[pi->nmodules].path = xstrdup(path);
 		pi->modules[pi->nmodules].st = st;
+		pi->modules[pi->nmodules].inherited = 0;
 		pi->nmodules++;
 	}
 }
@@ -2410,6 +2464,8 @@ int perl_interp_modules_changed(struct perl_interp *pi)
 	for (size_t i = 0; i < pi->nmodules; i++) {
 		const struct stat *was = &pi->modules[i].st;
 		struct stat st;
+		if (pi->modules[i].inherited)
+			continue;
 		if (stat(pi->modules[i].path, &st) < 0 || st.st_ino != was->st_ino
 				|| st.st_dev != was->st_dev || st.st_size != was->st_size
 				|| st.st_mtim.tv_sec != was->st_mtim.tv_sec

@@ -79,6 +79,12 @@ struct perl_interp *perl_interp_clone(struct perl_interp *parent, const int fds[
  * PERL_CANCELED. For a runaway script ([perl] timeout). */
 void perl_interp_cancel(struct perl_interp *pi);
 
+/* Kills (SIGKILL), from any thread, the processes the script clone pi runs
+ * started in its request (system, a pipe open, fork) that are still
+ * running: a script waiting for one is in C code, which no cancel
+ * reaches until it returns. Returns how many. For a stop. */
+unsigned perl_interp_kill_children(struct perl_interp *pi);
+
 /* Takes back the descriptor a clone was given for STDOUT (handle 1) or
  * STDERR (2), before perl_interp_destroy, for the clone that replaces it. */
 int perl_interp_take_channel(struct perl_interp *pi, int handle);
@@ -119,7 +125,9 @@ void perl_interp_set_stdout(struct perl_interp *pi, int fd);
 /* Whether a file the interpreter loaded from outside Perl's own
  * installation (a module under an `inc` folder, the preload file, ...)
  * changed since it was loaded. Looks at most once per second; returns 1 on a
- * change (the worker should then be replaced), else 0. */
+ * change (the worker should then be replaced), else 0. A clone does not
+ * count what it had from its parent (the preload), which a fresh clone
+ * would have again as it was. */
 int perl_interp_modules_changed(struct perl_interp *pi);
 
 /* Runs END blocks of loaded modules and frees the interpreter. */

@@ -59,8 +59,9 @@ static struct perl_run *next_job(void *ctx)
 	return job ? &t->run : NULL;
 }
 
-/* A canceled script's interpreter serves no more: a fresh clone takes its
- * place (thread_main). */
+/* A canceled script's interpreter serves no more, nor one that loaded a
+ * module that changed since: a fresh clone takes its place (thread_main),
+ * as a worker is replaced, and loads the module again. */
 static int answer_job(void *ctx, struct perl_run *run)
 {
 	struct perl_thread *t = ctx;
@@ -78,7 +79,12 @@ static int answer_job(void *ctx, struct perl_run *run)
 	}
 	int canceled = run->outcome == PERL_CANCELED;
 	job->done(job, run); /* job may be freed from now on */
-	return canceled ? -1 : 0;
+	int changed = !canceled && perl_interp_modules_changed(pi);
+	if (changed)
+		fprintf(stderr,
+				"perl: an interpreter thread is replaced by a fresh clone: "
+				"a module it loaded changed\n");
+	return canceled || changed ? -1 : 0;
 }
 
 static void running_job(void *ctx, const struct perl_run *run)
@@ -255,17 +261,29 @@ fail:
 	return NULL;
 }
 
+/* Each thread finishes its request first: a script still running is ended
+ * as at its timeout, and the programs it may wait for are killed. */
 void perl_threads_destroy(struct perl_threads *p)
 {
 	if (!p)
 		return;
+	unsigned killed = 0;
 	for (unsigned i = 0; i < p->n; i++) {
 		struct perl_thread *t = &p->threads[i];
 		pthread_mutex_lock(&t->mu);
 		t->stop = 1;
+		/* Its script may run on after its request was answered
+		 * (FCGI's Finish): serving is over, the run is not. */
+		if (t->pi) {
+			perl_interp_cancel(t->pi);
+			killed += perl_interp_kill_children(t->pi);
+		}
 		pthread_cond_signal(&t->cond);
 		pthread_mutex_unlock(&t->mu);
 	}
+	if (killed)
+		fprintf(stderr, "perl: stopping: %u processes that scripts started are killed\n",
+				killed);
 	for (unsigned i = 0; i < p->n; i++) {
 		struct perl_thread *t = &p->threads[i];
 		if (t->started)
@@ -296,8 +314,12 @@ int perl_thread_cancel(struct perl_thread *t, struct perl_job *job)
 {
 	pthread_mutex_lock(&t->mu);
 	int serving = t->serving == job && t->pi;
-	if (serving)
+	if (serving) {
 		perl_interp_cancel(t->pi);
+		/* As a worker's processes go with it: and a script waiting
+		 * for one of them (system) gets to its next op. */
+		perl_interp_kill_children(t->pi);
+	}
 	pthread_mutex_unlock(&t->mu);
 	return serving;
 }

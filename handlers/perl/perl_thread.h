@@ -36,7 +36,9 @@ struct perl_job {
 struct perl_threads *perl_threads_create(const struct perl_interp_options *o, unsigned n, char *err,
 		size_t errlen);
 
-/* Ends the threads (each finishes its request first) and the parent. */
+/* Ends the threads and the parent. Each finishes its request first: a
+ * script still running is ended as at its timeout, and the processes it
+ * started, which it may be waiting for, are killed. */
 void perl_threads_destroy(struct perl_threads *p);
 
 /* The i-th thread (i < n). */
@@ -47,7 +49,8 @@ struct perl_thread *perl_threads_get(struct perl_threads *p, unsigned i);
 int perl_thread_out(const struct perl_thread *t);
 int perl_thread_err(const struct perl_thread *t);
 
-/* Ends the script job runs on t, if t still runs it (perl_interp_cancel):
+/* Ends the script job runs on t, if t still runs it (perl_interp_cancel),
+ * and kills the processes it started in this request (perl_interp_kill_children):
  * its done comes with PERL_CANCELED, and a fresh clone then serves t's
  * next job. Returns 1 when asked, 0 when job was not running. */
 int perl_thread_cancel(struct perl_thread *t, struct perl_job *job);

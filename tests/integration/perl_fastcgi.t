@@ -4,11 +4,15 @@
 # the loop (the script returns, and starts from the top the next time).
 # Over many requests, with two such scripts and a plain one in one worker;
 # with die, exit, Finish and LastCall inside a turn; under timeout,
-# max_requests, a changed module and a client that leaves.
+# max_requests, a changed module and a client that leaves. In thread mode
+# (PLXD_TEST_ISOLATION=thread) what doc/perl.md's isolation table says of
+# it: every interpreter has plxd's pid, max_requests does not apply, and a
+# fresh clone takes the place of an interpreter past its timeout or whose
+# module changed.
 use strict;
 use warnings;
 use Test::More;
-use PlxdTest qw(wait_for write_file);
+use PlxdTest qw(wait_for write_file thread_mode);
 use File::Temp ();
 use Time::HiRes qw(time);
 
@@ -56,10 +60,11 @@ my $n = 0;
 while ($req->Accept() >= 0) {
     $n++;
     print "Content-Type: text/plain\n\nfcgi n=$n qs=$env{QUERY_STRING} env=$ENV{QUERY_STRING}\n";
-    if ($env{QUERY_STRING} eq 'finish') {
+    if ($env{QUERY_STRING} =~ /^finish/) {
         $req->Finish;
         print "after finish\n";
         print STDERR "work after finish\n";
+        system('sleep', '120.5') if $env{QUERY_STRING} eq 'finish-wait';
     }
     $req->LastCall if $env{QUERY_STRING} eq 'last';
 }
@@ -162,8 +167,21 @@ is($s->get('/fast.plx?sleep')->{status}, 504, 'a turn past timeout: 504');
 ok(time - $t0 < 5, 'at the timeout');
 my $new = $s->get('/fast.plx');
 is(field($new, 'n'), 1, 'a new worker starts the loop');
-isnt(field($new, 'pid'), $pid, 'in a new process');
+if (thread_mode()) {
+    is(field($new, 'pid'), $pid, "a fresh interpreter, in plxd's process");
+} else {
+    isnt(field($new, 'pid'), $pid, 'in a new process');
+}
+
+# --- a script still running at stop: answered with Finish, it waits for a
+# program; plxd ends both ---
+like($s->get('/fcgi.plx?finish-wait')->{content}, qr/^fcgi n=\d+ qs=finish-wait /,
+    'Finish answers, then the script runs a program');
+ok(wait_for(sub { `pgrep -xf 'sleep 120.5'` }), 'which runs');
+my $t_stop = time;
 $s->stop;
+ok(time - $t_stop < 20, 'plxd stops without waiting for it');
+ok(wait_for(sub { !`pgrep -xf 'sleep 120.5'` }), 'and it is gone');
 
 # --- max_requests while a script sits in its accept ---
 my $m = PlxdTest->start(
@@ -172,14 +190,20 @@ my $m = PlxdTest->start(
     sections => { perl => { workers => 1, max_requests => 5 } },
 );
 my @seen = map { my $r = $m->get('/fast.plx'); [field($r, 'n'), field($r, 'pid')] } 1 .. 12;
-is_deeply([ map { $_->[0] } @seen ], [1 .. 5, 1 .. 5, 1, 2], 'max_requests: five turns, then a new worker');
-isnt($seen[5][1], $seen[4][1], 'a new process after the fifth');
-ok($m->wait_log(qr/retires after 5 requests/), 'the retirement is logged');
-# Written after its last answer: relayed with the worker's name, or with the
-# script's when plxd reads it before the worker has exited (the line names
-# the script either way).
-ok($m->wait_log(qr/(?:perl worker \d+|\S+fast\.plx): \S+fast\.plx, after its request was answered: fast\.plx: loop ended after 5$/m),
-    'the loop ended, and the script returned, before the worker exited');
+if (thread_mode()) {
+    is_deeply([ map { $_->[0] } @seen ], [1 .. 12], 'max_requests does not apply to an interpreter thread: one loop');
+    is(scalar(grep { $_->[1] eq $m->pid } @seen), 12, "in plxd's process");
+    unlike($m->error_log, qr/retires after/, 'no retirement');
+} else {
+    is_deeply([ map { $_->[0] } @seen ], [1 .. 5, 1 .. 5, 1, 2], 'max_requests: five turns, then a new worker');
+    isnt($seen[5][1], $seen[4][1], 'a new process after the fifth');
+    ok($m->wait_log(qr/retires after 5 requests/), 'the retirement is logged');
+    # Written after its last answer: relayed with the worker's name, or with the
+    # script's when plxd reads it before the worker has exited (the line names
+    # the script either way).
+    ok($m->wait_log(qr/(?:perl worker \d+|\S+fast\.plx): \S+fast\.plx, after its request was answered: fast\.plx: loop ended after 5$/m),
+        'the loop ended, and the script returned, before the worker exited');
+}
 $m->stop;
 
 # --- a changed module while the script sits in its accept ---
@@ -200,6 +224,7 @@ utime(time + 5, time + 5, "$lib/Counted.pm");
 ok(wait_for(sub { $c->get('/mod.plx')->{content} eq "v=2 n=1\n" }, 10),
     'a changed module retires the worker from inside the loop');
 ok($c->wait_log(qr/a module it loaded changed/), 'logged');
+is($c->get('/mod.plx')->{content}, "v=2 n=2\n", 'the new loop goes on');
 $c->stop;
 
 done_testing;

@@ -3,10 +3,15 @@
 # process state; workers replaced (crash, timeout) or recycled
 # (max_requests, max_rss, a changed module); the queue; preload and inc.
 # Nothing a script does takes plxd or another request down.
+# In thread mode (PLXD_TEST_ISOLATION=thread) the same cases check what
+# doc/perl.md's isolation table says of that mode where the modes differ:
+# every interpreter has plxd's pid, a segfault ends plxd, max_requests and
+# max_rss do not apply, a changed module the preload loaded and a
+# reload's settings wait for a restart.
 use strict;
 use warnings;
 use Test::More;
-use PlxdTest qw(wait_for write_file);
+use PlxdTest qw(wait_for write_file thread_mode);
 use PlxdRaw qw(responses);
 use POSIX ();
 use File::Temp ();
@@ -74,12 +79,12 @@ my $until = time + 60;
 select(undef, undef, undef, 0.02) until -e $release || time > $until;
 print "Content-Type: text/plain\n\nreleased\n";
 EOF
-    # meet.plx?DIR&N: leaves a file named after its worker in DIR and waits
-    # (20 s at most) until N workers have: only scripts running side by
-    # side can meet.
+    # meet.plx?DIR&N&NAME: leaves a file NAME in DIR and waits (20 s at
+    # most) until N requests have: only scripts running side by side can
+    # meet.
     'meet.plx' => <<'EOF',
-my ($dir, $n) = split /&/, $ENV{QUERY_STRING};
-open my $fh, '>', "$dir/$$" or die "$dir/$$: $!";
+my ($dir, $n, $name) = split /&/, $ENV{QUERY_STRING};
+open my $fh, '>', "$dir/$name" or die "$dir/$name: $!";
 close $fh;
 my $until = time + 20;
 select(undef, undef, undef, 0.02) until (() = glob "$dir/*") >= $n || time > $until;
@@ -136,13 +141,16 @@ ok($s->wait_log(qr/headdie\.plx: exited with status 255$/m), '... logged as the 
 }
 
 # A crash: 500 (the script's failure, as a CGI process killed by a signal),
-# the worker replaced at once.
-my $pid3 = pid_of($s);
-is($s->get('/segv.plx')->{status}, 500, 'a segfault: 500');
-ok($s->wait_log(qr/perl worker $pid3 died of signal 11/), 'the log says so');
-my $pid4 = pid_of($s);
-like($pid4, qr/^\d+$/, 'the next request is served');
-isnt($pid4, $pid3, 'by a new worker');
+# the worker replaced at once. In thread mode it ends plxd (on a plxd of
+# its own, below).
+if (!thread_mode()) {
+    my $pid3 = pid_of($s);
+    is($s->get('/segv.plx')->{status}, 500, 'a segfault: 500');
+    ok($s->wait_log(qr/perl worker $pid3 died of signal 11/), 'the log says so');
+    my $pid4 = pid_of($s);
+    like($pid4, qr/^\d+$/, 'the next request is served');
+    isnt($pid4, $pid3, 'by a new worker');
+}
 
 # What a script does to its process is undone for the next one.
 is($s->get('/closeout.plx')->{content}, "closed\n", 'close STDOUT ends the response');
@@ -163,6 +171,21 @@ is(pid_of($s), $pid5, 'the alarm the script set did not kill its worker');
 
 $s->stop;
 
+if (thread_mode()) {
+    my $c = PlxdTest->start(
+        files    => \%files,
+        handlers => { '.plx' => 'perl' },
+        sections => { perl => { workers => 1 } },
+    );
+    is(pid_of($c), $c->pid, "in thread mode a script runs in plxd's process");
+    isnt($c->get('/segv.plx')->{status}, 500, 'a segfault in an interpreter thread: no response');
+    my $status = $c->wait_exit(30);
+    ok(defined $status, 'it ended plxd');
+    # AddressSanitizer catches the signal, reports and exits.
+    ok(defined $status && (($status & 127) == 11 || ($sanitized && $status)),
+        'of the signal (or the sanitizer report it gave)') or diag("status " . ($status // 'none'));
+}
+
 # Past the timeout: 504, worker killed and replaced (and the child it ran).
 # Both scripts here run forever and the worker is found in /proc: nothing
 # has to finish within the 1 s timeout, and ended within 20 s, a script was
@@ -172,17 +195,29 @@ my $t = PlxdTest->start(
     handlers => { '.plx' => 'perl' },
     sections => { perl => { workers => 1, timeout => '1s' } },
 );
-my $tw = wait_for(sub { my @w = workers_of($t->pid); @w == 1 ? $w[0] : 0 });
+my $tw = thread_mode() ? $t->pid : wait_for(sub { my @w = workers_of($t->pid); @w == 1 ? $w[0] : 0 });
 my $t0 = time;
 is($t->get('/loop.plx')->{status}, 504, 'an endless loop: 504');
 my $took = time - $t0;
 ok($took > 0.9 && $took < 20, "after the timeout, not later ($took s)");
-my $tw2 = wait_for(sub { my @w = grep { $_ != $tw } workers_of($t->pid); @w ? $w[0] : 0 });
-ok($tw2, "a new worker ($tw2) replaced the killed one");
-ok(wait_for(sub { !kill(0, $tw) }), 'the old worker is gone');
-is($t->get('/loopchild.plx')->{status}, 504, 'a script waiting on a child: 504');
-ok(wait_for(sub { !`pgrep -xf 'sleep 120.25'` }), 'the child went with its worker');
-$t->stop;
+if (thread_mode()) {
+    # The script is ended at its next op; a fresh clone serves next.
+    is(pid_of($t), $t->pid, 'in thread mode the next request is served, in plxd');
+    # A script waiting on a child is in C code, which no cancel reaches:
+    # the processes it started are killed, as with its worker in process
+    # mode, and it gets to its next op.
+    is($t->get('/loopchild.plx')->{status}, 504, 'a script waiting on a child: 504');
+    ok(wait_for(sub { !`pgrep -xf 'sleep 120.25'` }), 'in thread mode the child is killed');
+    is(pid_of($t), $t->pid, 'and the thread serves the next request');
+    $t->stop;
+} else {
+    my $tw2 = wait_for(sub { my @w = grep { $_ != $tw } workers_of($t->pid); @w ? $w[0] : 0 });
+    ok($tw2, "a new worker ($tw2) replaced the killed one");
+    ok(wait_for(sub { !kill(0, $tw) }), 'the old worker is gone');
+    is($t->get('/loopchild.plx')->{status}, 504, 'a script waiting on a child: 504');
+    ok(wait_for(sub { !`pgrep -xf 'sleep 120.25'` }), 'the child went with its worker');
+    $t->stop;
+}
 
 # --- recycling ---
 my $m = PlxdTest->start(
@@ -192,14 +227,24 @@ my $m = PlxdTest->start(
         max_rss => ($sanitized ? '600M' : '100M') } },
 );
 my @pids = map { pid_of($m) } 1 .. 7;
-is_deeply([ map { $pids[$_] eq $pids[0] ? 1 : 0 } 0 .. 2 ], [1, 1, 1], 'three requests on one worker');
-isnt($pids[3], $pids[2], 'max_requests: the fourth on a new one');
-is($pids[5], $pids[3], 'which serves three too');
-ok($m->wait_log(qr/retires after 3 requests: it served max_requests/), 'logged');
 my $before = pid_of($m);
-my $g = $m->get('/grow.plx');
-is($g->{status}, 200, 'a script growing the worker past max_rss is answered');
-isnt(pid_of($m), ($g->{content} =~ /(\d+)/)[0], 'max_rss: its worker is replaced after it');
+my $g;
+if (thread_mode()) {
+    # max_requests and max_rss do not apply: there is no worker to replace.
+    is(scalar(grep { $_ eq $m->pid } @pids), 7, "in thread mode seven requests in plxd's process");
+    $g = $m->get('/grow.plx');
+    is($g->{status}, 200, 'a script growing plxd past max_rss is answered');
+    like(pid_of($m), qr/^\d+$/, 'and the next request is served');
+    unlike($m->error_log, qr/retires after/, 'nothing retires');
+} else {
+    is_deeply([ map { $pids[$_] eq $pids[0] ? 1 : 0 } 0 .. 2 ], [1, 1, 1], 'three requests on one worker');
+    isnt($pids[3], $pids[2], 'max_requests: the fourth on a new one');
+    is($pids[5], $pids[3], 'which serves three too');
+    ok($m->wait_log(qr/retires after 3 requests: it served max_requests/), 'logged');
+    $g = $m->get('/grow.plx');
+    is($g->{status}, 200, 'a script growing the worker past max_rss is answered');
+    isnt(pid_of($m), ($g->{content} =~ /(\d+)/)[0], 'max_rss: its worker is replaced after it');
+}
 
 # 2 GB at once: refused by max_memory (2G by default) or, where it cannot
 # apply (sanitizer build), allocated and then recycled by max_rss.
@@ -224,9 +269,20 @@ is($v, 1, 'a module from an inc folder');
 is($pre, $wpid, 'the preload file ran in the worker');
 write_file("$lib/Shared.pm", "package Shared; our \$V = 2; 1;\n");
 utime(time + 5, time + 5, "$lib/Shared.pm");
-ok(wait_for(sub { $p->get('/mod.plx')->{content} =~ /^2 / }),
-    'a changed module is picked up (its worker is recycled)');
-ok($p->wait_log(qr/a module it loaded changed/), 'logged');
+if (thread_mode()) {
+    # The parent interpreter loaded it: every clone has it as it was. The
+    # check looks once a second: requests over 2.5 s see it twice.
+    my ($old, $n) = (0, 0);
+    for (my $until = time + 2.5; time < $until; $n++) {
+        $old++ if $p->get('/mod.plx')->{content} =~ /^1 /;
+    }
+    is($old, $n, "in thread mode a changed module the preload loaded stays as it was ($n requests)");
+    unlike($p->error_log, qr/a module it loaded changed/, 'no interpreter is replaced for it');
+} else {
+    ok(wait_for(sub { $p->get('/mod.plx')->{content} =~ /^2 / }),
+        'a changed module is picked up (its worker is recycled)');
+    ok($p->wait_log(qr/a module it loaded changed/), 'logged');
+}
 
 # A reload (SIGHUP) replaces the workers with the new settings.
 {
@@ -235,8 +291,15 @@ ok($p->wait_log(qr/a module it loaded changed/), 'logged');
     $conf =~ s{^preload = .*$}{preload = root/startup2.pl}m or die 'no preload line';
     write_file($p->conf_file, $conf);
     $p->signal('HUP');
-    ok(wait_for(sub { $p->get('/mod.plx')->{content} =~ /^\d+ second \d+$/ }),
-        'after SIGHUP new workers run the new preload file');
+    if (thread_mode()) {
+        ok($p->wait_log(qr/interpreter threads keep their settings until a restart/),
+            'in thread mode a reload logs that the interpreters keep their settings');
+        ok($p->wait_log(qr/configuration reloaded/), 'the reload is done');
+        like($p->get('/mod.plx')->{content}, qr/^\d+ $pre \d+$/, 'and the old preload file stays');
+    } else {
+        ok(wait_for(sub { $p->get('/mod.plx')->{content} =~ /^\d+ second \d+$/ }),
+            'after SIGHUP new workers run the new preload file');
+    }
 }
 $p->stop;
 
@@ -302,7 +365,7 @@ mkdir $meet or die "mkdir $meet: $!";
 my @par;
 for (1 .. 2) {
     my $kid = fork // die;
-    if (!$kid) { POSIX::_exit($two->get("/meet.plx?$meet&2")->{content} eq "met\n" ? 0 : 1) }
+    if (!$kid) { POSIX::_exit($two->get("/meet.plx?$meet&2&$_")->{content} eq "met\n" ? 0 : 1) }
     push @par, $kid;
 }
 my $okpar = 0;
@@ -336,6 +399,8 @@ for my $drops (3, 600) {
     like($next, qr/^\d+$/, "after a client left a ${secs}s script, the next request is served");
     if ($drops == 3) {
         is($next, $gpid, 'by the same worker: the script finished');
+    } elsif (thread_mode()) {
+        ok(time - $t < 20, 'in thread mode the script was ended after the grace period, not the whole script');
     } else {
         isnt($next, $gpid, 'by a new worker: the script was ended');
         ok(time - $t < 20, 'after the grace period, not the whole script');
