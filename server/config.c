@@ -55,9 +55,10 @@ const struct conf_key server_keys[] = {
 		.tests = "integration/attacks.t unit/test_resolve.c"),
 	SERVER_KEY("stat_cache", CONF_BOOL, stat_cache, "yes",
 		.help = "remember the files found under root, held open, until inotify reports a "
-			"change to one of them or to a folder on their way (as lighttpd's stat cache); "
-			"`no` for a root that another machine changes (a network file system) or "
-			"that has mounts made over its folders",
+			"change to one of them or to a folder on their way, a second at most (as "
+			"lighttpd's stat cache); what inotify misses (mmap writes, mounts, another "
+			"machine's changes on a network file system) is seen within that second; "
+			"`no` where a second is too long",
 		.tests = "integration/static.t unit/test_resolve_cache.c"),
 	SERVER_KEY("max_connections", CONF_UINT, max_connections, "512", .min = 1, .max = 65536,
 		.flags = CONF_RESTART,

@@ -511,6 +511,7 @@ static void on_tick(struct loop_timer *t)
 	struct evthread *th =
 			(struct evthread *)(void *)((char *)t - offsetof(struct evthread, tick));
 	loop_timer_set(th->loop, t, clock_ms() + TICK_MS, on_tick);
+	resolve_cache_tick();
 	struct site *site = site_acquire();
 	if (!site)
 		return;

@@ -5,6 +5,7 @@
  * table never closes a descriptor a request still reads. */
 #include "resolve_cache.h"
 #include "alloc.h"
+#include "clock.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -27,6 +28,7 @@
 
 struct resolve_entry {
 	char *path;
+	uint64_t kept_ms; /* when it was found: it goes RESOLVE_CACHE_TTL_MS later */
 	unsigned generation;
 	int fd;
 	struct stat st;
@@ -123,8 +125,8 @@ struct resolve_entry *resolve_cache_get(unsigned generation, const char *path, s
 	take_events(c);
 	struct resolve_entry **slot = &c->slot[slot_of(path)];
 	struct resolve_entry *e = *slot;
-	if (e && e->generation != generation) {
-		entry_unref(e); /* a site no longer served: let its file go */
+	if (e && (e->generation != generation || clock_ms() - e->kept_ms >= RESOLVE_CACHE_TTL_MS)) {
+		entry_unref(e); /* a site no longer served, or found too long ago */
 		*slot = e = NULL;
 	}
 	if (!e || strcmp(e->path, path) != 0)
@@ -205,6 +207,7 @@ struct resolve_entry *resolve_cache_put(unsigned generation, int root_fd, const 
 	e = xmalloc(sizeof *e);
 	*e = (struct resolve_entry){
 		.path = xstrdup(path),
+		.kept_ms = clock_ms(),
 		.generation = generation,
 		.fd = res->fd,
 		.st = res->st,
@@ -225,6 +228,23 @@ out:
 	}
 	free(rel);
 	return e;
+}
+
+void resolve_cache_tick(void)
+{
+	struct cache *c = cache;
+	if (!c)
+		return;
+	if (c->inotify_fd >= 0)
+		take_events(c);
+	uint64_t now = clock_ms();
+	for (size_t i = 0; i < SLOTS; i++) {
+		struct resolve_entry *e = c->slot[i];
+		if (e && now - e->kept_ms >= RESOLVE_CACHE_TTL_MS) {
+			entry_unref(e);
+			c->slot[i] = NULL;
+		}
+	}
 }
 
 void resolve_cache_release(struct resolve_entry *e)

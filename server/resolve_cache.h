@@ -6,9 +6,11 @@
  * that starts after the change sees it. Each thread has its own: no lock.
  *
  * Only regular files reached by their own name are kept: no symbolic link
- * on the way, no PATH_INFO, no index. inotify does not see what another
- * machine changes on a network file system, nor a mount over a folder of
- * the root: [server] stat_cache = no is for such roots. */
+ * on the way, no PATH_INFO, no index. What inotify does not report (a
+ * write through mmap, a mount over a file or folder of the root, a change
+ * another machine makes on a network file system) is seen once the entry
+ * is RESOLVE_CACHE_TTL_MS old, when it is found again; [server] stat_cache
+ * = no is for roots where that is too late. */
 #ifndef PLXD_RESOLVE_CACHE_H
 #define PLXD_RESOLVE_CACHE_H
 
@@ -21,6 +23,11 @@
  * instance, which drops the old watches (the kernel's max_user_watches is
  * shared by every process of the user). */
 #define RESOLVE_CACHE_WATCHES 1024
+
+/* How long an entry is kept at most: the bound on what inotify misses,
+ * as lighttpd's "simple" stat cache and nginx's open_file_cache_valid
+ * bound it, and on how long a removed file's descriptor is held. */
+#define RESOLVE_CACHE_TTL_MS 1000
 
 struct resolve_entry;
 
@@ -36,6 +43,12 @@ struct resolve_entry *resolve_cache_get(unsigned generation, const char *path,
  * caller releases as after a hit; or NULL, and res stays the caller's. */
 struct resolve_entry *resolve_cache_put(unsigned generation, int root_fd, const char *path,
 		const struct resolved *res);
+
+/* Called by each event thread every tick: takes inotify's news and lets
+ * go of entries past RESOLVE_CACHE_TTL_MS, so that a removed or replaced
+ * file's descriptor (and its disk space) is not held while no request
+ * comes, nor after a reload that turned the cache off. */
+void resolve_cache_tick(void);
 
 /* Ends a request's use of e; its descriptor is closed once the cache has
  * let go of it too. */

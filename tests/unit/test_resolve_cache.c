@@ -2,12 +2,14 @@
  * alter what a path names or what its file holds is a miss at the next
  * lookup. */
 #include "resolve_cache.h"
+#include "clock.h"
 #include "tap.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -197,6 +199,72 @@ int main(void)
 		resolve_cache_release(e);
 		errno = 0;
 		ok(fcntl(held, F_GETFD) < 0 && errno == EBADF, "... and closes it at release");
+	}
+
+	/* What inotify does not report (a write through mmap) is seen once the
+	 * entry is RESOLVE_CACHE_TTL_MS old; the tick lets go of a removed
+	 * file's descriptor then, with no lookup. */
+	{
+		make("root/m.txt", "AAAA\n");
+		in_cache("/a.html"); /* the creation's event, taken */
+		kept("/m.txt");
+		uint64_t kept_at = clock_ms();
+		path_of(p, sizeof p, "root/m.txt");
+		int mfd = open(p, O_RDWR);
+		char *map = mfd < 0 ? MAP_FAILED
+				    : mmap(NULL, 5, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
+		ok(map != MAP_FAILED, "a file mapped for writing");
+		if (map == MAP_FAILED)
+			abort();
+		memcpy(map, "BBBB", 4);
+		msync(map, 5, MS_SYNC);
+		munmap(map, 5);
+		close(mfd);
+		int young = in_cache("/m.txt");
+		uint64_t age = clock_ms() - kept_at;
+		ok(young || age >= RESOLVE_CACHE_TTL_MS,
+				"written through mmap, which inotify does not report: still a hit "
+				"while younger than %d ms (%llu ms)",
+				RESOLVE_CACHE_TTL_MS, (unsigned long long)age);
+		while (clock_ms() - kept_at < RESOLVE_CACHE_TTL_MS)
+			usleep(10 * 1000);
+		struct resolved res;
+		e = resolve_cache_get(generation, "/m.txt", &res);
+		ok(!e, "... a miss once %d ms old", RESOLVE_CACHE_TTL_MS);
+		resolve_cache_release(e);
+		struct stat st;
+		ok(resolve_path(root_fd, "/m.txt", 0, &res) == 0 && fstat(res.fd, &st) == 0,
+				"... so it is resolved again");
+		close(res.fd);
+
+		kept("/m.txt");
+		e = resolve_cache_get(generation, "/m.txt", &res);
+		int held_fd = res.fd;
+		resolve_cache_release(e);
+		kept_at = clock_ms();
+		path_of(p, sizeof p, "root/m.txt");
+		unlink(p);
+		resolve_cache_tick(); /* takes the removal: the cache is emptied */
+		errno = 0;
+		ok(fcntl(held_fd, F_GETFD) < 0 && errno == EBADF,
+				"a removed file's descriptor is let go at the next tick, with no lookup");
+		make("root/m.txt", "CCCC\n");
+		resolve_cache_tick();
+		kept("/m.txt");
+		kept_at = clock_ms();
+		e = resolve_cache_get(generation, "/m.txt", &res);
+		held_fd = res.fd;
+		resolve_cache_release(e);
+		resolve_cache_tick();
+		ok(clock_ms() - kept_at >= RESOLVE_CACHE_TTL_MS || fcntl(held_fd, F_GETFD) >= 0,
+				"a tick keeps an entry younger than %d ms", RESOLVE_CACHE_TTL_MS);
+		while (clock_ms() - kept_at < RESOLVE_CACHE_TTL_MS)
+			usleep(10 * 1000);
+		resolve_cache_tick();
+		errno = 0;
+		ok(fcntl(held_fd, F_GETFD) < 0 && errno == EBADF,
+				"... and lets go of one %d ms old, with no event and no lookup",
+				RESOLVE_CACHE_TTL_MS);
 	}
 
 	/* At most RESOLVE_CACHE_FILES descriptors held, however many files. */
