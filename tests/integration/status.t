@@ -487,8 +487,15 @@ for my $instances (28, 29) {
     my %routes = map { sprintf('.e%02d', $_) => sprintf('echo:e%02d', $_) } 1 .. $instances;
     my $r = PlxdTest->start(files => \%files, handlers => \%routes);
     $r->get('/hello.html') for 1 .. 2;
-    my $j = status_json($r);
+    # A request is counted when it ends, which may come just after its
+    # answer reached the client: polled until both are.
     my $sections = $instances + 1;
+    my $j;
+    wait_for(sub {
+        $j = status_json($r);
+        my $by = $j->{requests}{by_handler};
+        (($by->{$sections == 29 ? 'static' : 'other'} // {})->{total} // 0) >= 2;
+    });
     if ($sections == 29) {
         is(scalar keys %{ $j->{requests}{by_handler} }, 31, "$sections sections: 31 handler rows, each named");
         is($j->{requests}{by_handler}{static}{total}, 2, '... static among them');
