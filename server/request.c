@@ -895,11 +895,13 @@ void request_completed(void *cls, struct MHD_Connection *connection, void **con_
 		.user_agent = plxd_request_header(&r->pub, "User-Agent"),
 		.duration_us = clock_us() - r->start_us,
 	};
-	log_access(&entry);
+	/* Counted before its access-log line is written: whoever reads the
+	 * log finds the status page's counters caught up. */
 	stats_request(r->section ? r->section->stats_id : STATS_PLXD, entry.status,
 			entry.duration_us);
 	if (r->conn)
 		stats_conn_phase(&r->conn->phase, STATS_IDLE);
+	log_access(&entry);
 
 	if (r->conn && r->close_after)
 		shutdown(r->conn->fd, SHUT_RDWR); /* before a pipelined request is read */

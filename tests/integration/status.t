@@ -67,6 +67,11 @@ for my $path (sort keys %load) {
     is(scalar @got, $load{$path}, "$path answered $want $load{$path} times");
 }
 
+# A request is counted when it ends, which may come just after its answer
+# reached the client, and before its access-log line is written.
+my $logged = 0;
+$logged += $_ for values %load;
+ok(wait_for(sub { (() = $s->access_log =~ /\n/g) >= $logged }), "the $logged requests logged");
 my $res = $s->get('/plxd-status?json');
 is($res->{status}, 200, '?json: 200 from loopback (the default allow)');
 like($res->{headers}{'content-type'}, qr{^application/json}, '... as application/json');
