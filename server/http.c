@@ -30,6 +30,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -68,7 +70,8 @@ static int listen_fd = -1;
 static struct sockaddr_storage listen_local;
 static int listen_local_known;
 static atomic_uint open_connections;
-static unsigned connection_cap; /* max_connections and the 503 margin */
+static unsigned connection_cap;       /* max_connections and the 503 margin */
+static unsigned connection_timeout_s; /* as libmicrohttpd was given it */
 static unsigned long per_ip_limit;
 
 /* Quiescing: the main thread waits until every loop has let go of the
@@ -506,6 +509,28 @@ static void close_departed(struct evthread *th)
  * every byte, so a client trickling one byte a second would hold its
  * connection forever. Shutting the socket down makes libmicrohttpd see the
  * end and clean up as usual. */
+/* libmicrohttpd restarts a connection's timeout when it writes. With the
+ * kernel's send buffer full, the socket is writable again only once about
+ * half of it has gone, which for a slow reader of a large file can take
+ * longer than connection_timeout although bytes flow all along. A tick
+ * that sees a request's send queue shrink restarts the timeout itself, so
+ * that connection_timeout ends a reader that stopped, not one that is
+ * slow. */
+static void note_draining(struct conn *c)
+{
+	int queued;
+	if (ioctl(c->fd, SIOCOUTQ, &queued) < 0)
+		return;
+	if (queued > 0 && (unsigned)queued < c->queued_last) {
+		/* libmicrohttpd restarts the clock only when the timeout it
+		 * replaces was 0 (none). */
+		MHD_set_connection_option(c->connection, MHD_CONNECTION_OPTION_TIMEOUT, 0u);
+		MHD_set_connection_option(c->connection, MHD_CONNECTION_OPTION_TIMEOUT,
+				connection_timeout_s);
+	}
+	c->queued_last = (unsigned)queued;
+}
+
 static void on_tick(struct loop_timer *t)
 {
 	struct evthread *th =
@@ -527,6 +552,8 @@ static void on_tick(struct loop_timer *t)
 					why, limit);
 			c->timed_out = 1;
 			shutdown(c->fd, SHUT_RDWR);
+		} else if (!c->waiting_since) {
+			note_draining(c); /* a request in flight */
 		}
 	}
 	site_release(site);
@@ -629,6 +656,7 @@ int http_start(int fd, const struct server_conf *server, char *err, size_t errle
 								     : 16);
 	connection_cap = (unsigned)server->max_connections + spare;
 	unsigned timeout_s = (unsigned)((server->connection_timeout_ms + 999) / 1000);
+	connection_timeout_s = timeout_s;
 	long cores = sysconf(_SC_NPROCESSORS_ONLN);
 	nthreads = server->threads ? (unsigned)server->threads : (unsigned)(cores > 0 ? cores : 1);
 	raise_fd_limit(connection_cap);

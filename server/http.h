@@ -37,7 +37,8 @@ struct conn {
 	char *target;       /* raw request target of the current request */
 	size_t target_cap;
 	uint64_t request_start_us;
-	unsigned char phase; /* enum stats_phase: reading, writing, idle */
+	unsigned char phase;  /* enum stats_phase: reading, writing, idle */
+	unsigned queued_last; /* its send queue's bytes at the last tick */
 };
 
 /* Binds and listens on "ADDR:PORT". Returns the socket, or -1 with err. */

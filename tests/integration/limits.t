@@ -7,6 +7,7 @@ use warnings;
 use Test::More;
 use IO::Select;
 use IO::Socket::IP;
+use Socket ();
 use Time::HiRes qw(time);
 use PlxdTest qw(wait_for);
 use PlxdRaw qw(read_responses responses);
@@ -108,6 +109,44 @@ $s = PlxdTest->start(files => { 'a.txt' => "a\n" },
 my $took = closed_within($s->connect, 30);
 ok(defined $took && $took > 0.5 && $took < 20, 'an idle connection is closed after connection_timeout ('
     . ($took // 'never') . ' s)');
+
+# A slow reader of a large file is not idle: connection_timeout (1 s here)
+# must not cut it while it reads, although the kernel's send buffer, once
+# full, lets plxd write again only after much of it drained, which takes
+# this reader longer than a second. One that stops reading is cut.
+{
+    my $size = 6_000_000;
+    my $t = PlxdTest->start(files => { 'big.bin' => 'x' x $size },
+        server => { connection_timeout => '1s' });
+    my $ask = sub {
+        # A small receive buffer, set before connecting so that the
+        # window is small from the start.
+        socket(my $sock, Socket::AF_INET(), Socket::SOCK_STREAM(), 0) or die "socket: $!";
+        setsockopt($sock, Socket::SOL_SOCKET(), Socket::SO_RCVBUF(), 16384) or die "setsockopt: $!";
+        connect($sock, Socket::pack_sockaddr_in($t->port, Socket::inet_aton('127.0.0.1')))
+            or die "connect: $!";
+        syswrite($sock, "GET /big.bin HTTP/1.1\r\nHost: x\r\n\r\n");
+        return $sock;
+    };
+    my $sock = $ask->();
+    my ($got, $t0) = (0, time);
+    while (time - $t0 < 120) {    # 8 KiB every 10 ms at most: 800 KB/s
+        my $n = sysread($sock, my $buf, 8192);
+        last if !$n;
+        $got += $n;
+        Time::HiRes::sleep(0.01);
+    }
+    my $took = time - $t0;
+    ok($got > $size && $took > 1.5,
+        sprintf('a slow reader of %d bytes reads them all over %.1f s, past connection_timeout', $size, $took))
+        or diag("read $got bytes");
+    my $stalled = $ask->();    # reads nothing
+    $t0 = time;
+    ok(wait_for(sub { (() = $t->access_log =~ m{"GET /big\.bin }g) == 2 }, 20),
+        sprintf('one that stops reading is cut (%.1f s)', time - $t0));
+    close $stalled;
+    $t->stop;
+}
 
 my $slow = $s->connect;
 $slow->syswrite("GET /a.txt HTTP/1.1\r\nHost: x\r\n");
