@@ -104,6 +104,11 @@ struct perl_interp {
 	 * 0-2 are plxd's. The std_* functions index by handle (0-2) and act on
 	 * these. */
 	int fd[3];
+	/* A clone holds one count of perl's own on each fd[i] (PerlIOUnix_refcnt):
+	 * perl never closes them, so no other thread of plxd (an accept) can be
+	 * given the number between perl's close and the dup2 that puts a file
+	 * back there, or a second close at the clone's end. */
+	int fd_held;
 	int cloned;      /* an interpreter thread's, cloned from plxd's parent */
 	int cancel;      /* perl_interp_cancel asked for the script's end (atomic) */
 	int canceled;    /* ... and it was ended */
@@ -1080,6 +1085,9 @@ struct perl_interp *perl_interp_clone(struct perl_interp *parent, const int fds[
 	PL_perl_destruct_level = 2;
 	PL_signalhook = cancel_check;
 	current = pi;
+	for (int i = 0; i < 3; i++)
+		PerlIOUnix_refcnt_inc(pi->fd[i]);
+	pi->fd_held = 1;
 	alarm_create(pi);
 	/* Its standard handles are clones of plxd's fds 0-2: onto its own.
 	 * Closed first, or perl would reopen them in place, with a dup2 onto
@@ -1133,9 +1141,13 @@ void perl_interp_destroy(struct perl_interp *pi)
 		if (!pi->cloned)
 			PERL_SYS_TERM();
 	}
-	for (int i = 0; pi->cloned && i < 3; i++)
-		if (pi->fd[i] >= 0)
-			close(pi->fd[i]);
+	for (int i = 0; pi->cloned && i < 3; i++) {
+		if (pi->fd[i] < 0)
+			continue;
+		if (pi->fd_held && PerlIOUnix_refcnt(pi->fd[i]) > 0)
+			PerlIOUnix_refcnt_dec(pi->fd[i]);
+		close(pi->fd[i]);
+	}
 	if (pi->alarm_timer_ok) {
 		pi->alarm_armed = 0;
 		timer_delete(pi->alarm_timer);

@@ -12,7 +12,22 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
+
+/* Every close in this program, libperl's included, comes here: a close of
+ * a descriptor that was not open is counted. Inside plxd that number may
+ * already be another thread's (an accepted connection), which such a close
+ * would take from it. */
+static int bad_closes;
+
+int close(int fd)
+{
+	long rc = syscall(SYS_close, fd);
+	if (rc < 0 && errno == EBADF)
+		__atomic_add_fetch(&bad_closes, 1, __ATOMIC_RELAXED);
+	return (int)rc;
+}
 
 struct result {
 	pthread_mutex_t mu;
@@ -216,6 +231,10 @@ int main(void)
 	unlink(runaway);
 
 	perl_threads_destroy(p);
+	ok(__atomic_load_n(&bad_closes, __ATOMIC_RELAXED) == 0,
+			"no descriptor was closed twice: a fresh clone replaced a canceled one, "
+			"and both were destroyed (%d)",
+			bad_closes);
 	/* The new pipes the runs left (each replaced the one before). */
 	for (int i = 0; i < 2; i++)
 		if (outfd[i] != first_out[i])
