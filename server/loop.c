@@ -30,8 +30,9 @@ struct loop {
 	size_t watches;           /* added, the wake-up's included */
 	struct loop_timer **heap; /* 1-based min-heap on at_ms */
 	size_t heap_n, heap_cap;
-	pthread_mutex_t posts_lock;
+	pthread_mutex_t posts_lock; /* guards posts and sleeping */
 	struct post *posts, *posts_last;
+	int sleeping; /* in epoll_wait, or about to be: a post must wake it */
 };
 
 static _Thread_local struct loop *current;
@@ -248,16 +249,18 @@ void loop_post(struct loop *l, void (*fn)(void *arg), void *arg)
 	p->fn = fn;
 	p->arg = arg;
 	pthread_mutex_lock(&l->posts_lock);
-	int was_empty = !l->posts;
 	if (l->posts_last)
 		l->posts_last->next = p;
 	else
 		l->posts = p;
 	l->posts_last = p;
+	/* A loop that is not waiting runs its posts at the end of this turn,
+	 * and the next turn does not wait (loop_run_once): only a waiting one
+	 * is woken, once. */
+	int wake = l->sleeping;
+	l->sleeping = 0;
 	pthread_mutex_unlock(&l->posts_lock);
-	/* Posted on l's own thread, it runs at the end of this turn, or the
-	 * next turn does not wait (loop_run_once): no wake-up to write. */
-	if (was_empty && current != l) {
+	if (wake) {
 		uint64_t one = 1;
 		/* Only EAGAIN can fail it, and then the counter is already set. */
 		if (write(l->wake.fd, &one, sizeof one) < 0)
@@ -297,13 +300,19 @@ int loop_run_once(struct loop *l, int timeout_ms)
 		if (timeout_ms < 0 || until < timeout_ms)
 			timeout_ms = until;
 	}
-	/* Posts from other threads make the eventfd readable, so epoll_wait
-	 * returns at once; those from this one are looked for. */
+	/* Posts made while the loop was not waiting wrote no wake-up: they
+	 * are looked for here. */
 	pthread_mutex_lock(&l->posts_lock);
 	if (l->posts)
 		timeout_ms = 0;
+	l->sleeping = timeout_ms != 0;
 	pthread_mutex_unlock(&l->posts_lock);
 	int n = epoll_wait(l->epfd, l->batch, BATCH, timeout_ms);
+	if (timeout_ms != 0) {
+		pthread_mutex_lock(&l->posts_lock);
+		l->sleeping = 0;
+		pthread_mutex_unlock(&l->posts_lock);
+	}
 	int ran = 0;
 	l->batch_n = n > 0 ? n : 0;
 	for (l->batch_i = 0; l->batch_i < l->batch_n;) {

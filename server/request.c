@@ -43,6 +43,10 @@
 #define BODY_IN_MEMORY (64 * 1024)
 /* Response body pieces libmicrohttpd asks a handler's reader for. */
 #define STREAM_BLOCK (32 * 1024)
+/* A suspended request's socket is watched for the client's hang-up only
+ * once it has waited this long: most waits (a persistent script's answer)
+ * are over sooner, and cost no epoll_ctl then. */
+#define HUP_WATCH_AFTER_MS 20
 
 /* A spooled request body and the read position in it. Only body_append,
  * plxd_body_read and body_discard touch it, and each keeps pos <= the
@@ -86,13 +90,14 @@ struct request {
 	int body_wait;   /* body() left part of a chunk: plxd_body_resume */
 	int stream_wait; /* the reader had nothing: plxd_stream_resume */
 	int suspended;
-	int aborted;                   /* given up: the client left, or plxd stops */
-	int close_after;               /* plxd_connection_close */
-	int head;                      /* the client asked HEAD (a local redirect asks GET) */
-	enum plxd_end end;             /* how it ended when plxd decided (aborted) */
-	struct loop_watch client;      /* the socket, for a hang-up while suspended */
-	struct request *wprev, *wnext; /* its thread's suspended requests */
-	plxd_reader_fn *read;          /* a streamed response's reader, and its cls */
+	int aborted;                    /* given up: the client left, or plxd stops */
+	int close_after;                /* plxd_connection_close */
+	int head;                       /* the client asked HEAD (a local redirect asks GET) */
+	enum plxd_end end;              /* how it ended when plxd decided (aborted) */
+	struct loop_watch client;       /* the socket, for a hang-up while suspended */
+	struct loop_timer client_later; /* ... watched from then */
+	struct request *wprev, *wnext;  /* its thread's suspended requests */
+	plxd_reader_fn *read;           /* a streamed response's reader, and its cls */
 	void *read_cls;
 	struct resolve_entry *cached; /* where pub.fd came from, if not opened for it */
 };
@@ -104,6 +109,7 @@ static _Thread_local struct request *waiting;
 #define REQUEST_OF(pub) ((struct request *)(void *)((char *)(pub)-offsetof(struct request, pub)))
 
 static void on_client_hup(struct loop_watch *w, unsigned events);
+static void on_client_later(struct loop_timer *t);
 
 static void suspend(struct request *r)
 {
@@ -117,6 +123,15 @@ static void suspend(struct request *r)
 		waiting->wprev = r;
 	waiting = r;
 	if (r->conn)
+		loop_timer_set(r->loop, &r->client_later, clock_ms() + HUP_WATCH_AFTER_MS,
+				on_client_later);
+}
+
+static void on_client_later(struct loop_timer *t)
+{
+	struct request *r = (struct request *)(void *)((char *)t
+			- offsetof(struct request, client_later));
+	if (r->suspended)
 		loop_watch_add(r->loop, &r->client, r->conn->fd, LOOP_HUP, on_client_hup);
 }
 
@@ -132,6 +147,7 @@ static void resume(struct request *r)
 	if (r->wnext)
 		r->wnext->wprev = r->wprev;
 	r->wprev = r->wnext = NULL;
+	loop_timer_stop(r->loop, &r->client_later);
 	loop_watch_del(r->loop, &r->client);
 	MHD_resume_connection(r->pub.connection);
 }
@@ -622,6 +638,7 @@ static struct request *request_begin(struct MHD_Connection *connection, const ch
 	r->conn = http_conn(connection);
 	r->loop = loop_current();
 	loop_watch_init(&r->client);
+	loop_timer_init(&r->client_later);
 	r->site = site_acquire();
 	spool_init(&r->body.spool, r->site ? r->site->config->server.tmp_dir : "/tmp",
 			BODY_IN_MEMORY);
@@ -878,6 +895,7 @@ void request_completed(void *cls, struct MHD_Connection *connection, void **con_
 			waiting = r->wnext;
 		if (r->wnext)
 			r->wnext->wprev = r->wprev;
+		loop_timer_stop(r->loop, &r->client_later);
 		loop_watch_del(r->loop, &r->client);
 	}
 	if (r->section && r->section->handler->finished)

@@ -46,6 +46,11 @@
  * tried, this many times in all. */
 #define SEND_ATTEMPTS 3
 
+/* A script's end comes with what its STDOUT still buffered (DONE, or an
+ * interpreter thread's done): its pipes are watched only once it has run
+ * this long (gw_settings), which spares a quick script's four epoll_ctl. */
+#define WATCH_AFTER_MS 2
+
 struct perl_state {
 	struct perl_pool *pool;       /* isolation = process */
 	struct perl_tpool *tpool;     /* isolation = thread: interpreters in plxd */
@@ -1065,6 +1070,7 @@ static int perl_handle(struct plxd_request *r)
 		.max_script_header = (size_t)conf->max_script_header_size,
 		.spool_limit = plxd_max_body(r),
 		.tmp_dir = plxd_tmp_dir(r),
+		.watch_after_ms = WATCH_AFTER_MS,
 	};
 	gw_init(&q->gw, &perl_gw_ops, r, q->script, &set);
 	r->data = q;

@@ -160,6 +160,7 @@ struct perl_interp {
 	size_t env_buf_cap;
 	unsigned long forks;        /* counted by the fork hook */
 	unsigned long forks_reaped; /* forks whose children are all reaped */
+	unsigned long births_read;  /* a clone's: forks whose births were read */
 	int exit_called;            /* the script called exit (our override) */
 	int exit_status;
 
@@ -414,7 +415,7 @@ static unsigned alarm_arm(struct perl_interp *pi, unsigned secs)
 
 static void alarm_disarm(struct perl_interp *pi)
 {
-	if (pi->cloned)
+	if (pi->cloned && (pi->alarm_armed || pi->alarm_fired))
 		(void)alarm_arm(pi, 0);
 }
 
@@ -2224,8 +2225,10 @@ static void children_reap(struct perl_interp *pi)
 static void clone_children_reap(struct perl_interp *pi)
 {
 	pid_t born[64];
-	while (read(pi->births[0], born, sizeof born) > 0)
+	/* Only a fork writes there (clone_child). */
+	while (pi->forks != pi->births_read && read(pi->births[0], born, sizeof born) > 0)
 		; /* the request is over: its processes are no stop's to end */
+	pi->births_read = pi->forks;
 	size_t kept = 0;
 	for (size_t i = 0; i < pi->nchildren; i++) {
 		pid_t pid;

@@ -562,6 +562,37 @@ static void spare_take(struct perl_pool *p, struct slot *s, enum slot_end end)
 	pthread_cond_signal(&p->keeper_cond);
 }
 
+/* With the lock held: a copy of the settings a worker starts with, for the
+ * keeper to use once it lets go of the lock. */
+static struct settings *settings_now(struct perl_pool *p)
+{
+	return settings_copy(&(struct perl_pool_settings){
+			.worker_path = p->settings->worker_path,
+			.start_timeout_ms = p->settings->start_timeout_ms,
+			.max_requests = p->settings->max_requests,
+			.max_rss_kb = p->settings->max_rss_kb,
+			.max_memory = p->settings->max_memory,
+			.preload = p->settings->preload,
+			.inc = p->settings->inc,
+	});
+}
+
+/* Without the lock: starts s's worker with st (freed here) and waits until
+ * it is ready. Returns 1 when it is, 0 when it failed (logged, and what
+ * started killed). */
+static int start_worker(struct slot *s, struct settings *st)
+{
+	char err[1024];
+	int ok = spawn_worker(s, st, err, sizeof err) == 0
+			&& await_ready(s, st->start_timeout_ms, err, sizeof err) == 0;
+	if (!ok) {
+		plxd_log(PLXD_LOG_ERROR, "perl: %s", err);
+		end_process(s, END_KILL, 0);
+	}
+	settings_free(st);
+	return ok;
+}
+
 /* With the lock held (released while it waits on a process): the keeper's
  * work on the spare. Returns 1 when it did some, 0 when there is none to do
  * now (*next: when a start may be retried, if sooner). */
@@ -613,24 +644,9 @@ static int keeper_spare(struct perl_pool *p, uint64_t now, uint64_t *next)
 	}
 	p->spare_state = SPARE_STARTING;
 	unsigned generation = p->generation;
-	struct settings *st = settings_copy(&(struct perl_pool_settings){
-			.worker_path = p->settings->worker_path,
-			.start_timeout_ms = p->settings->start_timeout_ms,
-			.max_requests = p->settings->max_requests,
-			.max_rss_kb = p->settings->max_rss_kb,
-			.max_memory = p->settings->max_memory,
-			.preload = p->settings->preload,
-			.inc = p->settings->inc,
-	});
+	struct settings *st = settings_now(p);
 	pthread_mutex_unlock(&p->lock);
-	char err[1024];
-	int ok = spawn_worker(sp, st, err, sizeof err) == 0
-			&& await_ready(sp, st->start_timeout_ms, err, sizeof err) == 0;
-	if (!ok) {
-		plxd_log(PLXD_LOG_ERROR, "perl: %s", err);
-		end_process(sp, END_KILL, 0);
-	}
-	settings_free(st);
+	int ok = start_worker(sp, st);
 	pthread_mutex_lock(&p->lock);
 	if (ok) {
 		sp->generation = generation;
@@ -690,26 +706,11 @@ static void *keeper_main(void *arg)
 		s->end = END_NONE;
 		s->served = s->compiled = 0; /* its process is gone */
 		unsigned generation = p->generation;
-		struct settings *st = settings_copy(&(struct perl_pool_settings){
-				.worker_path = p->settings->worker_path,
-				.start_timeout_ms = p->settings->start_timeout_ms,
-				.max_requests = p->settings->max_requests,
-				.max_rss_kb = p->settings->max_rss_kb,
-				.max_memory = p->settings->max_memory,
-				.preload = p->settings->preload,
-				.inc = p->settings->inc,
-		});
+		struct settings *st = settings_now(p);
 		pthread_mutex_unlock(&p->lock);
 
 		end_process(s, end, STOP_GRACE_MS);
-		char err[1024];
-		int ok = spawn_worker(s, st, err, sizeof err) == 0
-				&& await_ready(s, st->start_timeout_ms, err, sizeof err) == 0;
-		if (!ok) {
-			plxd_log(PLXD_LOG_ERROR, "perl: %s", err);
-			end_process(s, END_KILL, 0);
-		}
-		settings_free(st);
+		int ok = start_worker(s, st);
 
 		pthread_mutex_lock(&p->lock);
 		if (ok) {

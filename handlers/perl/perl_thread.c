@@ -328,8 +328,10 @@ void perl_thread_submit(struct perl_thread *t, struct perl_job *job)
 {
 	pthread_mutex_lock(&t->mu);
 	t->job = job;
-	pthread_cond_signal(&t->cond);
 	pthread_mutex_unlock(&t->mu);
+	/* After the unlock: the thread woken does not find the mutex held
+	 * and sleep on it again. */
+	pthread_cond_signal(&t->cond);
 }
 
 const struct perl_threads_api perl_threads_api = {

@@ -57,6 +57,8 @@ static void on_in(struct loop_watch *w, unsigned events);
 static void on_err(struct loop_watch *w, unsigned events);
 static void on_deadline(struct loop_timer *t);
 static void on_settle(struct loop_timer *t);
+static void on_watch_later(struct loop_timer *t);
+static int reading(const struct gw *g);
 static void relay_stderr(struct gw *g, size_t limit);
 
 #define GW_OF(ptr, member) ((struct gw *)(void *)((char *)(ptr)-offsetof(struct gw, member)))
@@ -91,6 +93,7 @@ void gw_init(struct gw *g, const struct gw_ops *ops, struct plxd_request *r, con
 	loop_watch_init(&g->err_w);
 	loop_timer_init(&g->deadline);
 	loop_timer_init(&g->settle);
+	loop_timer_init(&g->watch_later);
 	/* The header block is also bounded by what the connection can hold
 	 * of the response's head, beside its request's. */
 	size_t room = plxd_reply_header_room(r);
@@ -105,7 +108,11 @@ void gw_started(struct gw *g, int in_fd, int out_fd, int err_fd)
 	g->in_fd = in_fd;
 	g->out_fd = out_fd;
 	g->err_fd = err_fd;
-	if (err_fd >= 0)
+	int later = g->set.watch_after_ms > 0;
+	if (later)
+		loop_timer_set(g->loop, &g->watch_later, clock_ms() + g->set.watch_after_ms,
+				on_watch_later);
+	else if (err_fd >= 0)
 		loop_watch_add(g->loop, &g->err_w, err_fd, LOOP_IN, on_err);
 	if (g->phase != STARTING) { /* the request ended while it started */
 		if (in_fd >= 0)
@@ -115,7 +122,7 @@ void gw_started(struct gw *g, int in_fd, int out_fd, int err_fd)
 	}
 	g->phase = HEAD;
 	loop_timer_set(g->loop, &g->deadline, clock_ms() + g->set.timeout_ms, on_deadline);
-	if (out_fd >= 0)
+	if (out_fd >= 0 && !later)
 		loop_watch_add(g->loop, &g->out_w, out_fd, LOOP_IN, on_out);
 	if (in_fd >= 0)
 		loop_watch_add(g->loop, &g->in_w, in_fd, 0, on_in);
@@ -123,6 +130,18 @@ void gw_started(struct gw *g, int in_fd, int out_fd, int err_fd)
 		plxd_body_resume(g->r); /* a streamed body waited for stdin */
 	feed(g);
 	pull(g);
+}
+
+/* The script runs on: its descriptors are watched from now. What its
+ * output is still wanted for decides that one (a stopped script's stderr
+ * is still relayed). */
+static void on_watch_later(struct loop_timer *t)
+{
+	struct gw *g = GW_OF(t, watch_later);
+	if (g->err_fd >= 0)
+		loop_watch_add(g->loop, &g->err_w, g->err_fd, LOOP_IN, on_err);
+	if (g->out_fd >= 0 && !g->out_eof && !g->stopped && (reading(g) || g->phase == STREAM))
+		loop_watch_add(g->loop, &g->out_w, g->out_fd, LOOP_IN, on_out);
 }
 
 void gw_refuse(struct gw *g, unsigned status)
@@ -822,6 +841,7 @@ void gw_fini(struct gw *g)
 	loop_watch_del(g->loop, &g->out_w);
 	loop_timer_stop(g->loop, &g->deadline);
 	loop_timer_stop(g->loop, &g->settle);
+	loop_timer_stop(g->loop, &g->watch_later);
 	close_in(g);
 	cgi_reply_fini(&g->reply);
 	spool_fini(&g->spool);

@@ -79,6 +79,12 @@ struct gw_settings {
 	size_t max_script_header; /* the header block it may print */
 	uint64_t spool_limit;     /* output held before the response can start */
 	const char *tmp_dir;      /* where that goes past memory */
+	/* 0: the script's output and stderr are watched from its start.
+	 * Otherwise only once it has run this long: a handler that also
+	 * learns of the script's end another way (gw_output_ready) spares a
+	 * quick script's watches, and a script that fills a pipe meanwhile
+	 * waits that long at most. */
+	unsigned watch_after_ms;
 };
 
 /* Embedded in the handler's per-request struct. Fields marked private are
@@ -98,7 +104,7 @@ struct gw {
 	int phase;
 	int in_fd, out_fd, err_fd;
 	struct loop_watch in_w, out_w, err_w;
-	struct loop_timer deadline, settle;
+	struct loop_timer deadline, settle, watch_later;
 	struct cgi_reply reply;
 	struct spool spool;  /* output before the response started */
 	uint64_t spool_sent; /* of it, handed to libmicrohttpd */

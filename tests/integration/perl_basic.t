@@ -114,6 +114,12 @@ print STDERR "to stderr\n";
 system('echo from-a-child >&2');
 print "Content-Type: text/plain\n\nok\n";
 EOF
+    # More than a pipe holds, to stderr, before any output: the script
+    # waits for plxd to read it.
+    'stderrflood.plx' => <<'EOF',
+print STDERR sprintf("flood %04d %s\n", $_, 'e' x 88) for 1 .. 3000;
+print "Content-Type: text/plain\n\nflooded\n";
+EOF
     'clen.plx' => "print \"Content-Type: text/plain\\nContent-Length: 3\\n\\nabc\";\n",
 );
 
@@ -241,6 +247,10 @@ my $sp = $s->root . '/stderr.plx';
 ok($s->wait_log(qr/\Q$sp\E: a warning/), 'warn is logged with the script path');
 ok($s->wait_log(qr/\Q$sp\E: to stderr/), 'print STDERR too');
 ok($s->wait_log(qr/\Q$sp\E: from-a-child/), 'and a child\'s stderr');
+my $flood = $s->get('/stderrflood.plx');
+is("$flood->{status} $flood->{content}", "200 flooded\n",
+    'a script that writes 300 KB to stderr first is answered');
+ok($s->wait_log(qr/stderrflood\.plx: flood 3000 e{88}$/m), 'and its last stderr line is logged');
 
 # --- persistence: each worker counts on its own ---
 my %counts;

@@ -1,5 +1,6 @@
-/* loop_post: from another thread it wakes a waiting loop; from the loop's
- * own thread it needs no wake-up, yet never waits for one. */
+/* loop_post: from another thread it wakes a waiting loop, and only a
+ * waiting one; from the loop's own thread it needs no wake-up, yet never
+ * waits for one. */
 #include "loop.h"
 #include "clock.h"
 #include "tap.h"
@@ -23,6 +24,13 @@ static void post_again(void *arg)
 	(void)arg;
 	ran++;
 	loop_post(loop, count, NULL);
+}
+
+static void *post_now(void *arg)
+{
+	(void)arg;
+	loop_post(loop, count, NULL);
+	return NULL;
 }
 
 static void *post_later(void *arg)
@@ -71,6 +79,18 @@ int main(void)
 	ok(ran == 1 && ms >= 50 && ms < 5000,
 			"a post from another thread wakes the waiting loop (%llu ms)",
 			(unsigned long long)ms);
+
+	/* The loop is busy (not in epoll_wait) while another thread posts:
+	 * the post runs at its next turn, which no wake-up was written for
+	 * (loop_run_once counts the watches it ran: the eventfd's is one). */
+	ran = 0;
+	pthread_create(&t, NULL, post_now, NULL);
+	pthread_join(t, NULL);
+	int watches = loop_run_once(loop, 10 * 1000);
+	ok(ran == 1 && watches == 0,
+			"a post from another thread to a loop that is not waiting runs "
+			"at its next turn, with no wake-up written (%d watches ran)",
+			watches);
 
 	loop_destroy(loop);
 	return done_testing();
