@@ -47,15 +47,22 @@
  *                                                     a handler's own
  *   cgi spawner     posix_spawn of CGI scripts        spawn queue
  *   perl keeper     starting and ending Perl workers  perl pool
+ *   perl interp (N) scripts, for isolation = thread   job, threads, clone,
+ *                   (handlers/perl/perl_thread.c)     posts (of a loop)
  *
  *   site      server/site.c       the current configuration's pointer
  *   ip        server/http.c       per_ip_connections counts
  *   idle      server/http.c       requests in flight, for a graceful stop
  *   quiesce   server/http.c       event threads yet to let go of the socket
- *   posts     server/loop.c       functions posted to a loop from elsewhere
+ *   posts     server/loop.c       functions posted to a loop from elsewhere,
+ *                                 and whether it waits (to be woken)
  *   spawn     handlers/cgi        CGI spawns waiting for the spawner
  *   pool      handlers/perl       idle workers and the requests queued
  *   scripts   handlers/perl       the per-script figures of the status page
+ *   threads   handlers/perl       which interpreter threads are busy, and the
+ *                                 requests queued for one
+ *   job       handlers/perl       the request handed to one interpreter thread
+ *   clone     handlers/perl       the parent interpreter while it is cloned
  *
  * The status page's request counters (server/stats.c) take no lock: each
  * event thread counts into its own struct, read with relaxed atomics.
