@@ -505,10 +505,6 @@ static void close_departed(struct evthread *th)
 	}
 }
 
-/* The header and body deadlines: libmicrohttpd restarts its idle timer on
- * every byte, so a client trickling one byte a second would hold its
- * connection forever. Shutting the socket down makes libmicrohttpd see the
- * end and clean up as usual. */
 /* libmicrohttpd restarts a connection's timeout when it writes. With the
  * kernel's send buffer full, the socket is writable again only once about
  * half of it has gone, which for a slow reader of a large file can take
@@ -531,6 +527,10 @@ static void note_draining(struct conn *c)
 	c->queued_last = (unsigned)queued;
 }
 
+/* The header and body deadlines: libmicrohttpd restarts its idle timer on
+ * every byte, so a client trickling one byte a second would hold its
+ * connection forever. Shutting the socket down makes libmicrohttpd see the
+ * end and clean up as usual. */
 static void on_tick(struct loop_timer *t)
 {
 	struct evthread *th =
