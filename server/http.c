@@ -60,6 +60,7 @@ struct evthread {
 	struct conn **shut_conns;
 	size_t shut_cap;
 	int stop;
+	int busy_at_stop; /* a request's work outlived the stop: keep the loop */
 };
 
 static struct evthread *threads;
@@ -603,8 +604,10 @@ static void *thread_main(void *arg)
 	uint64_t give_up = clock_ms() + 30000;
 	while (!loop_idle(th->loop) && clock_ms() < give_up)
 		loop_run_once(th->loop, 100);
-	if (!loop_idle(th->loop))
+	if (!loop_idle(th->loop)) {
 		plxd_log(PLXD_LOG_WARN, "stopping: scripts of an event thread did not end in 30 s");
+		th->busy_at_stop = 1;
+	}
 	return NULL;
 }
 
@@ -759,6 +762,17 @@ unsigned http_wait_idle(unsigned long timeout_ms)
 	return left;
 }
 
+/* A loop that a script still running may post to (an interpreter thread
+ * stuck in C code) stays until the process ends, reachable from here. */
+static struct loop **kept_loops;
+static size_t nkept_loops;
+
+static void keep_loop(struct loop *l)
+{
+	kept_loops = xrealloc(kept_loops, (nkept_loops + 1) * sizeof *kept_loops);
+	kept_loops[nkept_loops++] = l;
+}
+
 void http_stop(void)
 {
 	for (unsigned i = 0; i < nthreads; i++)
@@ -771,7 +785,10 @@ void http_stop(void)
 		if (th->daemon)
 			MHD_stop_daemon(th->daemon);
 		loop_watch_del(th->loop, &th->listen);
-		loop_destroy(th->loop);
+		if (th->busy_at_stop)
+			keep_loop(th->loop);
+		else
+			loop_destroy(th->loop);
 		free(th->shut_fds);
 		free(th->shut_conns);
 	}

@@ -202,6 +202,22 @@ static void reload(const struct options *o)
 	plxd_log(PLXD_LOG_INFO, "configuration reloaded");
 }
 
+/* Whether a thread besides this one still runs: one that a handler had to
+ * leave running at the stop (an interpreter thread stuck in C code). */
+static int threads_left(void)
+{
+	FILE *f = fopen("/proc/self/status", "re");
+	if (!f)
+		return 0;
+	char line[256];
+	int n = 1;
+	while (fgets(line, sizeof line, f))
+		if (sscanf(line, "Threads: %d", &n) == 1)
+			break;
+	fclose(f);
+	return n > 1;
+}
+
 static int serve(const struct options *o, struct config *config)
 {
 	char err[512];
@@ -283,6 +299,10 @@ static int serve(const struct options *o, struct config *config)
 	modules_unload();
 	plxd_log(PLXD_LOG_INFO, "stopped");
 	log_close();
+	/* Such a thread may be inside a library that exit's handlers tear
+	 * down: the process ends without them. */
+	if (threads_left())
+		_exit(0);
 	return 0;
 }
 

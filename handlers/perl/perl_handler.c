@@ -39,6 +39,9 @@
 /* After its response ended (or the client left), how long a script may
  * take to finish before its worker is killed. */
 #define LINGER_MS 2000
+/* How often an interpreter thread is asked again to end its script: the
+ * signal that interrupts a system call can come just before one. */
+#define RECANCEL_MS 100
 /* After DONE, pipe output still read at most: more comes from a program
  * the script left running, and the worker is replaced. */
 #define DRAIN_MAX (1024 * 1024)
@@ -136,6 +139,7 @@ static int send_thread(void *ctx, struct perl_worker *w);
 static void pool_release(struct perl_state *st, struct perl_worker *w, enum perl_release how,
 		const char *why);
 static void on_timer(struct loop_timer *t);
+static void on_recancel(struct loop_timer *t);
 static void give_back(struct perl_req *q, enum perl_release how, const char *why);
 static void maybe_free(struct perl_req *q);
 
@@ -352,6 +356,7 @@ static void thread_done_post(void *arg)
 		 * request starts clean. */
 		q->canceling = 0;
 		q->done = 1;
+		loop_timer_stop(q->loop, &q->timer);
 		on_drain(&q->drain_w, 0);
 		return;
 	}
@@ -843,7 +848,7 @@ static void give_back(struct perl_req *q, enum perl_release how, const char *why
 		plxd_log(PLXD_LOG_WARN, "%s: its interpreter ends it: %s", q->script,
 				why ? why : "its script must end");
 		perl_tpool_api(q->st->tpool)->cancel(perl_tpool_thread(q->w), &q->job);
-		loop_timer_stop(q->loop, &q->timer);
+		loop_timer_set(q->loop, &q->timer, clock_ms() + RECANCEL_MS, on_recancel);
 		/* What it prints meanwhile is drained: a script blocked writing
 		 * to a full pipe would never reach its next op. */
 		loop_watch_del(q->loop, &q->drain_w);
@@ -910,6 +915,14 @@ static void on_drain(struct loop_watch *w, unsigned events)
 		give_back(q, PERL_RELEASE_IDLE, NULL);
 }
 
+static void on_recancel(struct loop_timer *t)
+{
+	struct perl_req *q =
+			(struct perl_req *)(void *)((char *)t - offsetof(struct perl_req, timer));
+	if (perl_tpool_api(q->st->tpool)->cancel(perl_tpool_thread(q->w), &q->job))
+		loop_timer_set(q->loop, t, clock_ms() + RECANCEL_MS, on_recancel);
+}
+
 static void on_timer(struct loop_timer *t)
 {
 	struct perl_req *q =
@@ -951,11 +964,13 @@ static void on_timer(struct loop_timer *t)
 			return;
 		}
 	}
-	/* It ran on too long after its request ended. */
-	plxd_log(PLXD_LOG_WARN,
-			"%s: still running %d ms after its response ended; its worker "
-			"was killed",
-			q->script, LINGER_MS);
+	/* It ran on too long after its request ended (a thread's end is
+	 * logged by give_back). */
+	if (!q->st->tpool)
+		plxd_log(PLXD_LOG_WARN,
+				"%s: still running %d ms after its response ended; its worker "
+				"was killed",
+				q->script, LINGER_MS);
 	give_back(q, PERL_RELEASE_KILL, "its script ran on after its response ended");
 }
 

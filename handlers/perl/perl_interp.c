@@ -114,6 +114,7 @@ struct perl_interp {
 	int canceled;    /* ... and it was ended */
 	pid_t *children; /* a clone's: what its scripts forked, not yet reaped */
 	size_t nchildren, children_cap;
+	pthread_t thread; /* a clone's: the thread it serves on */
 	/* A clone's alarm: a timer whose SIGALRM goes to its thread only. */
 	timer_t alarm_timer;
 	int alarm_timer_ok;
@@ -1004,6 +1005,11 @@ void perl_interp_cancel(struct perl_interp *pi)
 	__atomic_store_n(&pi->cancel, 1, __ATOMIC_RELEASE);
 	/* Makes perl look, at its next op. */
 	__atomic_store_n(&pi->perl->Isig_pending, 1, __ATOMIC_RELEASE);
+	/* A clone asleep or blocked in a system call gets there too:
+	 * SIGALRM's handler has no SA_RESTART (on_thread_alarm), so sleep,
+	 * select, a read or a wait returns early. */
+	if (pi->cloned)
+		pthread_kill(pi->thread, SIGALRM);
 }
 
 /* Whether pid is a live child of this process (not reaped, not a zombie),
@@ -1089,6 +1095,7 @@ struct perl_interp *perl_interp_clone(struct perl_interp *parent, const int fds[
 	for (int i = 0; i < 3; i++)
 		PerlIOUnix_refcnt_inc(pi->fd[i]);
 	pi->fd_held = 1;
+	pi->thread = pthread_self();
 	alarm_create(pi);
 	/* Its standard handles are clones of plxd's fds 0-2: onto its own.
 	 * Closed first, or perl would reopen them in place, with a dup2 onto

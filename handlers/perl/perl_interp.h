@@ -74,9 +74,12 @@ struct perl_interp *perl_interp_clone(struct perl_interp *parent, const int fds[
 		size_t errlen);
 
 /* Ends the script a clone runs, from any thread: at its next Perl op
- * (not inside C code) it unwinds as exit does, which its own eval cannot
- * catch, and its END blocks do not run; the request's outcome is
- * PERL_CANCELED. For a runaway script ([perl] timeout). */
+ * it unwinds as exit does, which its own eval cannot catch, and its END
+ * blocks do not run; the request's outcome is PERL_CANCELED. A system call
+ * it is blocked in (sleep, a read) is interrupted; C code that makes none
+ * runs on. A signal can come just before such a call, and be missed: a
+ * caller that waits calls this again. For a runaway script ([perl]
+ * timeout). */
 void perl_interp_cancel(struct perl_interp *pi);
 
 /* Kills (SIGKILL), from any thread, the processes the script clone pi runs

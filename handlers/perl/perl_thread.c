@@ -6,14 +6,17 @@
  * thread's response pipe, as a worker's does. */
 #include "perl_thread.h"
 #include "alloc.h"
+#include "clock.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 struct perl_thread {
@@ -29,6 +32,7 @@ struct perl_thread {
 				     gone once done has returned */
 	struct perl_interp *pi;   /* the clone serving */
 	int stop;
+	int abandoned; /* left running at a stop: it must touch no job */
 	int ready, failed;
 	char why[512]; /* why the clone failed */
 };
@@ -37,7 +41,18 @@ struct perl_threads {
 	struct perl_interp *parent;
 	struct perl_thread *threads;
 	unsigned n;
+	struct perl_threads *next_abandoned;
 };
+
+/* How long a stop waits for a script that its cancel did not end (a loop
+ * in C code that makes no system call, a system call with SIGALRM
+ * blocked): then plxd stops without it. */
+enum { STOP_GRACE_MS = 2000, STOP_POLL_MS = 50 };
+
+/* Threads left running at a stop, with all they use, reachable from here
+ * until the process ends: they may still return into it. */
+static struct perl_threads *abandoned;
+static pthread_mutex_t abandoned_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void *thread_main(void *arg);
 static struct perl_run *next_job(void *ctx);
@@ -69,7 +84,10 @@ static int answer_job(void *ctx, struct perl_run *run)
 	struct perl_job *job = t->serving;
 	t->serving = NULL;
 	struct perl_interp *pi = t->pi;
+	int gone = t->abandoned;
 	pthread_mutex_unlock(&t->mu);
+	if (gone) /* its job's request and loop may be gone too */
+		return -1;
 	job->fresh_out = -1;
 	int fresh[2];
 	if (run->forked && run->outcome != PERL_CANCELED && pipe2(fresh, O_CLOEXEC) == 0) {
@@ -161,8 +179,10 @@ static void *thread_main(void *arg)
 		perl_interp_serve(pi, &tr);
 		pthread_mutex_lock(&t->mu);
 		t->pi = NULL;
-		int stop = t->stop;
+		int stop = t->stop, gone = t->abandoned;
 		pthread_mutex_unlock(&t->mu);
+		if (gone) /* plxd is ending without waiting for it */
+			return NULL;
 		/* The clone's descriptors are its own copies: the next clone
 		 * gets the same channels. */
 		int next[3] = { open("/dev/null", O_RDWR | O_CLOEXEC),
@@ -261,12 +281,11 @@ fail:
 	return NULL;
 }
 
-/* Each thread finishes its request first: a script still running is ended
- * as at its timeout, and the programs it may wait for are killed. */
-void perl_threads_destroy(struct perl_threads *p)
+/* Asks each thread to stop, ending the script it runs as at its timeout
+ * and killing the programs that script may wait for. Returns how many
+ * processes were killed. */
+static unsigned threads_stop(struct perl_threads *p)
 {
-	if (!p)
-		return;
 	unsigned killed = 0;
 	for (unsigned i = 0; i < p->n; i++) {
 		struct perl_thread *t = &p->threads[i];
@@ -275,21 +294,82 @@ void perl_threads_destroy(struct perl_threads *p)
 		/* Its script may run on after its request was answered
 		 * (FCGI's Finish): serving is over, the run is not. */
 		if (t->pi) {
-			perl_interp_cancel(t->pi);
+			/* Its programs first: once canceled, the script may end
+			 * and forget them before they are read. */
 			killed += perl_interp_kill_children(t->pi);
+			perl_interp_cancel(t->pi);
 		}
 		pthread_cond_signal(&t->cond);
 		pthread_mutex_unlock(&t->mu);
 	}
+	return killed;
+}
+
+/* Joins t by give_up_ms, asking its script again to end meanwhile (a
+ * cancel's signal can come just before a system call). Returns 0 when
+ * joined, -1 when t runs on. */
+static int thread_join(struct perl_thread *t, uint64_t give_up_ms)
+{
+	for (;;) {
+		struct timespec at;
+		clock_gettime(CLOCK_REALTIME, &at);
+		at.tv_nsec += STOP_POLL_MS * 1000000L;
+		if (at.tv_nsec >= 1000000000L) {
+			at.tv_sec++;
+			at.tv_nsec -= 1000000000L;
+		}
+		if (pthread_timedjoin_np(t->tid, NULL, &at) == 0)
+			return 0;
+		if (clock_ms() >= give_up_ms)
+			return -1;
+		pthread_mutex_lock(&t->mu);
+		if (t->pi)
+			perl_interp_cancel(t->pi);
+		pthread_mutex_unlock(&t->mu);
+	}
+}
+
+/* A thread still running after its grace is left to the process's end: it
+ * returns into nothing of the request's, and what it uses stays. */
+static void thread_abandon(struct perl_thread *t)
+{
+	pthread_mutex_lock(&t->mu);
+	t->abandoned = 1;
+	const char *script = t->serving ? t->serving->run.script : NULL;
+	fprintf(stderr,
+			"perl: stopping without an interpreter thread that runs on %d ms after "
+			"its script was ended, in C code that reaches no Perl op: %s\n",
+			STOP_GRACE_MS, script ? script : "its script");
+	pthread_mutex_unlock(&t->mu);
+}
+
+void perl_threads_destroy(struct perl_threads *p)
+{
+	if (!p)
+		return;
+	unsigned killed = threads_stop(p);
 	if (killed)
 		fprintf(stderr, "perl: stopping: %u processes that scripts started are killed\n",
 				killed);
+	unsigned left = 0;
+	uint64_t give_up_ms = clock_ms() + STOP_GRACE_MS;
 	for (unsigned i = 0; i < p->n; i++) {
 		struct perl_thread *t = &p->threads[i];
-		if (t->started)
-			pthread_join(t->tid, NULL);
-		thread_fini(t);
+		if (t->started && thread_join(t, give_up_ms) < 0) {
+			thread_abandon(t);
+			left++;
+		}
 	}
+	if (left) {
+		/* The parent, the pipes, the locks: all still theirs. */
+		pthread_mutex_lock(&abandoned_lock);
+		p->next_abandoned = abandoned;
+		abandoned = p;
+		pthread_mutex_unlock(&abandoned_lock);
+		return;
+	}
+	for (unsigned i = 0; i < p->n; i++)
+		thread_fini(&p->threads[i]);
 	free(p->threads);
 	perl_interp_destroy(p->parent);
 	free(p);
@@ -315,10 +395,11 @@ int perl_thread_cancel(struct perl_thread *t, struct perl_job *job)
 	pthread_mutex_lock(&t->mu);
 	int serving = t->serving == job && t->pi;
 	if (serving) {
-		perl_interp_cancel(t->pi);
 		/* As a worker's processes go with it: and a script waiting
-		 * for one of them (system) gets to its next op. */
+		 * for one of them (system) gets to its next op. Before the
+		 * cancel, as at a stop. */
 		perl_interp_kill_children(t->pi);
+		perl_interp_cancel(t->pi);
 	}
 	pthread_mutex_unlock(&t->mu);
 	return serving;

@@ -38,7 +38,9 @@ struct perl_threads *perl_threads_create(const struct perl_interp_options *o, un
 
 /* Ends the threads and the parent. Each finishes its request first: a
  * script still running is ended as at its timeout, and the processes it
- * started, which it may be waiting for, are killed. */
+ * started, which it may be waiting for, are killed. A thread that has not
+ * ended 2 s later (in C code) is left running, with the log naming
+ * its script, and calls no job's done again: the process is ending. */
 void perl_threads_destroy(struct perl_threads *p);
 
 /* The i-th thread (i < n). */

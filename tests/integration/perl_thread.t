@@ -64,6 +64,11 @@ print "Content-Type: text/plain\n\n";
 eval { 1 while 1 };
 print "caught\n";
 EOF
+    'sleep.plt' => <<'EOF',
+print "Content-Type: text/plain\n\n";
+sleep 100;
+print "woke\n";
+EOF
 );
 
 my $s = PlxdTest->start(
@@ -114,6 +119,15 @@ unlike($r->{content} // '', qr/caught/, 'its own eval did not catch the end');
 $r = $s->get('/hello.plt');
 is($r->{status}, 200, 'the only interpreter thread serves again (a fresh clone)');
 is($s->get('/sub/cwd.plt')->{content}, $s->root . "/sub\n", '... with the request glue intact');
+
+# A script asleep in a system call: the cancel's signal wakes it, so that
+# it ends at its next op, and its thread is free at once, not when the
+# sleep would have ended.
+$r = $s->get('/sleep.plt');
+is($r->{status}, 504, 'a script asleep past timeout gets 504');
+my $t0 = time;
+is($s->get('/hello.plt')->{status}, 200, 'the only interpreter thread serves again');
+cmp_ok(time - $t0, '<', 20, '... within seconds, not once its sleep of 100 s is over');
 
 # A client that leaves in the middle of a large response: the script's
 # output is drained until it returns (a thread cannot be killed), so the
@@ -186,4 +200,47 @@ my $reply = do { local $/; <$own> } // '';
 ok($left > 3, "the other thread served scripts that left children ($left)");
 like($reply, qr/reaped:own status:5/, "the waiting script reaped its own child, with its status");
 $t->stop;
+
+# A stop ends what the scripts still run. One asleep in a system call is
+# woken and ended at once; one that cannot be woken, its thread blocking
+# SIGALRM (as C code that reaches no Perl op cannot be), keeps its thread,
+# and plxd stops without it once every wait is over, naming it in the log.
+my %stuck = (
+    'asleep.plt' => <<'EOF',
+$| = 1;
+print "Content-Type: text/plain\n\nasleep\n";
+sleep 100;
+EOF
+    'blocked.plt' => <<'EOF',
+use POSIX ();
+$| = 1;
+print "Content-Type: text/plain\n\nblocked\n";
+POSIX::sigprocmask(POSIX::SIG_BLOCK(), POSIX::SigSet->new(POSIX::SIGALRM()));
+sleep 300;
+EOF
+);
+for my $case (['asleep.plt', 15], ['blocked.plt', 90]) {
+    my ($script, $bound) = @$case;
+    my $u = PlxdTest->start(
+        files    => \%stuck,
+        handlers => { '.plt' => 'perl:thread' },
+        server   => { shutdown_timeout => '1s' },
+        sections => { 'perl:thread' => { isolation => 'thread', workers => 1, timeout => '300s' } },
+    );
+    my $c = $u->connect;
+    print $c "GET /$script HTTP/1.0\r\n\r\n";
+    like(scalar(<$c>) // '', qr{^HTTP/1\.\d 200 }, "$script runs");
+    my $t0 = time;
+    $u->signal('TERM');
+    my $status = $u->wait_exit($bound);
+    is($status, 0, "plxd stops with $script running, in under $bound s");
+    diag(sprintf '%s: stopped in %.1f s', $script, time - $t0);
+    my $left = qr{stopping without an interpreter thread that runs on.*\Q$script\E};
+    if ($script eq 'blocked.plt') {
+        like($u->error_log, $left, '... and the log names the script it left running');
+    } else {
+        unlike($u->error_log, $left, '... with its script ended');
+    }
+    unlike($u->error_log, qr/AddressSanitizer|LeakSanitizer|runtime error:/, 'no sanitizer report');
+}
 done_testing;
