@@ -487,6 +487,20 @@ static size_t children_own(pTHX_ struct perl_interp *pi, pid_t *pids, size_t cap
 	return n;
 }
 
+/* Whether pid is among them, however many there are. */
+static int child_is_own(pTHX_ struct perl_interp *pi, pid_t pid)
+{
+	for (size_t i = 0; i < pi->nchildren; i++)
+		if (pi->children[i] == pid)
+			return 1;
+	for (SSize_t fd = 0; PL_fdpid && fd <= AvFILLp(PL_fdpid); fd++) {
+		SV *sv = AvARRAY(PL_fdpid)[fd];
+		if (sv && SvTYPE(sv) >= SVt_IV && SvIVX(sv) == pid)
+			return 1;
+	}
+	return 0;
+}
+
 /* waitpid(-1) among the clone's own children: the first that ended, 0 when
  * none has yet and flags has WNOHANG, -1 with ECHILD when it has none, or
  * EINTR. Blocks on their pidfds. */
@@ -536,8 +550,9 @@ static pid_t wait_among(pTHX_ struct perl_interp *pi, int flags, int *status)
 
 /* PLXD::Worker::wait_own(PID, FLAGS): wait and waitpid in a clone. PID
  * -1, 0 or a group (< -1) waits among the script's own children only; a
- * PID of its own is waited for as the builtin does. $? as the builtin
- * sets it. */
+ * PID of its own is waited for as the builtin does, and any other (plxd's
+ * CGI scripts, another thread's programs) is no child of the script's:
+ * -1 with ECHILD. $? as the builtin sets it. */
 XS(xs_wait_own)
 {
 	dXSARGS;
@@ -547,7 +562,10 @@ XS(xs_wait_own)
 	int status = 0;
 	pid_t got;
 	for (;;) {
-		if (want > 0) {
+		if (want > 0 && pi && !child_is_own(aTHX_ pi, want)) {
+			got = -1;
+			errno = ECHILD;
+		} else if (want > 0) {
 			got = waitpid(want, &status, flags);
 			if (got > 0 && pi)
 				child_forget(pi, got);

@@ -126,6 +126,36 @@ print "pipe:", ($r == $pipe ? 'own' : $r), " status:", $? >> 8, "\n";
 $r = wait;
 print "then:$r\n";
 EOF
+    # POSIX::sigaction: the script's own %SIG, as $SIG{NAME} = is.
+    'sigaction.plt' => <<'EOF',
+use POSIX qw(sigaction SIGTERM SIGHUP SIGALRM);
+print "Content-Type: text/plain\n\n";
+my $old = POSIX::SigAction->new;
+my $ok = sigaction(SIGTERM, POSIX::SigAction->new('IGNORE'), $old);
+sigaction(SIGHUP, POSIX::SigAction->new(sub { print "HUP ran\n" }));
+my $r = eval {
+    sigaction(SIGALRM, POSIX::SigAction->new(sub { die "timeout\n" })) or die "sigaction: $!\n";
+    alarm 1;
+    select(undef, undef, undef, 3);
+    alarm 0;
+    'done';
+};
+my $bad = defined sigaction(9999, POSIX::SigAction->new('IGNORE')) ? 'set' : 'EINVAL';
+print "ok:", ($ok ? 1 : 0), " old:$old->{HANDLER} TERM:$SIG{TERM} HUP:", ref $SIG{HUP},
+    " alarm:", $r // "caught: $@";
+print "bad:$bad\n";
+EOF
+    # waitpid of a given pid: one of the script's own, or ECHILD.
+    'wait_pid.plt' => <<'EOF',
+use POSIX ':sys_wait_h';
+print "Content-Type: text/plain\n\n";
+my $pid = $ENV{QUERY_STRING};
+my $n = waitpid($pid, WNOHANG);
+my $e1 = $! == POSIX::ECHILD() ? 'ECHILD' : "$!";
+my $b = waitpid($pid, 0);
+my $e2 = $! == POSIX::ECHILD() ? 'ECHILD' : "$!";
+print "nohang:$n/$e1 blocking:$b/$e2\n";
+EOF
     'wait_alarm.plt' => <<'EOF',
 print "Content-Type: text/plain\n\n";
 my $pid = fork // die;
@@ -276,6 +306,17 @@ for (1 .. 2) {    # both threads
     is(hex(substr($child_ign // 'f', -8)) & ((1 << 14) | (1 << 12)), 0, '... and so do the programs it starts');
 }
 
+# ---- POSIX::sigaction ----
+$before = dispositions($s->pid);
+is($s->get('/sigaction.plt')->{content},
+    "ok:1 old:DEFAULT TERM:IGNORE HUP:CODE alarm:caught: timeout\nbad:EINVAL\n",
+    "POSIX::sigaction sets the script's %SIG (and its SIGALRM handler runs at the thread's alarm)");
+is(dispositions($s->pid), $before, "... and none of plxd's dispositions");
+for (1 .. 2) {    # both threads
+    like($s->get('/sig_read.plt')->{content}, qr/^TERM:none HUP:none PIPE:none INT:none CHLD:none ALRM:none$/m,
+        '... which the next request does not see');
+}
+
 # ---- wait, waitpid(-1) ----
 is($s->get('/wait_none.plt')->{content}, "wait:-1/-1 waitpid:-1/-1 nohang:-1\n",
     'wait and waitpid(-1) with no child of its own return -1, $? -1, as the builtin does');
@@ -292,6 +333,9 @@ is($s->get('/wait_alarm.plt')->{content}, "caught: timeout\nreaped:own\n",
     is($s->get('/wait_none.plt')->{content}, "wait:-1/-1 waitpid:-1/-1 nohang:-1\n",
         "meanwhile waitpid(-1) in a script does not reap plxd's child");
     ok(time - $t0 < 1.5, '... nor wait for it');
+    my ($cgi_pid) = grep { read_file("/proc/$_/cmdline") =~ /slow\.pl/ } keys %{ { PlxdServer::descendants($s->pid) } };
+    is($s->get("/wait_pid.plt?$cgi_pid")->{content}, "nohang:-1/ECHILD blocking:-1/ECHILD\n",
+        "waitpid of plxd's child by its pid: no child of the script's (ECHILD)");
     my $reply = do { local $/; <$cgi> } // '';
     like($reply, qr{^HTTP/1\.[01] 200.*cgi done\n\z}s, 'the CGI script answers in full');
 }

@@ -247,6 +247,31 @@ sub thread_overrides {
         $real_exit->(@_) if in_child();
         PLXD::Worker::exit($_[0] // 0);
     };
+    # POSIX::sigaction would set plxd's own disposition, for every thread
+    # (SIGALRM's would take every thread's alarm): it sets the script's own
+    # %SIG instead, as $SIG{NAME} = does, and reads the old action from
+    # there. The action's mask and flags are not kept.
+    require Config;
+    my %sig_name;
+    my @nums = split ' ', $Config::Config{sig_num};
+    my @names = split ' ', $Config::Config{sig_name};
+    $sig_name{ $nums[$_] } //= $names[$_] for 0 .. $#nums;
+    my $real_sigaction = \&POSIX::sigaction;
+    *POSIX::sigaction = sub {
+        return $real_sigaction->(@_) if in_child();
+        my ($sig, $action, $old) = @_;
+        my $name = defined $sig ? $sig_name{$sig} : undef;
+        if (!$name || $name =~ /^(?:ZERO|KILL|STOP)\z/) {
+            $! = POSIX::EINVAL();
+            return undef;
+        }
+        if ($old) {
+            $old->{HANDLER} = $SIG{$name} // 'DEFAULT';
+            $old->{FLAGS} = 0;
+        }
+        $SIG{$name} = $action->{HANDLER} if $action;
+        return '0 but true';
+    };
     return 1;
 }
 
