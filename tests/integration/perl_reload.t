@@ -5,13 +5,18 @@
 #
 # The preload file sleeps, so that a worker's start takes a known long time:
 # a request sent right after the reload must be answered well before it.
+#
+# With the scripts in interpreter threads (PLXD_TEST_ISOLATION=thread), a
+# reload keeps the interpreters, as doc/perl.md's isolation table says: the
+# same threads serve on, in plxd's process, with the preload they started
+# with, and the log says the new settings wait for a restart.
 use strict;
 use warnings;
 use Test::More;
 use IO::Select;
 use JSON::PP;
 use Time::HiRes qw(time);
-use PlxdTest qw(wait_for write_file read_file);
+use PlxdTest qw(wait_for write_file read_file thread_mode);
 
 my $start_s = 3;    # how long a worker's start takes: its preload sleeps
 my $workers = 2;
@@ -43,79 +48,100 @@ my @socks = map { my $c = $s->connect; $c->syswrite("GET /hold.plx HTTP/1.1\r\nH
 for my $c (@socks) { local $/; my $r = <$c>; }
 is((gen($s->get('/gen.plx')))[0], 'first', 'the first preload file ran') for 1 .. 3;
 my @before = @{ status_json()->{workers} };
-my %old = map { $_->{pid} => 1 } @before;
-is(scalar keys %old, $workers, "$workers workers, each with a pid of its own");
-is(scalar(grep { $_->{requests} > 0 } @before), $workers, '... each has served requests');
-
-# ---- a reload: the old workers serve on ----------------------------------
-
-my $conf = read_file($s->conf_file);
-$conf =~ s{^preload = .*$}{preload = root/startup2.pl}m or die 'no preload line';
-write_file($s->conf_file, $conf);
-$s->signal('HUP');
-ok($s->wait_log(qr/configuration reloaded/), 'SIGHUP: the configuration is reloaded');
-my $t0  = time;
-my $res = $s->get('/gen.plx');
-my $took = time - $t0;
-my ($g, $pid) = gen($res);
-is($g, 'first', 'a request right after the reload is answered by an old worker');
-ok($pid && $old{$pid}, '... one of those that ran before it');
-cmp_ok($took, '<', $start_s / 2,
-    sprintf('... in %.3f s, without waiting for a new worker to start (%d s)', $took, $start_s));
-
-# While the workers are replaced: every scrape shows each slot once (the
-# slot label tells them apart, even two with pid 0 or one state), the
-# figures of the worker it holds now (a new worker or an empty slot has
-# served nothing yet: no perl request is sent meanwhile), never more than
-# `workers` busy; until every slot holds a new worker.
-my (@bad, $scrapes, %seen_new);
-my $done = wait_for(sub {
-    my $text = $s->get('/plxd-status?prometheus')->{content};
-    $scrapes++;
-    my (%series, %slots, %pids, $busy);
-    for my $line (split /\n/, $text) {
-        next unless $line =~ /^(plxd_worker_\w+)\{([^}]*)\} (\d+)$/;
-        my ($name, $labels, $v) = ($1, $2, $3);
-        my %l = $labels =~ /(\w+)="([^"]*)"/g;
-        push @bad, "twice: $line" if $series{"$name $l{handler} " . ($l{slot} // '?')}++;
-        push @bad, "no slot label: $line" unless defined $l{slot};
-        $slots{$name}{ $l{slot} // '?' } = 1;
-        next unless $name eq 'plxd_worker_requests';
-        $pids{ $l{slot} // '?' } = $l{pid};
-        $busy++ if $l{state} eq 'busy';
-        push @bad, "a worker not yet used, or none, counts requests: $line"
-            if $v != 0 && !$old{ $l{pid} };
-        $seen_new{ $l{pid} } = 1 if $l{pid} && !$old{ $l{pid} };
+if (thread_mode()) {
+    is(scalar @before, $workers, "the status page shows $workers interpreter threads");
+    my $conf = read_file($s->conf_file);
+    $conf =~ s{^preload = .*$}{preload = root/startup2.pl}m or die 'no preload line';
+    write_file($s->conf_file, $conf);
+    $s->signal('HUP');
+    ok($s->wait_log(qr/configuration reloaded/), 'SIGHUP: the configuration is reloaded');
+    ok($s->wait_log(qr/interpreter threads keep their settings until a restart/),
+        '... and the log says the new preload waits for a restart');
+    for (1 .. 3) {
+        my $t0 = time;
+        my ($g, $pid) = gen($s->get('/gen.plx'));
+        is("$g $pid", 'first ' . $s->pid, "the same interpreters answer, in plxd's process");
+        cmp_ok(time - $t0, '<', $start_s / 2, '... at once');
     }
-    for my $name (keys %slots) {
-        my $n = keys %{ $slots{$name} };
-        push @bad, "$name: $n slots, not $workers" if $n != $workers;
-    }
-    push @bad, "$busy busy" if ($busy // 0) > $workers;
-    my @new = grep { $_ && !$old{$_} } values %pids;
-    return @new == $workers;
-}, 60);
-ok($done, 'every slot comes to hold a new worker') or diag(explain(\@bad));
-ok(!@bad, "... and in each of $scrapes scrapes meanwhile each slot was there once, with its worker's figures")
-    or diag(explain(\@bad));
-is(scalar keys %seen_new, $workers, "... $workers new workers, no more");
-my ($g2, $pid2) = gen($s->get('/gen.plx'));
-is($g2, 'second', 'then the new preload file serves');
-ok(!$old{$pid2}, '... in a new worker');
-my $j = status_json();
-is(scalar @{ $j->{workers} }, $workers, "the page shows $workers workers");
-my ($used) = grep { $_->{pid} == $pid2 } @{ $j->{workers} };
-is($used && $used->{requests}, 1, "the new worker that served counts that one request");
-ok(wait_for(sub { !grep { kill 0, $_ } keys %old }), 'the old workers have exited');
-unlike($s->error_log, qr/did not exit within|died/, 'each old worker ended cleanly');
-$s->stop;
+    is(scalar @{ status_json()->{workers} }, $workers, "still $workers on the status page");
+    $s->stop;
+} else {
+    my %old = map { $_->{pid} => 1 } @before;
+    is(scalar keys %old, $workers, "$workers workers, each with a pid of its own");
+    is(scalar(grep { $_->{requests} > 0 } @before), $workers, '... each has served requests');
+
+    # ---- a reload: the old workers serve on ----------------------------------
+
+    my $conf = read_file($s->conf_file);
+    $conf =~ s{^preload = .*$}{preload = root/startup2.pl}m or die 'no preload line';
+    write_file($s->conf_file, $conf);
+    $s->signal('HUP');
+    ok($s->wait_log(qr/configuration reloaded/), 'SIGHUP: the configuration is reloaded');
+    my $t0  = time;
+    my $res = $s->get('/gen.plx');
+    my $took = time - $t0;
+    my ($g, $pid) = gen($res);
+    is($g, 'first', 'a request right after the reload is answered by an old worker');
+    ok($pid && $old{$pid}, '... one of those that ran before it');
+    cmp_ok($took, '<', $start_s / 2,
+        sprintf('... in %.3f s, without waiting for a new worker to start (%d s)', $took, $start_s));
+
+    # While the workers are replaced: every scrape shows each slot once (the
+    # slot label tells them apart, even two with pid 0 or one state), the
+    # figures of the worker it holds now (a new worker or an empty slot has
+    # served nothing yet: no perl request is sent meanwhile), never more than
+    # `workers` busy; until every slot holds a new worker.
+    my (@bad, $scrapes, %seen_new);
+    my $done = wait_for(sub {
+        my $text = $s->get('/plxd-status?prometheus')->{content};
+        $scrapes++;
+        my (%series, %slots, %pids, $busy);
+        for my $line (split /\n/, $text) {
+            next unless $line =~ /^(plxd_worker_\w+)\{([^}]*)\} (\d+)$/;
+            my ($name, $labels, $v) = ($1, $2, $3);
+            my %l = $labels =~ /(\w+)="([^"]*)"/g;
+            push @bad, "twice: $line" if $series{"$name $l{handler} " . ($l{slot} // '?')}++;
+            push @bad, "no slot label: $line" unless defined $l{slot};
+            $slots{$name}{ $l{slot} // '?' } = 1;
+            next unless $name eq 'plxd_worker_requests';
+            $pids{ $l{slot} // '?' } = $l{pid};
+            $busy++ if $l{state} eq 'busy';
+            push @bad, "a worker not yet used, or none, counts requests: $line"
+                if $v != 0 && !$old{ $l{pid} };
+            $seen_new{ $l{pid} } = 1 if $l{pid} && !$old{ $l{pid} };
+        }
+        for my $name (keys %slots) {
+            my $n = keys %{ $slots{$name} };
+            push @bad, "$name: $n slots, not $workers" if $n != $workers;
+        }
+        push @bad, "$busy busy" if ($busy // 0) > $workers;
+        my @new = grep { $_ && !$old{$_} } values %pids;
+        return @new == $workers;
+    }, 60);
+    ok($done, 'every slot comes to hold a new worker') or diag(explain(\@bad));
+    ok(!@bad, "... and in each of $scrapes scrapes meanwhile each slot was there once, with its worker's figures")
+        or diag(explain(\@bad));
+    is(scalar keys %seen_new, $workers, "... $workers new workers, no more");
+    my ($g2, $pid2) = gen($s->get('/gen.plx'));
+    is($g2, 'second', 'then the new preload file serves');
+    ok(!$old{$pid2}, '... in a new worker');
+    my $j = status_json();
+    is(scalar @{ $j->{workers} }, $workers, "the page shows $workers workers");
+    my ($used) = grep { $_->{pid} == $pid2 } @{ $j->{workers} };
+    is($used && $used->{requests}, 1, "the new worker that served counts that one request");
+    ok(wait_for(sub { !grep { kill 0, $_ } keys %old }), 'the old workers have exited');
+    unlike($s->error_log, qr/did not exit within|died/, 'each old worker ended cleanly');
+    $s->stop;
+}
 
 # ---- a pool that is never idle is replaced too --------------------------
 
 # One worker, and always a request queued for it when it comes back (two
 # requests in flight, a new one sent as each is answered): the worker is
 # handed from request to request and never idle, yet the new generation
-# takes over while the load goes on, and no request fails.
+# takes over while the load goes on, and no request fails. In thread mode
+# the one interpreter serves on through the reload: 50 answers after it are
+# all of the first preload, and none fails.
 my $b = PlxdTest->start(
     files => {
         'startup.pl'  => "our \$GEN = 'first'; 1;\n",
@@ -131,9 +157,9 @@ sub send_gen {
     return $c;
 }
 my %buf = map { my $c = send_gen(); ("$c" => [$c, '']) } 1 .. 2;
-my ($answers, $failed, $hupped, $second_at) = (0, 0, 0);
+my ($answers, $failed, $hupped, $second_at, $first_after) = (0, 0, 0, undef, 0);
 my $until = time + 60;
-while (time < $until && !defined $second_at) {
+while (time < $until && !defined $second_at && $first_after < 50) {
     my $sel = IO::Select->new(map { $_->[0] } values %buf);
     for my $c ($sel->can_read(1)) {
         my $n = sysread($c, $buf{"$c"}[1], 4096, length $buf{"$c"}[1]);
@@ -148,6 +174,7 @@ while (time < $until && !defined $second_at) {
             next;
         }
         $second_at = $answers if $1 eq 'second';
+        $first_after++ if $1 eq 'first' && $hupped && $b->error_log =~ /configuration reloaded/;
         if ($answers == 5 && !$hupped++) {
             my $conf = read_file($b->conf_file);
             $conf =~ s{^preload = .*$}{preload = root/startup2.pl}m or die 'no preload line';
@@ -157,8 +184,13 @@ while (time < $until && !defined $second_at) {
     }
 }
 ok($hupped, 'SIGHUP while two requests at a time kept the one worker busy');
-ok(defined $second_at, 'the new generation took over while the load went on')
-    or diag($b->error_log);
+if (thread_mode()) {
+    ok(!defined $second_at && $first_after == 50,
+        'the one interpreter served on through the reload, with its first preload');
+} else {
+    ok(defined $second_at, 'the new generation took over while the load went on')
+        or diag($b->error_log);
+}
 is($failed, 0, "none of the $answers requests failed");
 for my $c (map { $_->[0] } values %buf) { local $/; my $r = <$c>; }
 $b->stop;
