@@ -1696,6 +1696,15 @@ static void signals_reset(pTHX_ struct perl_interp *pi)
 		alarm_disarm(pi);
 	else
 		alarm(0);
+	/* What the script blocked (POSIX::sigprocmask) stays blocked in the
+	 * worker or the thread; there a blocked SIGALRM would keep the next
+	 * script's alarm, and its end at timeout, from waking it. A worker and
+	 * an interpreter thread block nothing while they serve. */
+	sigset_t mask;
+	if (pthread_sigmask(SIG_SETMASK, NULL, &mask) == 0 && !sigisemptyset(&mask)) {
+		sigemptyset(&mask);
+		pthread_sigmask(SIG_SETMASK, &mask, NULL);
+	}
 }
 
 /* Where %SIG differs from the interpreter's set-up right after a script

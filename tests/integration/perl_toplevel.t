@@ -58,6 +58,18 @@ my $before = tell(STDOUT);
 print "Content-Type: text/plain\n\n";
 print "tell=$before\n";
 EOF
+    # The signals blocked in the thread that runs it: none, as in a new
+    # process, whatever the request before blocked (POSIX::sigprocmask).
+    'mask' => <<'EOF',
+use POSIX ();
+sub blocked {
+    open my $st, '<', '/proc/thread-self/status' or return '?';
+    return (map { /^SigBlk:\s*(\S+)/ ? $1 : () } <$st>)[0];
+}
+my $before = blocked();
+POSIX::sigprocmask(POSIX::SIG_BLOCK(), POSIX::SigSet->new(POSIX::SIGALRM(), POSIX::SIGUSR1()));
+print "Content-Type: text/plain\n\nblocked=$before then=", (blocked() =~ /[1-9a-f]/ ? 'some' : 'none'), "\n";
+EOF
     # $^X runs perl itself.
     'caretx' => <<'EOF',
 print "Content-Type: text/plain\n\n";
@@ -81,7 +93,7 @@ sub get { my ($path) = @_; my $r = $s->get($path); return $r }
 # --- the same answers as .pl, request after request ---
 for my $round (1 .. 3) {
     for my $case (['/top', ''], ['/carp', '?die'], ['/carp', ''], ['/late', ''], ['/late', '?flush'],
-                  ['/tell', ''], ['/caretx', ''], ['/coreexit', '']) {
+                  ['/tell', ''], ['/caretx', ''], ['/coreexit', ''], ['/mask', '']) {
         my ($name, $q) = @$case;
         my $pl = get("$name.pl$q");
         my $plx = get("$name.plx$q");
@@ -105,6 +117,8 @@ like(get('/caretx.plx')->{content},
     qr{\AX=\Q$Config{perlpath}\E\nsystem ran \Q$]\E\nbackticks ran\n\z},
     "\$^X is $Config{perlpath}, and runs");
 is(get('/coreexit.plx')->{content}, "core exit\n", 'CORE::exit keeps the output');
+is(get('/mask.plx')->{content}, "blocked=0000000000000000 then=some\n",
+    'no signal blocked at the start of a request, after one that blocked some');
 
 # --- the log: each die message once, END blocks, how each ended ---
 my $root = $s->root;
