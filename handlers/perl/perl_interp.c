@@ -1609,9 +1609,16 @@ static void globals_begin(pTHX_ struct perl_interp *pi, const struct perl_run *r
 		av_clear(argv);
 	sv_setpvs(ERRSV, "");
 	STATUS_ALL_SUCCESS; /* $? */
-	/* No handle read yet: no $., no ", <STDIN> line 3" in messages. */
+	/* No handle read yet: no $., no ", <STDIN> line 3" in messages. $.
+	 * keeps its last value when no handle was read: undef, as in a new
+	 * process. Nor a slurp at EOF (IOf_NOLINE): its first read of an
+	 * empty body is '', not undef. */
 	PL_last_in_gv = NULL;
 	IoLINES(pi->std_io[0]) = 0;
+	IoFLAGS(pi->std_io[0]) &= ~IOf_NOLINE;
+	SV *line_number = get_sv(".", 0);
+	if (line_number)
+		SvOK_off(line_number);
 	pi->exit_called = 0;
 	pi->exit_status = 0;
 	__atomic_store_n(&pi->cancel, 0, __ATOMIC_RELAXED); /* one meant for the request before */

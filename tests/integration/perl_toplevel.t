@@ -70,6 +70,14 @@ my $before = blocked();
 POSIX::sigprocmask(POSIX::SIG_BLOCK(), POSIX::SigSet->new(POSIX::SIGALRM(), POSIX::SIGUSR1()));
 print "Content-Type: text/plain\n\nblocked=$before then=", (blocked() =~ /[1-9a-f]/ ? 'some' : 'none'), "\n";
 EOF
+    # $. and a slurp of an empty body, as a new process has them: undef
+    # and '', whatever the request before read.
+    'slurp' => <<'EOF',
+my $start = $.;
+my $body = do { local $/; <STDIN> };
+print "Content-Type: text/plain\n\nstart=", $start // 'undef', ' body=',
+    defined $body ? "'$body'" : 'undef', " line=$.\n";
+EOF
     # $^X runs perl itself.
     'caretx' => <<'EOF',
 print "Content-Type: text/plain\n\n";
@@ -93,7 +101,8 @@ sub get { my ($path) = @_; my $r = $s->get($path); return $r }
 # --- the same answers as .pl, request after request ---
 for my $round (1 .. 3) {
     for my $case (['/top', ''], ['/carp', '?die'], ['/carp', ''], ['/late', ''], ['/late', '?flush'],
-                  ['/tell', ''], ['/caretx', ''], ['/coreexit', ''], ['/mask', '']) {
+                  ['/tell', ''], ['/caretx', ''], ['/coreexit', ''], ['/mask', ''],
+                  ['/slurp', '']) {
         my ($name, $q) = @$case;
         my $pl = get("$name.pl$q");
         my $plx = get("$name.plx$q");
@@ -117,6 +126,7 @@ like(get('/caretx.plx')->{content},
     qr{\AX=\Q$Config{perlpath}\E\nsystem ran \Q$]\E\nbackticks ran\n\z},
     "\$^X is $Config{perlpath}, and runs");
 is(get('/coreexit.plx')->{content}, "core exit\n", 'CORE::exit keeps the output');
+is(get('/slurp.plx')->{content}, "start=undef body='' line=1\n", "\$. and an empty body's slurp: undef and ''");
 is(get('/mask.plx')->{content}, "blocked=0000000000000000 then=some\n",
     'no signal blocked at the start of a request, after one that blocked some');
 
