@@ -356,6 +356,9 @@ static void thread_done_post(void *arg)
 		 * request starts clean. */
 		q->canceling = 0;
 		q->done = 1;
+		/* It may have returned on its own before the cancel reached
+		 * it, with a new pipe (it forked): the thread writes there now. */
+		q->fresh = q->job.fresh_out;
 		loop_timer_stop(q->loop, &q->timer);
 		on_drain(&q->drain_w, 0);
 		return;
