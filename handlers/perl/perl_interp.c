@@ -203,6 +203,7 @@ static int std_glob_changed(pTHX_ struct perl_interp *pi, int fd);
 static void std_glob_restore(pTHX_ struct perl_interp *pi, int fd, int in_script);
 static int std_fd_moved(struct perl_interp *pi, int fd);
 static int clone_child_std_fd(struct perl_interp *pi, int i);
+static void clone_child_std(pTHX_ struct perl_interp *pi);
 static enum std_check std_check(pTHX_ struct perl_interp *pi, int fd);
 static void std_reopen(pTHX_ struct perl_interp *pi, int fd, int target);
 static void std_rewind(pTHX_ struct perl_interp *pi);
@@ -305,19 +306,23 @@ XS(xs_fcgi_flush)
 	XSRETURN_EMPTY;
 }
 
+/* Notes pid, a process a clone's script forked, for it to reap. */
+static void child_note(struct perl_interp *pi, pid_t pid)
+{
+	if (pi->nchildren == pi->children_cap) {
+		pi->children_cap = pi->children_cap ? pi->children_cap * 2 : 8;
+		pi->children = xrealloc(pi->children, pi->children_cap * sizeof *pi->children);
+	}
+	pi->children[pi->nchildren++] = pid;
+}
+
 /* PLXD::Worker::note_child(PID): a clone's script forked PID. */
 XS(xs_note_child)
 {
 	dXSARGS;
 	struct perl_interp *pi = current;
-	if (items == 1 && pi && pi->cloned && !forked_child) {
-		if (pi->nchildren == pi->children_cap) {
-			pi->children_cap = pi->children_cap ? pi->children_cap * 2 : 8;
-			pi->children = xrealloc(pi->children,
-					pi->children_cap * sizeof *pi->children);
-		}
-		pi->children[pi->nchildren++] = (pid_t)SvIV(ST(0));
-	}
+	if (items == 1 && pi && pi->cloned && !forked_child)
+		child_note(pi, (pid_t)SvIV(ST(0)));
 	XSRETURN_EMPTY;
 }
 
@@ -596,6 +601,16 @@ static void on_fork_child(void)
 		clone_child(current);
 		return;
 	}
+	/* The worker's own copies of its response and log channels: a child
+	 * holding them would hold the response open after closing its
+	 * STDOUT, as a CGI script's child does not. */
+	for (int i = 0; current && i < 2; i++) {
+		int *fd = i == 0 ? &current->stdout_fd : &current->stderr_fd;
+		if (*fd > 2) {
+			close(*fd);
+			*fd = -1;
+		}
+	}
 	struct sigaction sa;
 	if (sigaction(SIGPIPE, NULL, &sa) == 0 && sa.sa_handler == on_sigpipe) {
 		sa.sa_handler = SIG_DFL;
@@ -646,6 +661,9 @@ static void clone_child(struct perl_interp *pi)
 		environ = pi->child_env;
 	else if (pi->env_array)
 		environ = pi->env_array;
+	/* A group of its own, as plxd gives a CGI script, so that a timeout
+	 * or a stop ends what it starts too (perl_interp_kill_children). */
+	setpgid(0, 0);
 	pid_t me = getpid();
 	if (write(pi->births[1], &me, sizeof me) < 0) {
 		/* full (a script that starts thousands): a stop misses it */
@@ -678,6 +696,37 @@ static void clone_child(struct perl_interp *pi)
 	sigset_t none;
 	sigemptyset(&none);
 	pthread_sigmask(SIG_SETMASK, &none, NULL);
+	clone_child_std(aTHX_ pi);
+}
+
+/* A child that runs on in Perl (fork, a pipe open of "-|") has its
+ * standard handles on fds 0, 1 and 2, as in a process of its own: its
+ * prints reach what perl puts there (a pipe open's pipe), a reopen
+ * (open STDOUT, '>', FILE) lands where a program it then execs writes,
+ * and closing them leaves it no copy of the response. */
+static void clone_child_std(pTHX_ struct perl_interp *pi)
+{
+	int copies[5] = { pi->fd[0], pi->fd[1], pi->fd[2], pi->stdout_fd, pi->stderr_fd };
+	for (int i = 0; pi->open_std && i < 3; i++) {
+		PerlIO *f = std_handle(aTHX_ pi, i);
+		if (!f || PerlIO_fileno(f) <= 2)
+			continue;
+		IO *io = GvIO(pi->std_gv[i]);
+		U8 flush = io ? IoFLAGS(io) & IOf_FLUSH : 0; /* $| */
+		pi->fd[i] = i;
+		std_open(aTHX_ pi, i);
+		if ((io = GvIO(pi->std_gv[i])))
+			IoFLAGS(io) |= flush;
+	}
+	for (int k = 0; k < 5; k++) {
+		if (copies[k] <= 2)
+			continue;
+		if (k < 3 && pi->fd_held && PerlIOUnix_refcnt(copies[k]) > 0)
+			PerlIOUnix_refcnt_dec(copies[k]);
+		close(copies[k]);
+	}
+	pi->fd_held = 0;
+	pi->stdout_fd = pi->stderr_fd = -1;
 }
 
 /* Before a clone's script forks: the environment its child gets is %ENV
@@ -1018,15 +1067,35 @@ int perl_interp_take_channel(struct perl_interp *pi, int handle)
 	return taken;
 }
 
+pid_t *perl_interp_take_children(struct perl_interp *pi, size_t *n)
+{
+	pid_t *pids = pi->children;
+	*n = pi->nchildren;
+	pi->children = NULL;
+	pi->nchildren = pi->children_cap = 0;
+	return pids;
+}
+
+void perl_interp_give_children(struct perl_interp *pi, pid_t *pids, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		child_note(pi, pids[i]);
+	free(pids);
+}
+
 void perl_interp_cancel(struct perl_interp *pi)
 {
-	__atomic_store_n(&pi->cancel, 1, __ATOMIC_RELEASE);
+	int asked_before = __atomic_exchange_n(&pi->cancel, 1, __ATOMIC_ACQ_REL);
 	/* Makes perl look, at its next op. */
 	__atomic_store_n(&pi->perl->Isig_pending, 1, __ATOMIC_RELEASE);
-	/* A clone asleep or blocked in a system call gets there too:
-	 * SIGALRM's handler has no SA_RESTART (on_thread_alarm), so sleep,
-	 * select, a read or a wait returns early. */
-	if (pi->cloned)
+	/* A clone that has reached no op since it was last asked waits in a
+	 * system call: SIGALRM's handler has no SA_RESTART
+	 * (on_thread_alarm), so sleep, select, a read or a wait returns
+	 * early. Not at the first ask: the programs its script started,
+	 * killed just before, end first, and a wait for one (system,
+	 * backticks, waitpid) returns as it would, reaping it and closing
+	 * what perl opened for it, rather than unwinding from inside. */
+	if (pi->cloned && asked_before)
 		pthread_kill(pi->thread, SIGALRM);
 }
 
@@ -1057,9 +1126,14 @@ unsigned perl_interp_kill_children(struct perl_interp *pi)
 	unsigned n = 0;
 	pid_t born[64];
 	ssize_t len;
+	/* Each is a process group of its own (clone_child): what it started
+	 * goes with it, as a worker's whole group does. Only while it lives,
+	 * or its pid could be another's group by now. */
 	while (pi->cloned && (len = read(pi->births[0], born, sizeof born)) > 0)
 		for (size_t i = 0; i < (size_t)len / sizeof *born; i++)
-			if (live_child(born[i]) && kill(born[i], SIGKILL) == 0)
+			if (live_child(born[i])
+					&& (kill(-born[i], SIGKILL) == 0
+							|| kill(born[i], SIGKILL) == 0))
 				n++;
 	return n;
 }

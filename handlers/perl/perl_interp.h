@@ -9,6 +9,7 @@
 #define PLXD_PERL_INTERP_H
 
 #include <stddef.h>
+#include <sys/types.h>
 #include <stdint.h>
 
 struct perl_interp;
@@ -75,11 +76,11 @@ struct perl_interp *perl_interp_clone(struct perl_interp *parent, const int fds[
 
 /* Ends the script a clone runs, from any thread: at its next Perl op
  * it unwinds as exit does, which its own eval cannot catch, and its END
- * blocks do not run; the request's outcome is PERL_CANCELED. A system call
- * it is blocked in (sleep, a read) is interrupted; C code that makes none
- * runs on. A signal can come just before such a call, and be missed: a
- * caller that waits calls this again. For a runaway script ([perl]
- * timeout). */
+ * blocks do not run; the request's outcome is PERL_CANCELED. Called again
+ * before the script got there, it interrupts the system call the script
+ * waits in (sleep, a read); C code that makes none runs on. A caller that
+ * waits for the end calls this every so often. For a runaway script
+ * ([perl] timeout). */
 void perl_interp_cancel(struct perl_interp *pi);
 
 /* Kills (SIGKILL), from any thread, the processes the script clone pi runs
@@ -91,6 +92,14 @@ unsigned perl_interp_kill_children(struct perl_interp *pi);
 /* Takes back the descriptor a clone was given for STDOUT (handle 1) or
  * STDERR (2), before perl_interp_destroy, for the clone that replaces it. */
 int perl_interp_take_channel(struct perl_interp *pi, int handle);
+
+/* Takes the processes a clone's scripts forked that it has not reaped
+ * yet (those a timeout killed, background jobs), n of them, before
+ * perl_interp_destroy; perl_interp_give_children hands them, and the
+ * array, to the clone that replaces it, which reaps them once they end,
+ * so that none is left a zombie. */
+pid_t *perl_interp_take_children(struct perl_interp *pi, size_t *n);
+void perl_interp_give_children(struct perl_interp *pi, pid_t *pids, size_t n);
 
 /* How requests reach the runtime and their answers leave it. A script
  * written as a FastCGI accept loop (see PLXD/Worker.pm) answers requests

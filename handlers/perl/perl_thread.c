@@ -165,7 +165,6 @@ static void *thread_main(void *arg)
 	thread_ready(t, !pi, pi ? NULL : err);
 	sigset_t none;
 	sigemptyset(&none);
-	pthread_sigmask(SIG_SETMASK, &none, NULL);
 	struct perl_transport tr = {
 		.next = next_job,
 		.answer = answer_job,
@@ -173,6 +172,9 @@ static void *thread_main(void *arg)
 		.ctx = t,
 	};
 	while (pi) {
+		/* Each clone starts with nothing blocked, whatever the one
+		 * before left (its script's sigprocmask). */
+		pthread_sigmask(SIG_SETMASK, &none, NULL);
 		pthread_mutex_lock(&t->mu);
 		t->pi = pi;
 		pthread_mutex_unlock(&t->mu);
@@ -188,18 +190,25 @@ static void *thread_main(void *arg)
 		int next[3] = { open("/dev/null", O_RDWR | O_CLOEXEC),
 			stop ? -1 : perl_interp_take_channel(pi, 1),
 			stop ? -1 : perl_interp_take_channel(pi, 2) };
+		size_t nchildren;
+		pid_t *children = perl_interp_take_children(pi, &nchildren);
 		perl_interp_destroy(pi);
 		pi = NULL;
 		if (stop || next[0] < 0 || next[1] < 0 || next[2] < 0) {
 			for (int i = 0; i < 3; i++)
 				if (next[i] >= 0)
 					close(next[i]);
+			free(children);
 			break;
 		}
 		pi = perl_interp_clone(t->owner->parent, next, err, sizeof err);
-		if (!pi)
+		if (!pi) {
 			fprintf(stderr, "perl: an interpreter thread could not be replaced: %s\n",
 					err);
+			free(children);
+			break;
+		}
+		perl_interp_give_children(pi, children, nchildren);
 	}
 	return NULL;
 }

@@ -2,11 +2,13 @@
 # child that does not exec gets SIGPIPE's default back, as under CGI (the
 # worker's own no-op handler must not make it spin on EPIPE), unless the
 # script chose another disposition; children the script does not wait for
-# are reaped after the request, never before the script returned.
+# are reaped after the request, never before the script returned; a child
+# that runs on in Perl has its standard handles on fds 0-2, as under CGI.
 use strict;
 use warnings;
 use Test::More;
 use PlxdTest qw(wait_for read_file);
+use Time::HiRes qw(time);
 
 # The child writes to a pipe whose reader is closed and ignores the errors;
 # the script reports how it ended (killed past 5 s: "running").
@@ -103,5 +105,53 @@ ok(wait_for(sub { !zombies_of($worker) }, 5), 'no zombie is left under the worke
 
 is($s->get('/own_wait.plx')->{content}, "exit 7\n",
     "a script's own waitpid finds its child, exited, in the same request");
+$s->stop;
+
+# --- a forked child that runs on in Perl: its standard handles are its
+# own, on fds 0-2, as under CGI (compared with the same script as .pl) ---
+my %forked = (
+    # A pipe open's child prints into the pipe, not into the response.
+    'pipe_fork' => <<'EOF',
+print "Content-Type: text/plain\n\n";
+my $pid = open(my $fh, '-|') // die "fork: $!";
+if (!$pid) { print "from child\n"; exit 0 }
+my @got = <$fh>;
+close $fh;
+print "got: @got";
+EOF
+    # A child that reopens STDOUT before exec: the program writes there.
+    'reopen_exec' => <<'EOF',
+$| = 1;
+print "Content-Type: text/plain\n\nparent\n";
+my $pid = fork // die "fork: $!";
+if (!$pid) { open STDOUT, '>', '/dev/null' or die; exec 'echo', 'child, into /dev/null' }
+waitpid($pid, 0);
+print "done\n";
+EOF
+    # A child that closes its handles holds none of the response: it ends
+    # with the script, not with the child's sleep.
+    'close_bg' => <<'EOF',
+use POSIX ();
+print "Content-Type: text/plain\n\nanswered\n";
+my $pid = fork // die "fork: $!";
+if (!$pid) { close STDOUT; close STDERR; close STDIN; POSIX::close($_) for 0 .. 2; sleep 3; POSIX::_exit(0) }
+EOF
+);
+my $f = PlxdTest->start(
+    files    => { map { ("$_.pl" => "#!/usr/bin/perl\n$forked{$_}", "$_.plx" => $forked{$_}) } keys %forked },
+    handlers => { '.pl' => 'cgi', '.plx' => 'perl' },
+    sections => { perl => { workers => 1 } },
+);
+chmod 0755, map { $f->root . "/$_.pl" } keys %forked;
+for my $name (sort keys %forked) {
+    my $t0 = time;
+    my $plx = $f->get("/$name.plx");
+    my $took = time - $t0;
+    my $pl = $f->get("/$name.pl");
+    is($plx->{content}, $pl->{content}, "$name: as under CGI ($pl->{content})");
+    cmp_ok($took, '<', 1.5, "$name: the response ends with the script") if $name eq 'close_bg';
+}
+is($f->get('/pipe_fork.plx')->{content}, "got: from child\n", "a pipe open's child prints into its pipe");
+$f->stop;
 
 done_testing;

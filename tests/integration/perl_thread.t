@@ -69,6 +69,12 @@ print "Content-Type: text/plain\n\n";
 sleep 100;
 print "woke\n";
 EOF
+    # Past timeout while waiting for programs it started.
+    'wait_system.plt' => qq{print "Content-Type: text/plain\\n\\n";\nsystem('sleep 31.7');\n},
+    'wait_group.plt'  => qq{print "Content-Type: text/plain\\n\\n";\nsystem('sleep 31.7 & sleep 31.7');\n},
+    'wait_ticks.plt'  => qq{print "Content-Type: text/plain\\n\\n", `sleep 31.7`;\n},
+    'wait_fork.plt'   => qq{print "Content-Type: text/plain\\n\\n";\nmy \$p = fork // die;\n}
+        . qq{exec 'sleep', '31.7' if !\$p;\nwaitpid(\$p, 0);\n},
 );
 
 my $s = PlxdTest->start(
@@ -128,6 +134,29 @@ is($r->{status}, 504, 'a script asleep past timeout gets 504');
 my $t0 = time;
 is($s->get('/hello.plt')->{status}, 200, 'the only interpreter thread serves again');
 cmp_ok(time - $t0, '<', 20, '... within seconds, not once its sleep of 100 s is over');
+
+# Scripts past timeout while they wait for programs (system, a shell's
+# background job, backticks, fork and waitpid): each program is killed with
+# what it started, reaped, and nothing of perl's for it stays open in plxd.
+sub sleepers { return grep { read_file($_) eq "sleep\0" . "31.7\0" } glob '/proc/[0-9]*/cmdline' }
+sub zombies {
+    my ($parent) = @_;
+    return grep { (read_file($_) =~ /^\d+ \(.*\) (\S) (\d+)/)[0] eq 'Z' && $2 == $parent } glob '/proc/[0-9]*/stat';
+}
+# Its pipes: the files it serves come and go in its cache of open files.
+sub pipes { return scalar grep { (readlink($_) // '') =~ /^pipe:/ } glob('/proc/' . $s->pid . '/fd/*') }
+my $pipes = pipes();
+for my $script (qw(wait_system wait_group wait_ticks wait_fork)) {
+    my $t0 = time;
+    $s->get("/$script.plt");    # 504, or 200 with the headers perl flushed before its fork
+    cmp_ok(time - $t0, '<', 10, "$script: ended at timeout, not when its program would end");
+}
+is($s->get('/hello.plt')->{status}, 200, 'the interpreter thread serves again');
+ok(wait_for(sub { !sleepers() }, 10), 'every program they started is gone, children of children too')
+    or diag(join ' ', sleepers());
+ok(wait_for(sub { !zombies($s->pid) }, 10), '... and reaped: no zombie under plxd')
+    or diag(join ' ', zombies($s->pid));
+is(pipes(), $pipes, "plxd holds as many pipes as before");
 
 # A client that leaves in the middle of a large response: the script's
 # output is drained until it returns (a thread cannot be killed), so the
