@@ -188,6 +188,9 @@ if (!$pid) { sleep 10; CORE::exit(0) }
 push @r, 'child:' . kill('TERM', $pid);
 waitpid $pid, 0;
 push @r, 'sig:' . ($? & 127);
+require POSIX;
+$! = 0;
+push @r, 'raise:' . (POSIX::raise(POSIX::SIGTERM()) // 'undef') . '/' . ($!{EPERM} ? 'EPERM' : 'ok');
 print "@r\n";
 EOF
     # The user and group: refused.
@@ -341,8 +344,8 @@ is($s->get('/wait_alarm.plt')->{content}, "caught: timeout\nreaped:own\n",
 }
 
 # ---- kill ----
-is($s->get('/kill.plt')->{content}, "0/EPERM 0/EPERM 0/EPERM group:0 zero:1 child:1 sig:15\n",
-    'kill of plxd ($$), of its group (0, -PGRP, -SIG) is refused; signal 0 and its own children work');
+is($s->get('/kill.plt')->{content}, "0/EPERM 0/EPERM 0/EPERM group:0 zero:1 child:1 sig:15 raise:undef/EPERM\n",
+    'kill of plxd ($$), of its group (0, -PGRP, -SIG), and POSIX::raise are refused; signal 0 and its own children work');
 ok($s->wait_log(qr{kill\.plt: kill refused: TERM to plxd or its process group}), '... with a line in the log');
 is($s->get('/hello.plt')->{content}, "hello\n", 'plxd serves on');
 

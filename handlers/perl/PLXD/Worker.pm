@@ -225,6 +225,15 @@ sub thread_overrides {
         }
         return @ok ? CORE::kill($sig, @ok) : 0;
     };
+    # POSIX::raise signals the calling thread, whose handler passes plxd's
+    # own signals (HUP, TERM, INT) on to plxd: refused as kill of $$ is.
+    my $real_raise = \&POSIX::raise;
+    *POSIX::raise = sub {
+        return $real_raise->(@_) if in_child();
+        print STDERR "POSIX::raise refused: it would signal plxd (isolation = thread)\n";
+        $! = POSIX::EPERM();
+        return undef;
+    };
     # The user and group ids are the process's, every thread's: setting
     # them is refused with a line in the log, reading them works.
     no strict 'refs';
