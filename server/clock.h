@@ -19,4 +19,20 @@ static inline uint64_t clock_ms(void)
 	return clock_us() / 1000;
 }
 
+/* ms from now on clock, as the absolute time a timed wait takes
+ * (pthread_cond_timedwait on a condition variable of that clock,
+ * pthread_timedjoin_np on CLOCK_REALTIME). */
+static inline struct timespec clock_deadline(clockid_t clock, uint64_t ms)
+{
+	struct timespec ts;
+	clock_gettime(clock, &ts);
+	ts.tv_sec += (time_t)(ms / 1000);
+	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	return ts;
+}
+
 #endif

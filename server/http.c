@@ -745,14 +745,7 @@ void http_quiesce(void)
 
 unsigned http_wait_idle(unsigned long timeout_ms)
 {
-	struct timespec until;
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_sec += (time_t)(timeout_ms / 1000);
-	until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-	if (until.tv_nsec >= 1000000000L) {
-		until.tv_sec++;
-		until.tv_nsec -= 1000000000L;
-	}
+	struct timespec until = clock_deadline(CLOCK_REALTIME, timeout_ms);
 	pthread_mutex_lock(&idle_lock);
 	while (in_flight > 0)
 		if (pthread_cond_timedwait(&idle_cond, &idle_lock, &until) == ETIMEDOUT)

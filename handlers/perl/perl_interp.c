@@ -143,6 +143,7 @@ struct perl_interp {
 	HV *base_overrides; /* CORE::GLOBAL:: subs after set-up: name -> CV address */
 	U8 base_dowarn;     /* PL_dowarn: its flags (G_WARN_ONCE too), not a boolean */
 	SV *sv_zero, *sv_rs, *sv_ors, *sv_ofs, *sv_listsep, *sv_subsep;
+	SV *sv_line; /* $. */
 
 	struct module_file *modules;
 	size_t nmodules, modules_cap;
@@ -1024,6 +1025,7 @@ static int interp_bind(pTHX_ struct perl_interp *pi, char *err, size_t errlen)
 	pi->sv_ofs = GvSVn(PL_ofsgv);
 	pi->sv_listsep = GvSV(gv_fetchpvs("\"", GV_ADD | GV_NOTQUAL, SVt_PV));
 	pi->sv_subsep = GvSV(gv_fetchpvs(";", GV_ADD | GV_NOTQUAL, SVt_PV));
+	pi->sv_line = GvSV(gv_fetchpvs(".", GV_ADD | GV_NOTQUAL, SVt_PV));
 	pi->std_gv[0] = PL_stdingv;
 	pi->std_gv[1] = gv_fetchpvs("STDOUT", GV_ADD | GV_NOTQUAL, SVt_PVIO);
 	pi->std_gv[2] = PL_stderrgv;
@@ -1690,9 +1692,7 @@ static void globals_begin(pTHX_ struct perl_interp *pi, const struct perl_run *r
 	PL_last_in_gv = NULL;
 	IoLINES(pi->std_io[0]) = 0;
 	IoFLAGS(pi->std_io[0]) &= ~IOf_NOLINE;
-	SV *line_number = get_sv(".", 0);
-	if (line_number)
-		SvOK_off(line_number);
+	SvOK_off(pi->sv_line);
 	pi->exit_called = 0;
 	pi->exit_status = 0;
 	__atomic_store_n(&pi->cancel, 0, __ATOMIC_RELAXED); /* one meant for the request before */

@@ -690,14 +690,7 @@ static void *keeper_main(void *arg)
 		if (!s) {
 			/* A second at most: idle workers are looked at then. */
 			uint64_t wait = next && next - now < 1000 ? next - now : 1000;
-			struct timespec ts;
-			clock_gettime(CLOCK_MONOTONIC, &ts);
-			ts.tv_sec += (time_t)(wait / 1000);
-			ts.tv_nsec += (long)(wait % 1000) * 1000000;
-			if (ts.tv_nsec >= 1000000000) {
-				ts.tv_sec++;
-				ts.tv_nsec -= 1000000000;
-			}
+			struct timespec ts = clock_deadline(CLOCK_MONOTONIC, wait);
 			pthread_cond_timedwait(&p->keeper_cond, &p->lock, &ts);
 			continue;
 		}

@@ -12,11 +12,9 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 struct perl_thread {
@@ -320,13 +318,7 @@ static unsigned threads_stop(struct perl_threads *p)
 static int thread_join(struct perl_thread *t, uint64_t give_up_ms)
 {
 	for (;;) {
-		struct timespec at;
-		clock_gettime(CLOCK_REALTIME, &at);
-		at.tv_nsec += STOP_POLL_MS * 1000000L;
-		if (at.tv_nsec >= 1000000000L) {
-			at.tv_sec++;
-			at.tv_nsec -= 1000000000L;
-		}
+		struct timespec at = clock_deadline(CLOCK_REALTIME, STOP_POLL_MS);
 		if (pthread_timedjoin_np(t->tid, NULL, &at) == 0)
 			return 0;
 		if (clock_ms() >= give_up_ms)
