@@ -76,11 +76,14 @@ EOF
     'wait_fork.plt'   => qq{print "Content-Type: text/plain\\n\\n";\nmy \$p = fork // die;\n}
         . qq{exec 'sleep', '31.7' if !\$p;\nwaitpid(\$p, 0);\n},
 );
+# The same as CGI scripts: the same failure gets the same answer.
+$files{"$_.pl"} = $files{"$_.plt"} for qw(wait_system wait_group wait_ticks wait_fork);
 
 my $s = PlxdTest->start(
     files    => \%files,
     handlers => { '.pl' => 'cgi', '.plt' => 'perl:thread' },
-    sections => { 'perl:thread' => { isolation => 'thread', workers => 1, timeout => '2s' } },
+    sections => { 'perl:thread' => { isolation => 'thread', workers => 1, timeout => '2s' },
+                  cgi => { timeout => '2s' } },
 );
 
 my $r = $s->get('/hello.plt');
@@ -148,8 +151,12 @@ sub pipes { return scalar grep { (readlink($_) // '') =~ /^pipe:/ } glob('/proc/
 my $pipes = pipes();
 for my $script (qw(wait_system wait_group wait_ticks wait_fork)) {
     my $t0 = time;
-    $s->get("/$script.plt");    # 504, or 200 with the headers perl flushed before its fork
+    my $plt = $s->get("/$script.plt");    # 504, or 200 with the headers perl flushed before its fork
     cmp_ok(time - $t0, '<', 10, "$script: ended at timeout, not when its program would end");
+    $t0 = time;
+    my $pl = $s->get("/$script.pl");
+    cmp_ok(time - $t0, '<', 10, "$script.pl: the same");
+    is($plt->{status}, $pl->{status}, "$script: answered as the CGI script is ($pl->{status})");
 }
 is($s->get('/hello.plt')->{status}, 200, 'the interpreter thread serves again');
 ok(wait_for(sub { !sleepers() }, 10), 'every program they started is gone, children of children too')
@@ -248,11 +255,13 @@ POSIX::sigprocmask(POSIX::SIG_BLOCK(), POSIX::SigSet->new(POSIX::SIGALRM()));
 sleep 300;
 EOF
 );
-for my $case (['asleep.plt', 15], ['blocked.plt', 90]) {
+# The CGI script asleep at a stop is ended as the .plt is.
+$stuck{'asleep.pl'} = $stuck{'asleep.plt'};
+for my $case (['asleep.plt', 15], ['asleep.pl', 15], ['blocked.plt', 90]) {
     my ($script, $bound) = @$case;
     my $u = PlxdTest->start(
         files    => \%stuck,
-        handlers => { '.plt' => 'perl:thread' },
+        handlers => { '.plt' => 'perl:thread', '.pl' => 'cgi' },
         server   => { shutdown_timeout => '1s' },
         sections => { 'perl:thread' => { isolation => 'thread', workers => 1, timeout => '300s' } },
     );
@@ -270,6 +279,8 @@ for my $case (['asleep.plt', 15], ['blocked.plt', 90]) {
     } else {
         unlike($u->error_log, $left, '... with its script ended');
     }
+    ok(!grep({ read_file($_) =~ /asleep\.pl\0/ } glob '/proc/[0-9]*/cmdline'), '... and no process of it left')
+        if $script eq 'asleep.pl';
     unlike($u->error_log, qr/AddressSanitizer|LeakSanitizer|runtime error:/, 'no sanitizer report');
 }
 done_testing;
