@@ -37,8 +37,12 @@ const struct conf_key perl_conf_keys[] = {
 	PERL_KEY("timeout", CONF_DURATION, timeout_ms, "60s", .min = 100, .max = 24 * 3600 * 1000,
 		.help = "how long a script may run",
 		.limit = "504 (the connection is closed if its headers were sent); its worker, and "
-			"every process it started, is killed and replaced",
-		.tests = "integration/perl_faults.t integration/script_failures.t"),
+			"every process it started, is killed and replaced; in thread mode the "
+			"processes it started are killed, the script is ended at its next Perl op "
+			"(a system call it waits in is interrupted) and a fresh clone replaces its "
+			"interpreter",
+		.tests = "integration/perl_faults.t integration/script_failures.t "
+			 "integration/perl_thread.t"),
 	PERL_KEY("start_timeout", CONF_DURATION, start_timeout_ms, "30s", .min = 100,
 		.max = 3600 * 1000,
 		.help = "a new worker must have loaded Perl and the preload file within this",
