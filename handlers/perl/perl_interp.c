@@ -928,6 +928,13 @@ struct perl_interp *perl_interp_create(const struct perl_interp_options *o, int 
 				strerror(errno));
 		goto fail;
 	}
+	/* perl's own fork guard first: only perlmain.c registers it, so an
+	 * embedder must. Its prepare runs after plxd's (prepare handlers run
+	 * in reverse order) and its child handler before plxd's, which reopens
+	 * the standard handles through PerlIO: without it, a fork while
+	 * another interpreter thread held PerlIO's process-wide lock left the
+	 * child waiting for it forever. */
+	pthread_atfork(Perl_atfork_lock, Perl_atfork_unlock, Perl_atfork_unlock);
 	pthread_atfork(on_fork_prepare, on_fork_parent, on_fork_child);
 	install_sigpipe();
 
