@@ -107,12 +107,16 @@ static void write_line(int fd, const char *buf, size_t len)
 	}
 }
 
+/* Where a message too long for its line is cut, the line ends with this
+ * marker: how many of the message's bytes are left out. */
+#define CUT_MARKER " [cut: %zu more bytes]"
+
 void plxd_log(enum log_level level, const char *fmt, ...)
 {
 	if (!log_enabled(level))
 		return;
 	int saved_errno = errno;
-	char line[4096];
+	char line[LOG_LINE_MAX];
 	struct timeval tv;
 	struct tm tm;
 	gettimeofday(&tv, NULL);
@@ -124,11 +128,24 @@ void plxd_log(enum log_level level, const char *fmt, ...)
 	va_start(ap, fmt);
 	int m = vsnprintf(line + n, sizeof line - n, fmt, ap);
 	va_end(ap);
-	if (m < 0)
-		m = 0;
-	n += (size_t)m;
-	if (n > sizeof line - 2)
-		n = sizeof line - 2; /* truncated: long script output lines */
+	size_t want = m > 0 ? (size_t)m : 0;
+	if (n + want + 1 <= sizeof line) {
+		n += want;
+	} else {
+		/* Cut so that the kept part, the marker and the newline fill
+		 * the line exactly; the marker's length depends on the count
+		 * it gives, so settle it (a digit fewer at most, once). */
+		size_t kept = sizeof line - 1 - n, marker = 0;
+		for (int i = 0; i < 3; i++) {
+			marker = (size_t)snprintf(NULL, 0, CUT_MARKER, want - kept);
+			kept = sizeof line - 1 - n - marker;
+		}
+		char cut[48];
+		snprintf(cut, sizeof cut, CUT_MARKER, want - kept);
+		n += kept;
+		memcpy(line + n, cut, marker);
+		n += marker;
+	}
 	/* A message never spans lines: a script's text could forge entries. */
 	for (size_t i = 0; i < n; i++)
 		if (line[i] == '\n' || line[i] == '\r')
