@@ -97,8 +97,11 @@ if (thread_mode()) {
     my $done = wait_for(sub {
         my $text = $s->get('/plxd-status?prometheus')->{content};
         $scrapes++;
-        my (%series, %slots, %pids, $busy);
+        my (%series, %slots, %pids, $busy, %every);
         for my $line (split /\n/, $text) {
+            # Prometheus refuses a scrape with a series twice: every name
+            # and label set, of all the page's series, once.
+            push @bad, "series twice: $line" if $line =~ /^([^#].*) \S+$/ && $every{$1}++;
             next unless $line =~ /^(plxd_worker_\w+)\{([^}]*)\} (\d+)$/;
             my ($name, $labels, $v) = ($1, $2, $3);
             my %l = $labels =~ /(\w+)="([^"]*)"/g;
