@@ -166,11 +166,25 @@ void log_format_addr(const struct sockaddr *sa, char *out, size_t outlen)
 		snprintf(out, outlen, "-");
 }
 
-/* A line being built; appends stop quietly at the end of the buffer. */
+/* A line being built; appends stop quietly at the end of the buffer,
+ * which the fields' shares below keep from being reached. */
 struct line {
-	char buf[8192];
+	char buf[LOG_LINE_MAX];
 	size_t len;
 };
+
+/* Each free-text field of an access log line gets a share of the line (in
+ * escaped bytes), so that a long target still leaves room for the user
+ * agent, and all of them with the fixed fields fit LOG_LINE_MAX. */
+enum {
+	SHARE_USER = 256,
+	SHARE_METHOD = 64,
+	SHARE_TARGET = 10240,
+	SHARE_VERSION = 32,
+	SHARE_REFERER = 2048,
+	SHARE_AGENT = 1024,
+};
+#define FIELD_CUT_MARKER "[cut: %zu more bytes]"
 
 static void put(struct line *l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void put(struct line *l, const char *fmt, ...)
@@ -185,15 +199,21 @@ static void put(struct line *l, const char *fmt, ...)
 }
 
 /* Appends s for a quoted log field, escaping what could break the line or
- * the quoting (as Apache does, with \xHH). Keeps 128 bytes for the tail. */
-static void put_escaped(struct line *l, const char *s)
+ * the quoting (as Apache does, with \xHH), in at most share bytes; a
+ * longer field is cut there (never inside an escape) and ends with how many
+ * of its bytes were left out. */
+static void put_escaped(struct line *l, const char *s, size_t share)
 {
 	static const char hex[] = "0123456789abcdef";
 	if (!s)
 		s = "-";
-	for (; *s && l->len + 128 < sizeof l->buf; s++) {
+	size_t end = l->len + share;
+	for (; *s; s++) {
 		unsigned char c = (unsigned char)*s;
-		if (c < 0x20 || c == '"' || c == '\\' || c >= 0x7f) {
+		int escape = c < 0x20 || c == '"' || c == '\\' || c >= 0x7f;
+		if (l->len + (escape ? 4 : 1) > end)
+			break;
+		if (escape) {
 			l->buf[l->len++] = '\\';
 			l->buf[l->len++] = 'x';
 			l->buf[l->len++] = hex[c >> 4];
@@ -202,6 +222,8 @@ static void put_escaped(struct line *l, const char *s)
 			l->buf[l->len++] = (char)c;
 		}
 	}
+	if (*s)
+		put(l, FIELD_CUT_MARKER, strlen(s));
 }
 
 /* The "[10/Oct/2000:13:55:36 +0000]" field, formatted once a second per
@@ -229,22 +251,22 @@ void log_access(const struct access_entry *e)
 	char addr[INET6_ADDRSTRLEN];
 	log_format_addr(e->client, addr, sizeof addr);
 	put(&l, "%s - ", addr);
-	put_escaped(&l, e->user);
+	put_escaped(&l, e->user, SHARE_USER);
 	put(&l, " %s \"", clf_time());
-	put_escaped(&l, e->method);
+	put_escaped(&l, e->method, SHARE_METHOD);
 	put(&l, " ");
-	put_escaped(&l, e->target);
+	put_escaped(&l, e->target, SHARE_TARGET);
 	put(&l, " ");
-	put_escaped(&l, e->version);
+	put_escaped(&l, e->version, SHARE_VERSION);
 	put(&l, "\" %u ", e->status);
 	if (e->bytes)
 		put(&l, "%llu", (unsigned long long)e->bytes);
 	else
 		put(&l, "-");
 	put(&l, " \"");
-	put_escaped(&l, e->referer);
+	put_escaped(&l, e->referer, SHARE_REFERER);
 	put(&l, "\" \"");
-	put_escaped(&l, e->user_agent);
+	put_escaped(&l, e->user_agent, SHARE_AGENT);
 	put(&l, "\" %llu\n", (unsigned long long)e->duration_us);
 	write_line(fd, l.buf, l.len);
 }

@@ -80,6 +80,25 @@ like($s->get('/x.echo')->{content}, qr/^second\n/, 'and the running configuratio
     my $from = index($whole, ' refused ');
     is(substr($past, $from, $kept - $from), substr($whole, $from, $kept - $from),
         '... after the message as far as it goes');
+
+    # The access log line fits the same limit: each field has its share
+    # (the target 10240 bytes, escaped), and one longer is cut there and
+    # says how much it left out, leaving the fields after it whole.
+    my $share = 10240;
+    for my $len ($share, $share + 1) {
+        my $target = '/' . ('u' x ($len - 1));
+        $l->raw("GET $target HTTP/1.1\r\nHost: x\r\nUser-Agent: agent-$len\r\nConnection: close\r\n\r\n");
+        ok(wait_for(sub { $l->access_log =~ /agent-$len/ }, 10), "a target of $len bytes is in the access log");
+        my ($line) = grep { /agent-$len/ } split /(?<=\n)/, $l->access_log;
+        if ($len == $share) {
+            like($line, qr{"GET /u{@{[$len - 1]}} HTTP/1\.1" \d{3} \d+ "-" "agent-$len" \d+\n\z},
+                '... whole, at exactly its share');
+        } else {
+            like($line, qr{"GET /u{@{[$share - 1]}}\[cut: 1 more bytes\] HTTP/1\.1" \d{3} \d+ "-" "agent-$len" \d+\n\z},
+                '... one byte longer: cut at its share, marked, the fields after it whole');
+        }
+        cmp_ok(length $line, '<=', $line_max, "... the line within $line_max bytes");
+    }
     $l->stop;
 }
 
