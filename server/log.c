@@ -133,8 +133,9 @@ void plxd_log(enum log_level level, const char *fmt, ...)
 		n += want;
 	} else {
 		/* Cut so that the kept part, the marker and the newline fill
-		 * the line exactly; the marker's length depends on the count
-		 * it gives, so settle it (a digit fewer at most, once). */
+		 * the line exactly. The marker's length depends on the count
+		 * it gives, which depends on the marker's length: a few rounds
+		 * settle both (each changes the count by a digit's worth). */
 		size_t kept = sizeof line - 1 - n, marker = 0;
 		for (int i = 0; i < 3; i++) {
 			marker = (size_t)snprintf(NULL, 0, CUT_MARKER, want - kept);
@@ -185,6 +186,12 @@ enum {
 	SHARE_AGENT = 1024,
 };
 #define FIELD_CUT_MARKER "[cut: %zu more bytes]"
+/* The shares, a marker for each field, and the fixed fields (address,
+ * time, status, size, duration, quotes) fit one line. */
+_Static_assert(SHARE_USER + SHARE_METHOD + SHARE_TARGET + SHARE_VERSION + SHARE_REFERER
+						+ SHARE_AGENT + 6 * 40 + 256
+				<= LOG_LINE_MAX,
+		"the access log's field shares must fit LOG_LINE_MAX");
 
 static void put(struct line *l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void put(struct line *l, const char *fmt, ...)
