@@ -107,12 +107,16 @@ static void write_line(int fd, const char *buf, size_t len)
 	}
 }
 
+/* Where a message too long for its line is cut, the line ends with this
+ * marker: how many of the message's bytes are left out. */
+#define CUT_MARKER " [cut: %zu more bytes]"
+
 void plxd_log(enum log_level level, const char *fmt, ...)
 {
 	if (!log_enabled(level))
 		return;
 	int saved_errno = errno;
-	char line[4096];
+	char line[LOG_LINE_MAX];
 	struct timeval tv;
 	struct tm tm;
 	gettimeofday(&tv, NULL);
@@ -124,11 +128,25 @@ void plxd_log(enum log_level level, const char *fmt, ...)
 	va_start(ap, fmt);
 	int m = vsnprintf(line + n, sizeof line - n, fmt, ap);
 	va_end(ap);
-	if (m < 0)
-		m = 0;
-	n += (size_t)m;
-	if (n > sizeof line - 2)
-		n = sizeof line - 2; /* truncated: long script output lines */
+	size_t want = m > 0 ? (size_t)m : 0;
+	if (n + want + 1 <= sizeof line) {
+		n += want;
+	} else {
+		/* Cut so that the kept part, the marker and the newline fill
+		 * the line exactly. The marker's length depends on the count
+		 * it gives, which depends on the marker's length: a few rounds
+		 * settle both (each changes the count by a digit's worth). */
+		size_t kept = sizeof line - 1 - n, marker = 0;
+		for (int i = 0; i < 3; i++) {
+			marker = (size_t)snprintf(NULL, 0, CUT_MARKER, want - kept);
+			kept = sizeof line - 1 - n - marker;
+		}
+		char cut[48];
+		snprintf(cut, sizeof cut, CUT_MARKER, want - kept);
+		n += kept;
+		memcpy(line + n, cut, marker);
+		n += marker;
+	}
 	/* A message never spans lines: a script's text could forge entries. */
 	for (size_t i = 0; i < n; i++)
 		if (line[i] == '\n' || line[i] == '\r')
@@ -149,11 +167,31 @@ void log_format_addr(const struct sockaddr *sa, char *out, size_t outlen)
 		snprintf(out, outlen, "-");
 }
 
-/* A line being built; appends stop quietly at the end of the buffer. */
+/* A line being built; appends stop quietly at the end of the buffer,
+ * which the fields' shares below keep from being reached. */
 struct line {
-	char buf[8192];
+	char buf[LOG_LINE_MAX];
 	size_t len;
 };
+
+/* Each free-text field of an access log line gets a share of the line (in
+ * escaped bytes), so that a long target still leaves room for the user
+ * agent, and all of them with the fixed fields fit LOG_LINE_MAX. */
+enum {
+	SHARE_USER = 256,
+	SHARE_METHOD = 64,
+	SHARE_TARGET = 10240,
+	SHARE_VERSION = 32,
+	SHARE_REFERER = 2048,
+	SHARE_AGENT = 1024,
+};
+#define FIELD_CUT_MARKER "[cut: %zu more bytes]"
+/* The shares, a marker for each field, and the fixed fields (address,
+ * time, status, size, duration, quotes) fit one line. */
+_Static_assert(SHARE_USER + SHARE_METHOD + SHARE_TARGET + SHARE_VERSION + SHARE_REFERER
+						+ SHARE_AGENT + 6 * 40 + 256
+				<= LOG_LINE_MAX,
+		"the access log's field shares must fit LOG_LINE_MAX");
 
 static void put(struct line *l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void put(struct line *l, const char *fmt, ...)
@@ -168,15 +206,21 @@ static void put(struct line *l, const char *fmt, ...)
 }
 
 /* Appends s for a quoted log field, escaping what could break the line or
- * the quoting (as Apache does, with \xHH). Keeps 128 bytes for the tail. */
-static void put_escaped(struct line *l, const char *s)
+ * the quoting (as Apache does, with \xHH), in at most share bytes; a
+ * longer field is cut there (never inside an escape) and ends with how many
+ * of its bytes were left out. */
+static void put_escaped(struct line *l, const char *s, size_t share)
 {
 	static const char hex[] = "0123456789abcdef";
 	if (!s)
 		s = "-";
-	for (; *s && l->len + 128 < sizeof l->buf; s++) {
+	size_t end = l->len + share;
+	for (; *s; s++) {
 		unsigned char c = (unsigned char)*s;
-		if (c < 0x20 || c == '"' || c == '\\' || c >= 0x7f) {
+		int escape = c < 0x20 || c == '"' || c == '\\' || c >= 0x7f;
+		if (l->len + (escape ? 4 : 1) > end)
+			break;
+		if (escape) {
 			l->buf[l->len++] = '\\';
 			l->buf[l->len++] = 'x';
 			l->buf[l->len++] = hex[c >> 4];
@@ -185,6 +229,8 @@ static void put_escaped(struct line *l, const char *s)
 			l->buf[l->len++] = (char)c;
 		}
 	}
+	if (*s)
+		put(l, FIELD_CUT_MARKER, strlen(s));
 }
 
 /* The "[10/Oct/2000:13:55:36 +0000]" field, formatted once a second per
@@ -212,22 +258,22 @@ void log_access(const struct access_entry *e)
 	char addr[INET6_ADDRSTRLEN];
 	log_format_addr(e->client, addr, sizeof addr);
 	put(&l, "%s - ", addr);
-	put_escaped(&l, e->user);
+	put_escaped(&l, e->user, SHARE_USER);
 	put(&l, " %s \"", clf_time());
-	put_escaped(&l, e->method);
+	put_escaped(&l, e->method, SHARE_METHOD);
 	put(&l, " ");
-	put_escaped(&l, e->target);
+	put_escaped(&l, e->target, SHARE_TARGET);
 	put(&l, " ");
-	put_escaped(&l, e->version);
+	put_escaped(&l, e->version, SHARE_VERSION);
 	put(&l, "\" %u ", e->status);
 	if (e->bytes)
 		put(&l, "%llu", (unsigned long long)e->bytes);
 	else
 		put(&l, "-");
 	put(&l, " \"");
-	put_escaped(&l, e->referer);
+	put_escaped(&l, e->referer, SHARE_REFERER);
 	put(&l, "\" \"");
-	put_escaped(&l, e->user_agent);
+	put_escaped(&l, e->user_agent, SHARE_AGENT);
 	put(&l, "\" %llu\n", (unsigned long long)e->duration_us);
 	write_line(fd, l.buf, l.len);
 }

@@ -23,6 +23,10 @@ void log_chown(unsigned uid, unsigned gid);
 
 int log_level_parse(const char *name, enum log_level *out);
 
+/* The longest error log line, with its newline. A longer message is cut
+ * to fit, and the line then ends with " [cut: N more bytes]". A line is
+ * one write(2), so lines from many threads never mix. */
+#define LOG_LINE_MAX 16384
 void plxd_log(enum log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 struct access_entry {

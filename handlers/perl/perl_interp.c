@@ -31,6 +31,7 @@
 #include "perl_interp.h"
 #include "clock.h"
 #include "perl_registry.h"
+#include "perl_source.h"
 #include "alloc.h"
 #include "perl_worker_pm.h" /* worker_pm: PLXD/Worker.pm */
 
@@ -1386,23 +1387,34 @@ static void env_prune(pTHX_ HV *hv, char *const *env, size_t n)
 	SvREFCNT_dec(gone);
 }
 
-/* The script's folder becomes the working directory, as under CGI. */
+/* The script's folder becomes the working directory, as under CGI. A
+ * folder PATH_MAX bytes long or more, which chdir refuses, is opened in
+ * parts and entered with fchdir. */
 static void change_dir(const char *script)
 {
 	const char *slash = strrchr(script, '/');
-	char dir[PATH_MAX];
 	size_t len = slash ? (size_t)(slash - script) : 0;
-	if (len >= sizeof dir)
-		return;
-	memcpy(dir, script, len);
-	dir[len] = '\0';
-	if (chdir(len ? dir : "/") == 0)
-		return;
-	char msg[PATH_MAX + 64];
-	int n = snprintf(msg, sizeof msg, "cannot change to %s: %s\n", dir, strerror(errno));
-	ssize_t unused = write(current ? current->fd[2] : 2, msg,
-			n > 0 && (size_t)n < sizeof msg ? (size_t)n : 0);
-	(void)unused;
+	char *dir = len ? xstrndup(script, len) : xstrdup("/");
+	int rc = chdir(dir);
+	if (rc < 0 && errno == ENAMETOOLONG) {
+		int fd = perl_source_open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		rc = fd < 0 ? -1 : fchdir(fd);
+		int e = errno;
+		if (fd >= 0)
+			close(fd);
+		errno = e;
+	}
+	if (rc < 0) {
+		const char *why = strerror(errno);
+		size_t cap = strlen(dir) + strlen(why) + 32;
+		char *msg = xmalloc(cap);
+		int n = snprintf(msg, cap, "cannot change to %s: %s\n", dir, why);
+		ssize_t unused = write(current ? current->fd[2] : 2, msg,
+				n > 0 && (size_t)n < cap ? (size_t)n : 0);
+		(void)unused;
+		free(msg);
+	}
+	free(dir);
 }
 
 /* ---- standard handles ---- */

@@ -34,6 +34,7 @@
  * to an object outliving the request (a framework's routes) grows the
  * worker on every request, which no error shows. */
 #include "perl_registry.h"
+#include "perl_source.h"
 #include "alloc.h"
 
 #include <XSUB.h>
@@ -58,7 +59,6 @@ struct capture_walk {
 	HV *seen; /* stashes visited */
 };
 
-static int open_script(const char *path);
 static SV *read_source(pTHX_ const char *path, struct stat *st);
 static SV *wrap_source(pTHX_ const char *path, const char *package, SV *src,
 		const struct perl_shebang *sb, SV **data);
@@ -174,51 +174,10 @@ int perl_registry_current(const struct perl_script *s, const struct perl_file_fa
 			&& s->mtime_sec == f->mtime_sec && s->mtime_nsec == f->mtime_nsec;
 }
 
-/* open(2) refuses a path of PATH_MAX bytes or more (ENAMETOOLONG), while
- * plxd reaches such a file below its root, and the CGI handler runs it:
- * then it is opened a part shorter than PATH_MAX at a time, each part
- * ending before a '/'. A descriptor, or -1 with errno. */
-static int open_script(const char *path)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd >= 0 || errno != ENAMETOOLONG)
-		return fd;
-	int dir = AT_FDCWD;
-	const char *rest = path;
-	fd = -1;
-	while (strlen(rest) >= PATH_MAX) {
-		const char *cut = rest + PATH_MAX - 1;
-		while (cut > rest && *cut != '/')
-			cut--;
-		if (cut == rest) {
-			errno = ENAMETOOLONG;
-			goto out;
-		}
-		char *part = xstrndup(rest, (size_t)(cut - rest));
-		int next = openat(dir, part, O_PATH | O_DIRECTORY | O_CLOEXEC);
-		int e = errno;
-		free(part);
-		errno = e;
-		if (next < 0)
-			goto out;
-		if (dir != AT_FDCWD)
-			close(dir);
-		dir = next;
-		rest = cut + 1;
-	}
-	fd = openat(dir, rest, O_RDONLY | O_CLOEXEC);
-out:;
-	int e = errno;
-	if (dir != AT_FDCWD)
-		close(dir);
-	errno = e;
-	return fd;
-}
-
 /* The file's bytes as a mortal SV, or NULL with errno. */
 static SV *read_source(pTHX_ const char *path, struct stat *st)
 {
-	int fd = open_script(path);
+	int fd = perl_source_open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return NULL;
 	if (fstat(fd, st) < 0 || !S_ISREG(st->st_mode)) {

@@ -3,10 +3,14 @@
 #include "perl_source.h"
 #include "alloc.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define PACKAGE_PREFIX "PLXD::Script"
 #define MAX_HEREDOCS   8
@@ -112,6 +116,47 @@ char *perl_source_package(const char *path, unsigned generation, unsigned clash)
 	}
 	memcpy(out + n, gen, glen + 1);
 	return out;
+}
+
+/* open(2) refuses a path of PATH_MAX bytes or more (ENAMETOOLONG), while
+ * plxd reaches such a file below its root: then its folders are opened a
+ * part shorter than PATH_MAX at a time, each part ending before a '/',
+ * and the rest relative to the last. */
+int perl_source_open(const char *path, int flags)
+{
+	int fd = open(path, flags);
+	if (fd >= 0 || errno != ENAMETOOLONG)
+		return fd;
+	int dir = AT_FDCWD;
+	const char *rest = path;
+	fd = -1;
+	while (strlen(rest) >= PATH_MAX) {
+		const char *cut = rest + PATH_MAX - 1;
+		while (cut > rest && *cut != '/')
+			cut--;
+		if (cut == rest) {
+			errno = ENAMETOOLONG;
+			goto out;
+		}
+		char *part = xstrndup(rest, (size_t)(cut - rest));
+		int next = openat(dir, part, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		int e = errno;
+		free(part);
+		errno = e;
+		if (next < 0)
+			goto out;
+		if (dir != AT_FDCWD)
+			close(dir);
+		dir = next;
+		rest = cut + 1;
+	}
+	fd = openat(dir, rest, flags);
+out:;
+	int e = errno;
+	if (dir != AT_FDCWD)
+		close(dir);
+	errno = e;
+	return fd;
 }
 
 /* Here-document openers on one line of code: <<ID, <<"ID", <<'ID', and the

@@ -26,6 +26,12 @@
 #define PERL_SOURCE_PACKAGE_MAX 252
 char *perl_source_package(const char *path, unsigned generation, unsigned clash);
 
+/* open(path, flags) for a path of any length: a script, or its folder
+ * (O_PATH | O_DIRECTORY, for fchdir), may lie deeper than PATH_MAX bytes
+ * below /, where open(2) alone refuses it. A descriptor, or -1 with
+ * errno. */
+int perl_source_open(const char *path, int flags);
+
 /* Splits a script's text at its __END__ or __DATA__ line, which ends the
  * code; the lines after it are what the DATA handle reads. Lines inside
  * POD and here-documents do not count. Returns the length of the code;

@@ -45,6 +45,63 @@ ok($s->wait_log(qr/the new configuration is invalid: kept the running one/, 10),
 like($s->error_log, qr/\[error\].*plxd\.conf:\d+: \[server\] bogus: unknown key/, 'with the mistake named');
 like($s->get('/x.echo')->{content}, qr/^second\n/, 'and the running configuration still serves');
 
+# An error log line is at most 16 KiB (LOG_LINE_MAX, with its newline): a
+# longer message is cut to fit, and the line says so at its end. The line
+# used is a refused target's ("refused TARGET: why"), whose length the test
+# sets to the byte: first a short one to learn the rest of the line.
+{
+    my $line_max = 16384;
+    my $l = PlxdTest->start(server => { max_header_size => '64K' });
+    my $refused = sub {
+        my ($pad) = @_;
+        my $target = '/' . ('t' x $pad) . '%zz';
+        $l->raw("GET $target HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+        ok($l->wait_log(qr/refused \/t{$pad}%zz/, 10), "the line of a target of " . length($target) . ' bytes is logged');
+        my ($line) = grep { /refused \/t{$pad}%zz/ } split /(?<=\n)/, $l->error_log;
+        return $line // '';
+    };
+    my $short = $refused->(1);
+    like($short, qr/: .*\n\z/, 'a short refused target: its line, with why');
+    my $pad = $line_max - length($short) + 1;    # a line of exactly $line_max bytes
+    my $at = $refused->($pad);
+    is(length $at, $line_max, "a line of exactly $line_max bytes is whole");
+    is(substr($at, -length(substr($short, index($short, '%zz')))), substr($short, index($short, '%zz')),
+        '... to its last byte');
+    unlike($at, qr/\[cut/, '... and not marked');
+    my $past = $refused->($pad + 1);
+    is(length $past, $line_max, "one byte longer: cut to $line_max bytes");
+    like($past, qr/ \[cut: (\d+) more bytes\]\n\z/, '... and ends saying so');
+    my ($more) = $past =~ /\[cut: (\d+) more bytes\]\n\z/;
+    my $kept = length($past) - length(" [cut: $more more bytes]\n");
+    is($kept + $more, length($at), '... with the count of the bytes left out');
+    # The whole line it would have been: the line at the limit, one 't'
+    # more (the timestamps differ: compared from the message on).
+    (my $whole = $at) =~ s{ refused /}{ refused /t};
+    my $from = index($whole, ' refused ');
+    is(substr($past, $from, $kept - $from), substr($whole, $from, $kept - $from),
+        '... after the message as far as it goes');
+
+    # The access log line fits the same limit: each field has its share
+    # (the target 10240 bytes, escaped), and one longer is cut there and
+    # says how much it left out, leaving the fields after it whole.
+    my $share = 10240;
+    for my $len ($share, $share + 1) {
+        my $target = '/' . ('u' x ($len - 1));
+        $l->raw("GET $target HTTP/1.1\r\nHost: x\r\nUser-Agent: agent-$len\r\nConnection: close\r\n\r\n");
+        ok(wait_for(sub { $l->access_log =~ /agent-$len/ }, 10), "a target of $len bytes is in the access log");
+        my ($line) = grep { /agent-$len/ } split /(?<=\n)/, $l->access_log;
+        if ($len == $share) {
+            like($line, qr{"GET /u{@{[$len - 1]}} HTTP/1\.1" \d{3} \d+ "-" "agent-$len" \d+\n\z},
+                '... whole, at exactly its share');
+        } else {
+            like($line, qr{"GET /u{@{[$share - 1]}}\[cut: 1 more bytes\] HTTP/1\.1" \d{3} \d+ "-" "agent-$len" \d+\n\z},
+                '... one byte longer: cut at its share, marked, the fields after it whole');
+        }
+        cmp_ok(length $line, '<=', $line_max, "... the line within $line_max bytes");
+    }
+    $l->stop;
+}
+
 # Settings that need a restart are reported and not half-applied.
 (my $restart = $second) =~ s/\[server\]\n/[server]\nmax_connections = 7\n/;
 write_file($s->conf_file, $restart);

@@ -350,6 +350,40 @@ is(scalar(my @rq = responses($queued_raw)), 1, 'the queued one: one response, fr
 like($first_raw, qr{^HTTP/1\.1 200 .*released}s, 'the running request is served');
 like($queued_raw, qr{^HTTP/1\.1 200 .*\r\n\r\n\d+\n}s,
     'and so is the queued one');
+
+# The same limit where the queue itself enforces it. The GETs above are
+# refused at their headers, when the queue is already full; two POSTs whose
+# headers both pass while the queue is still empty reach the queue only when
+# their bodies are in: the first to get there waits (the queue holds exactly
+# `queue` = 1), the second is refused. "100 Continue" says a POST's headers
+# were taken, so both bodies are sent only after both heads passed.
+my ($running2, $release2) = ($q->dir . '/running2', $q->dir . '/release2');
+my $holder = $q->connect;
+$holder->syswrite("GET /wait.plx?$running2&$release2 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+ok(wait_for(sub { -e $running2 }), 'queue at its limit: one request holds the worker');
+my @posts = map { $q->connect } 1 .. 2;
+for my $c (@posts) {
+    $c->syswrite("POST /pid.plx HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+        . "Content-Type: text/plain\r\nContent-Length: 4\r\nExpect: 100-continue\r\n\r\n");
+}
+my @heads = map { my $h = ''; my $sel = IO::Select->new($_);
+    while ($h !~ /\r\n\r\n/ && $sel->can_read(30)) { sysread($_, $h, 1, length $h) or last }
+    $h } @posts;
+like($_, qr{^HTTP/1\.1 100 }, '... a POST\'s headers are taken (100 Continue)') for @heads;
+$_->syswrite('body') for @posts;
+my ($over) = IO::Select->new(@posts)->can_read(30);
+my ($waiting) = grep { !$over || $_ != $over } @posts;
+my $over_raw = $over ? PlxdTest::read_until_closed($over, 30) : '';
+like($over_raw, qr{^HTTP/1\.1 503 }, '... of the two bodies, the one past the queue gets 503');
+is(scalar(my @o503 = responses($over_raw)), 1, '... one response, framed exactly');
+ok(!IO::Select->new($waiting)->can_read(0.2), '... the other waits in the queue');
+write_file($release2, '');
+my ($holder_raw, $waiting_raw) = map { PlxdTest::read_until_closed($_, 30) } $holder, $waiting;
+like($holder_raw, qr{^HTTP/1\.1 200 .*released}s, '... the held request is served');
+like($waiting_raw, qr{^HTTP/1\.1 200 .*\r\n\r\n\d+\n}s, '... then the queued POST');
+is(scalar(my @ow = responses($waiting_raw)), 1, '... one response, framed exactly');
+like($q->error_log, qr/pid\.plx: no perl worker became free \(queue full\): answered 503/,
+    '... the refusal is logged as the queue being full');
 $q->stop;
 
 # Two workers run two scripts at the same time: each waits until the other

@@ -127,6 +127,38 @@ is(length $pkg{ $i_at + 1 }, PACKAGE_MAX, '... as long as the limit allows');
     is($plx->{status}, $cgi->{status}, "PATH_MAX bytes: the same status both ways ($cgi->{status})");
 }
 
-unlike($s->error_log, qr/Identifier too long|\[error\]/, 'no compile error in the log');
+# A script's folder is its working directory, whatever the folder's length:
+# one of PATH_MAX - 1 bytes (chdir takes it whole) and one of PATH_MAX
+# bytes (chdir refuses it, ENAMETOOLONG). Each holds a file the script finds
+# by its relative name only from there. (Only as .plx: under CGI, perl
+# itself cannot open a script whose path is that long.)
+{
+    my $cwd = getcwd();
+    chdir "$root/$deep" or die "chdir: $!";
+    for my $len (PATH_MAX - 1, PATH_MAX) {
+        my $folder = 'e' x ($len - length("$root/$deep"));
+        mkdir $folder or die "mkdir: $!";
+        open my $fh, '>', "$folder/here" or die "here: $!";
+        print $fh "in $len\n";
+        close $fh;
+        open $fh, '>', "$folder/cwd.plx" or die "cwd.plx: $!";
+        print $fh qq{print "Content-Type: text/plain\\n\\n";\n}
+            . qq{my \$h;\n}
+            . qq{print open(\$h, '<', 'here') ? scalar <\$h> : "elsewhere: \$!\\n";\n};
+        close $fh;
+    }
+    chdir $cwd or die "chdir: $!";
+    for my $len (PATH_MAX - 1, PATH_MAX) {
+        my $folder = $deep . ('e' x ($len - length("$root/$deep")));
+        is(length("$root/$folder"), $len, "a folder of $len bytes");
+        # A request in another folder first, so that a script left where
+        # the one before ran would not be in this folder by chance.
+        is($s->get(url_of("$names[0][0].plx"))->{status}, 200, '... (a request elsewhere)');
+        my $res = $s->get(url_of("$folder/cwd.plx"));
+        is("$res->{status} $res->{content}", "200 in $len\n", '... is its .plx script\'s working directory');
+    }
+}
+
+unlike($s->error_log, qr/Identifier too long|\[error\]|cannot change/, 'no compile error in the log');
 
 done_testing;

@@ -15,6 +15,8 @@ use warnings;
 use Test::More;
 use IO::Select;
 use JSON::PP;
+use HTTP::Tiny;
+use POSIX ();
 use Time::HiRes qw(time);
 use PlxdTest qw(wait_for write_file read_file thread_mode);
 
@@ -95,8 +97,11 @@ if (thread_mode()) {
     my $done = wait_for(sub {
         my $text = $s->get('/plxd-status?prometheus')->{content};
         $scrapes++;
-        my (%series, %slots, %pids, $busy);
+        my (%series, %slots, %pids, $busy, %every);
         for my $line (split /\n/, $text) {
+            # Prometheus refuses a scrape with a series twice: every name
+            # and label set, of all the page's series, once.
+            push @bad, "series twice: $line" if $line =~ /^([^#].*) \S+$/ && $every{$1}++;
             next unless $line =~ /^(plxd_worker_\w+)\{([^}]*)\} (\d+)$/;
             my ($name, $labels, $v) = ($1, $2, $3);
             my %l = $labels =~ /(\w+)="([^"]*)"/g;
@@ -194,5 +199,87 @@ if (thread_mode()) {
 is($failed, 0, "none of the $answers requests failed");
 for my $c (map { $_->[0] } values %buf) { local $/; my $r = <$c>; }
 $b->stop;
+
+# ---- a preload slower than queue_timeout: zero drop ------------------------
+
+# Each new worker's preload sleeps 3 s, longer than queue_timeout (2 s): a
+# reload that left no worker serving until a new one had started would make
+# the requests meanwhile wait past queue_timeout and get 503. Four clients
+# keep requesting (one request each 10 ms) while two reloads replace the
+# workers (the second while the first is still under way); every answer
+# must be a 200. In thread mode a reload starts nothing (the interpreters
+# keep their preload), so there is nothing slow to wait for: the case is of
+# the worker processes.
+if (!thread_mode()) {
+    my $slow_s = 3;
+    my $z = PlxdTest->start(
+        files => {
+            'startup.pl'  => "our \$GEN = 'first'; 1;\n",
+            'startup2.pl' => "select undef, undef, undef, $slow_s; our \$GEN = 'second'; 1;\n",
+            'startup3.pl' => "select undef, undef, undef, $slow_s; our \$GEN = 'third'; 1;\n",
+            'gen.plx'     => qq{print "Content-Type: text/plain\\n\\n\$main::GEN \$\$\\n";\n},
+        },
+        handlers => { '.plx' => 'perl' },
+        sections => { perl => { workers => 2, preload => 'root/startup.pl', queue_timeout => '2s' } },
+        server   => { access_log => '' },
+    );
+    my $stop = $z->dir . '/stop';
+    my @kids;
+    for my $n (1 .. 4) {
+        my $kid = fork // die "fork: $!";
+        if (!$kid) {
+            my $http = HTTP::Tiny->new(keep_alive => 1, timeout => 30);
+            my (%status, $worst) = ();
+            my $until = time + 90;
+            while (!-e $stop && time < $until) {
+                my $t0 = time;
+                my $r = $http->get($z->url('/gen.plx'));
+                my $took = time - $t0;
+                $worst = $took if !defined $worst || $took > $worst;
+                my $what = $r->{status} == 200 && $r->{content} =~ /^(\w+) \d+$/ ? "200 $1" : "$r->{status} $r->{content}";
+                $status{$what}++;
+                select undef, undef, undef, 0.01;    # a steady load, not all the CPU
+            }
+            write_file($z->dir . "/client$n", join('', map { "$_\t$status{$_}\n" } sort keys %status)
+                . sprintf("worst\t%.3f\n", $worst // 0));
+            POSIX::_exit(0);
+        }
+        push @kids, $kid;
+    }
+    my $reload_to = sub {
+        my ($file) = @_;
+        my $conf = read_file($z->conf_file);
+        $conf =~ s{^preload = .*$}{preload = root/$file}m or die 'no preload line';
+        write_file($z->conf_file, $conf);
+        $z->signal('HUP');
+    };
+    ok(wait_for(sub { (gen($z->get('/gen.plx')))[0] eq 'first' }), 'slow preload: the clients are served');
+    $reload_to->('startup2.pl');
+    ok(wait_for(sub { (gen($z->get('/gen.plx')))[0] eq 'second' }, 60),
+        '... a reload: a worker of the new preload serves after its start');
+    $reload_to->('startup3.pl');
+    # Both slots hold a worker of the last preload: several answers in a
+    # row are all of it.
+    ok(wait_for(sub { !grep { (gen($z->get('/gen.plx')))[0] ne 'third' } 1 .. 6 }, 60),
+        '... a second reload while the first was under way: its workers take over');
+    write_file($stop, '');
+    waitpid $_, 0 for @kids;
+    my (%all, @worst);
+    for my $n (1 .. 4) {
+        for (split /\n/, read_file($z->dir . "/client$n")) {
+            my ($what, $count) = split /\t/;
+            if ($what eq 'worst') { push @worst, $count } else { $all{$what} += $count }
+        }
+    }
+    my $served = 0;
+    $served += $all{$_} for grep { /^200 / } keys %all;
+    my @bad = grep { !/^200 / } keys %all;
+    ok($served > 0 && $all{'200 second'} && $all{'200 third'},
+        "the clients were served by all three preloads ($served requests)") or diag(explain(\%all));
+    is(scalar @bad, 0, "... and none of their requests failed (the slowest took @worst s)")
+        or diag(explain(\%all));
+    unlike($z->error_log, qr/no perl worker became free|answered 503/, '... none waited past queue_timeout');
+    $z->stop;
+}
 
 done_testing;

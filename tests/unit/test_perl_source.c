@@ -4,9 +4,14 @@
 #include "perl_source.h"
 #include "tap.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 struct package_case {
 	const char *path;
@@ -337,6 +342,78 @@ static void describe(const struct perl_shebang *sb, char *out, size_t cap)
 		snprintf(out + n, cap - n, " refused=%s", sb->refused);
 }
 
+/* perl_source_open: a file and a folder deeper than PATH_MAX bytes below
+ * /, which open(2) alone refuses, opened by their absolute paths; and a
+ * missing one there still fails with ENOENT. The tree is made with mkdirat
+ * from a folder's descriptor, as no path to it could be given. */
+static void check_long_paths(void)
+{
+	char top[] = "/tmp/plxd-test-long-XXXXXX";
+	if (!mkdtemp(top)) {
+		ok(0, "mkdtemp: %s", strerror(errno));
+		return;
+	}
+	char comp[201];
+	memset(comp, 'd', 200);
+	comp[200] = '\0';
+	size_t cap = PATH_MAX * 2;
+	char *path = malloc(cap);
+	snprintf(path, cap, "%s", top);
+	int dir = open(top, O_PATH | O_DIRECTORY);
+	int levels = 0;
+	while (strlen(path) < PATH_MAX + 300 && dir >= 0) {
+		if (mkdirat(dir, comp, 0700) < 0)
+			break;
+		int next = openat(dir, comp, O_PATH | O_DIRECTORY);
+		close(dir);
+		dir = next;
+		strcat(path, "/");
+		strcat(path, comp);
+		levels++;
+	}
+	int fd = dir >= 0 ? openat(dir, "f", O_WRONLY | O_CREAT, 0600) : -1;
+	ok(fd >= 0 && write(fd, "x", 1) == 1, "a folder %zu bytes deep, with a file", strlen(path));
+	if (fd >= 0)
+		close(fd);
+	size_t dir_len = strlen(path);
+	strcat(path, "/f");
+	errno = 0;
+	ok(open(path, O_RDONLY) < 0 && errno == ENAMETOOLONG, "open(2) alone refuses its path");
+	fd = perl_source_open(path, O_RDONLY | O_CLOEXEC);
+	char c = 0;
+	ok(fd >= 0 && read(fd, &c, 1) == 1 && c == 'x', "perl_source_open reads the file");
+	if (fd >= 0)
+		close(fd);
+	path[dir_len] = '\0';
+	int here = open(".", O_PATH | O_DIRECTORY);
+	fd = perl_source_open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	int in = fd >= 0 && fchdir(fd) == 0 && access("f", R_OK) == 0;
+	ok(in, "... and opens its folder, which fchdir enters");
+	if (fd >= 0)
+		close(fd);
+	if (here >= 0 && fchdir(here) == 0)
+		close(here);
+	strcat(path, "/missing/f");
+	errno = 0;
+	ok(perl_source_open(path, O_RDONLY) < 0 && errno == ENOENT,
+			"a missing file that deep: ENOENT");
+	/* Remove the tree from the bottom, a level up at a time. */
+	if (dir >= 0) {
+		unlinkat(dir, "f", 0);
+		for (int i = 0; i < levels; i++) {
+			int up = openat(dir, "..", O_PATH | O_DIRECTORY);
+			close(dir);
+			dir = up;
+			if (dir < 0 || unlinkat(dir, comp, AT_REMOVEDIR) < 0)
+				break;
+		}
+		if (dir >= 0)
+			close(dir);
+	}
+	ok(rmdir(top) == 0, "the tree is removed");
+	free(path);
+}
+
 int main(void)
 {
 	for (size_t i = 0; i < sizeof packages / sizeof packages[0]; i++) {
@@ -360,6 +437,7 @@ int main(void)
 		}
 	ok(collisions == 0, "%zu similar paths give %zu different packages", n, n);
 	check_long_names();
+	check_long_paths();
 
 	for (size_t i = 0; i < sizeof splits / sizeof splits[0]; i++) {
 		const struct split_case *c = &splits[i];

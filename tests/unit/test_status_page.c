@@ -8,6 +8,60 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Prometheus refuses a scrape that holds a series twice. Worker rows that
+ * look alike (two slots starting, pid 0 and the same state, as after a
+ * crash of both; or plxd's own pid for two interpreter threads) are told
+ * apart by their slot, counted per handler from 0; the slot is the row's
+ * place, so each series name and label set comes once. */
+static void check_worker_series(void)
+{
+	struct status_worker w[] = {
+		{ .handler = "perl", .pid = 0, .state = "starting" },
+		{ .handler = "perl", .pid = 0, .state = "starting" },
+		{ .handler = "perl", .pid = 7, .state = "idle", .requests = 2 },
+		{ .handler = "perl:thread", .pid = 9, .state = "idle" },
+		{ .handler = "perl:thread", .pid = 9, .state = "idle" },
+	};
+	struct status_data d = { .version = "1",
+		.generation = 1,
+		.counters = 1,
+		.workers = w,
+		.nworkers = sizeof w / sizeof w[0] };
+	size_t len;
+	char *prom = status_render(&d, STATUS_PROMETHEUS, &len);
+	/* Every sample line up to its value, against every other. */
+	size_t nlines = 0, twice = 0;
+	char *lines[256];
+	for (char *save = NULL, *l = strtok_r(prom, "\n", &save); l && nlines < 256;
+			l = strtok_r(NULL, "\n", &save)) {
+		if (l[0] == '#')
+			continue;
+		char *value = strrchr(l, ' ');
+		if (value)
+			*value = '\0';
+		for (size_t i = 0; i < nlines; i++)
+			if (strcmp(lines[i], l) == 0) {
+				printf("# twice: %s\n", l);
+				twice++;
+			}
+		lines[nlines++] = l;
+	}
+	ok(nlines > 3 * 5 && twice == 0, "Prometheus: %zu series, none twice", nlines);
+	int slots = 1;
+	for (size_t i = 0; i < nlines; i++)
+		if (strncmp(lines[i], "plxd_worker_requests{", 21) == 0)
+			slots = slots && strstr(lines[i], ",slot=\"") != NULL;
+	free(prom);
+	prom = status_render(&d, STATUS_PROMETHEUS, &len);
+	ok(slots && strstr(prom, "plxd_worker_requests{handler=\"perl\",slot=\"0\",pid=\"0\"")
+					&& strstr(prom, "plxd_worker_requests{handler=\"perl\",slot=\"1\",pid=\"0\"")
+					&& strstr(prom, "plxd_worker_requests{handler=\"perl\",slot=\"2\",pid=\"7\",state=\"idle\"} 2\n")
+					&& strstr(prom, "plxd_worker_requests{handler=\"perl:thread\",slot=\"0\",")
+					&& strstr(prom, "plxd_worker_requests{handler=\"perl:thread\",slot=\"1\","),
+			"... the slot: the row's place among its handler's, from 0 for each");
+	free(prom);
+}
+
 int main(void)
 {
 	int monotonic = 1, contained = 1;
@@ -156,5 +210,6 @@ int main(void)
 	ok(strstr(html, "<h2>Requests</h2>") == NULL, "... no table of requests not counted");
 	ok(strstr(html, "<td class=n>1700000000</td>") == NULL, "... nor the worker's time");
 	free(html);
+	check_worker_series();
 	return done_testing();
 }
