@@ -79,8 +79,9 @@
 #include "addr.h"
 #include "conf_key.h"
 
-/* PLXD_HANDLER_ABI: the start of a SHA-256 of this file and of the plxd
- * headers it includes, computed by CMake. A module built against another
+/* PLXD_HANDLER_ABI: the start of a SHA-256 of every plxd header a
+ * handler's C files include, directly or not (this one, gateway.h,
+ * perl_thread.h...), computed by CMake. A module built against another
  * version of them is refused at load. */
 #include "handler_abi.h"
 

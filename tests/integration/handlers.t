@@ -135,17 +135,42 @@ SKIP: {
     $global->stop;
 }
 
-# The module interface's version: a SHA-256 of server/handler.h and the
-# server/ headers it includes (CMakeLists.txt), shown by --version. A module
-# built for another one is refused, naming its file.
+# The module interface's version: a SHA-256 of every header of the tree that
+# a handler's C file (handlers/*/*.c) includes, directly or through another
+# header, in the order of their paths (CMakeLists.txt), shown by --version.
+# The set is recomputed here from the sources' #include lines, and must be
+# the one the build hashed (its generated/handler_abi.h lists it): so a
+# change to gateway.h, or to a header a module comes to include, changes
+# the version.
 my ($status, $version) = PlxdTest::run_plxd('--version');
 my ($abi) = $version =~ /^handler interface ([0-9a-f]{8})$/m;
 ok($abi, '--version shows the handler interface') or diag($version);
-my $server = PlxdTest::source_dir() . '/server';
-my $handler_h = PlxdTest::read_file("$server/handler.h");
-my @included = grep { -e "$server/$_" } $handler_h =~ /^#include "([A-Za-z0-9_]+\.h)"/mg;
-is($abi, substr(Digest::SHA::sha256_hex(join '', $handler_h, map { PlxdTest::read_file("$server/$_") } @included), 0, 8),
-    '... which is the start of a SHA-256 of handler.h and ' . join(', ', @included));
+my $src = PlxdTest::source_dir();
+my %by_name;
+for my $h (map { s{^\Q$src\E/}{}r } glob("$src/server/*.h $src/server/gateway/*.h $src/handlers/*/*.h")) {
+    my ($base) = $h =~ m{([^/]+)$};
+    die "two headers named $base\n" if $by_name{$base};
+    $by_name{$base} = $h;
+}
+my @todo = map { s{^\Q$src\E/}{}r } glob("$src/handlers/*/*.c");
+my %reached;
+while (my $file = shift @todo) {
+    my ($dir) = $file =~ m{^(.*)/};
+    for my $name (PlxdTest::read_file("$src/$file") =~ /^#include "([^"]+)"/mg) {
+        my ($base) = $name =~ m{([^/]+)$};
+        my $h = -e "$src/$dir/$name" ? "$dir/$name" : $by_name{$base} or next;
+        push @todo, $h unless $reached{$h}++;
+    }
+}
+my @abi_files = sort keys %reached;
+my $generated = PlxdTest::read_file(build_dir() . '/generated/handler_abi.h');
+my @hashed = $generated =~ m{^ \*   (\S+\.h)$}mg;
+is_deeply(\@hashed, \@abi_files, 'the build hashed every header reachable from the handlers\' #include lines')
+    or diag("hashed: @hashed\nreachable: @abi_files");
+ok((grep { $_ eq 'server/gateway/gateway.h' } @hashed), '... gateway.h among them, whose struct gw modules embed');
+ok((grep { $_ eq 'handlers/perl/perl_thread.h' } @hashed), '... and perl_thread.h, what perl.so calls in plxd-perl-threads.so');
+is($abi, substr(Digest::SHA::sha256_hex(join '', map { PlxdTest::read_file("$src/$_") } @abi_files), 0, 8),
+    '... and the interface is the start of a SHA-256 of them, in that order: ' . scalar(@abi_files) . ' headers');
 my $conf_dir = File::Temp::tempdir(CLEANUP => 1);
 PlxdTest::write_file("$conf_dir/plxd.conf", "[server]\nroot = $conf_dir\n[probe_old]\nload = $probes/probe_old.so\n");
 my ($st, $out, $err) = PlxdTest::run_plxd('--check', '--config', "$conf_dir/plxd.conf");
