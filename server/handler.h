@@ -2,7 +2,8 @@
  *
  * A handler turns a routed request into a response. The static handler is
  * built in; others (echo, cgi, perl) are shared objects that export
- * `plxd_handler_module`. [handlers] in the configuration maps file
+ * `plxd_handler_module`, and may open a plugin of their own
+ * (plxd_plugin_load, below). [handlers] in the configuration maps file
  * extensions to handler names; a request whose file has no mapped extension
  * goes to the static handler.
  *
@@ -79,9 +80,10 @@
 #include "addr.h"
 #include "conf_key.h"
 
-/* PLXD_HANDLER_ABI: the start of a SHA-256 of this file and of the plxd
- * headers it includes, computed by CMake. A module built against another
- * version of them is refused at load. */
+/* PLXD_HANDLER_ABI: the start of a SHA-256 of every plxd header a
+ * handler's C files include, directly or not (this one, gateway.h,
+ * perl_thread.h...), computed by CMake. A module or plugin built against
+ * another version of them is refused at load. */
 #include "handler_abi.h"
 
 struct MHD_Connection;
@@ -136,13 +138,6 @@ struct plxd_handler {
 	const char *name;            /* as named in [handlers] and its [section] */
 	const struct conf_key *keys; /* its [section]'s keys, CONF_KEYS_END last */
 	size_t conf_size;            /* bytes of the struct those keys fill */
-	/* Optional: a shared library (its soname, "libperl.so.5.36") whose
-	 * symbols this module needs global. plxd loads every module
-	 * RTLD_LOCAL, then opens this library RTLD_GLOBAL (loading it, or
-	 * promoting the copy the module linked) before start(). For a module
-	 * that embeds Perl: Debian's XS modules (POSIX.so, ...) do not link
-	 * libperl and resolve Perl_* in the global scope. */
-	const char *global_library;
 
 	/* Returns 0, or -1 after logging why (plxd then refuses to start). */
 	int (*start)(const void *conf, void **state);
@@ -266,6 +261,27 @@ void plxd_body_resume(struct plxd_request *r);
 
 /* Queues plxd's small HTML page for an error status (503 gets Retry-After). */
 int plxd_respond_error(struct plxd_request *r, unsigned status);
+
+/* A plugin: a shared object that a module opens itself, only when its
+ * settings need what the plugin holds (perl.so opens plxd-perl-threads.so,
+ * which links libperl, only for an instance with isolation = thread).
+ * It exports one struct whose first member is this. */
+struct plxd_plugin {
+	unsigned abi; /* PLXD_HANDLER_ABI */
+	/* Optional: a shared library (its soname, "libperl.so.5.36") whose
+	 * symbols the plugin needs global. For one that embeds Perl:
+	 * Debian's XS modules (POSIX.so, ...) do not link libperl and
+	 * resolve Perl_* in the global scope. */
+	const char *global_library;
+};
+
+/* Opens the plugin at path RTLD_NOW | RTLD_LOCAL, as plxd opens a module,
+ * and returns its exported symbol (a struct that starts with struct
+ * plxd_plugin) once its abi is found to be PLXD_HANDLER_ABI and its
+ * global_library, if any, is opened RTLD_GLOBAL. The plugin stays loaded
+ * until plxd exits. Returns NULL with a message in err. Main thread only
+ * (start, reconfigure). */
+const void *plxd_plugin_load(const char *path, const char *symbol, char *err, size_t errlen);
 
 /* The folder of the handler module that holds symbol (pass
  * &plxd_handler_module), where its helper programs and files sit. Returns

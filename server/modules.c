@@ -4,14 +4,18 @@
  *    gateway), and no module may resolve to another's copy. Modules call
  *    back into plxd's own exported symbols (plxdcore is linked whole into
  *    the executable, never into a module);
- *  - a module whose struct names a global_library (libperl, for a module
- *    that embeds Perl in plxd) gets that one library opened RTLD_NOW |
- *    RTLD_GLOBAL right after it loads, before its start(): Debian's XS
- *    modules (POSIX.so, ...) do not link libperl and resolve Perl_* in the
- *    global scope ("undefined symbol: Perl_xs_handshake" otherwise);
- *  - nothing else is ever global.
- * Today no module names one: perl.so links no libperl, its interpreters
- * live in plxd-perl-worker, which links libperl into the executable. */
+ *  - a plugin (plxd_plugin_load), a shared object a module opens only
+ *    when its settings need it, is opened the same way, and its struct may
+ *    name a global_library: that one library is then opened RTLD_NOW |
+ *    RTLD_GLOBAL before the plugin is handed over. perl.so's
+ *    plxd-perl-threads.so names libperl, as Debian's XS modules (POSIX.so,
+ *    ...) do not link it and resolve Perl_* in the global scope
+ *    ("undefined symbol: Perl_xs_handshake" otherwise). That is the one
+ *    way libperl is loaded into plxd to stay, and it happens only for an
+ *    instance with isolation = thread;
+ *  - a module and a plugin both carry PLXD_HANDLER_ABI, checked here, the
+ *    one check of what they were built against;
+ *  - nothing else is ever global. */
 #include "modules.h"
 #include "stats.h"
 #include "alloc.h"
@@ -36,8 +40,7 @@ static const struct plxd_handler *const builtins[] = { &static_handler };
 
 struct loaded {
 	const struct plxd_handler *handler;
-	void *dl;        /* NULL for built-ins */
-	void *global_dl; /* its global_library, or NULL */
+	void *dl; /* NULL for built-ins */
 };
 
 /* A started handler: one per section name ([perl] and [perl:thread] are
@@ -62,10 +65,10 @@ static struct loaded *find_loaded(const char *name)
 	return NULL;
 }
 
-static struct loaded *remember(const struct plxd_handler *h, void *dl, void *global_dl)
+static struct loaded *remember(const struct plxd_handler *h, void *dl)
 {
 	loaded = xrealloc(loaded, (nloaded + 1) * sizeof *loaded);
-	loaded[nloaded] = (struct loaded){ .handler = h, .dl = dl, .global_dl = global_dl };
+	loaded[nloaded] = (struct loaded){ .handler = h, .dl = dl };
 	return &loaded[nloaded++];
 }
 
@@ -83,29 +86,41 @@ static void module_dirs(char dirs[2][PATH_MAX])
 	snprintf(dirs[1], PATH_MAX, "%s", PLXD_MODULE_DIR);
 }
 
+/* Opens path RTLD_NOW | RTLD_LOCAL and finds symbol in it, a struct whose
+ * first member is the abi it was built for (a module's struct
+ * plxd_handler, a plugin's struct plxd_plugin). Returns the struct, with
+ * the handle in *dl, or NULL with a message in err. */
+static const void *open_checked(const char *path, const char *what, const char *symbol, void **dl,
+		char *err, size_t errlen)
+{
+	*dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	if (!*dl) {
+		snprintf(err, errlen, "cannot load %s %s: %s", what, path, dlerror());
+		return NULL;
+	}
+	const unsigned *abi = dlsym(*dl, symbol);
+	if (!abi)
+		snprintf(err, errlen, "%s is not a plxd %s (no %s)", path, what, symbol);
+	else if (*abi != PLXD_HANDLER_ABI)
+		snprintf(err, errlen,
+				"%s was built for handler interface %08x, this plxd has %08x: "
+				"rebuild it against this plxd's headers",
+				path, *abi, PLXD_HANDLER_ABI);
+	else
+		return abi;
+	dlclose(*dl);
+	*dl = NULL;
+	return NULL;
+}
+
 static const struct plxd_handler *load_module(const char *path, const char *name, char *err,
 		size_t errlen)
 {
-	void *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-	if (!dl) {
-		snprintf(err, errlen, "cannot load handler module %s: %s", path, dlerror());
+	void *dl;
+	const struct plxd_handler *h = open_checked(path, "handler module", "plxd_handler_module",
+			&dl, err, errlen);
+	if (!h)
 		return NULL;
-	}
-	const struct plxd_handler *h = dlsym(dl, "plxd_handler_module");
-	if (!h) {
-		snprintf(err, errlen, "%s is not a plxd handler module (no plxd_handler_module)",
-				path);
-		dlclose(dl);
-		return NULL;
-	}
-	if (h->abi != PLXD_HANDLER_ABI) {
-		snprintf(err, errlen,
-				"%s was built for handler interface %08x, this plxd has %08x: "
-				"rebuild the module against this plxd's server/handler.h",
-				path, h->abi, PLXD_HANDLER_ABI);
-		dlclose(dl);
-		return NULL;
-	}
 	if (name && strcmp(h->name, name) != 0) {
 		snprintf(err, errlen, "%s holds handler '%s', not '%s'", path, h->name, name);
 		dlclose(dl);
@@ -116,20 +131,27 @@ static const struct plxd_handler *load_module(const char *path, const char *name
 		dlclose(dl);
 		return already->handler;
 	}
-	void *global_dl = NULL;
-	if (h->global_library) {
-		global_dl = dlopen(h->global_library, RTLD_NOW | RTLD_GLOBAL);
-		if (!global_dl) {
-			snprintf(err, errlen,
-					"%s: cannot load %s, whose symbols it needs global: %s",
-					path, h->global_library, dlerror());
-			dlclose(dl);
-			return NULL;
-		}
-		plxd_log(PLXD_LOG_DEBUG, "%s: %s loaded with its symbols global", path,
-				h->global_library);
+	return remember(h, dl)->handler;
+}
+
+/* The plugin and its global_library are never closed: libperl's atfork
+ * handlers and thread keys point into them until the process ends. A
+ * second load (another instance, a reload) finds them loaded. */
+const void *plxd_plugin_load(const char *path, const char *symbol, char *err, size_t errlen)
+{
+	void *dl;
+	const struct plxd_plugin *p = open_checked(path, "plugin", symbol, &dl, err, errlen);
+	if (!p || !p->global_library)
+		return p;
+	/* Loads it, or makes global the copy the plugin itself linked. */
+	if (!dlopen(p->global_library, RTLD_NOW | RTLD_GLOBAL)) {
+		snprintf(err, errlen, "%s: cannot load %s, whose symbols it needs global: %s", path,
+				p->global_library, dlerror());
+		dlclose(dl);
+		return NULL;
 	}
-	return remember(h, dl, global_dl)->handler;
+	plxd_log(PLXD_LOG_DEBUG, "%s: %s loaded with its symbols global", path, p->global_library);
+	return p;
 }
 
 const struct plxd_handler *modules_find(const char *name, const char *load, char *err,
@@ -144,7 +166,7 @@ const struct plxd_handler *modules_find(const char *name, const char *load, char
 				return NULL;
 			}
 			struct loaded *l = find_loaded(name);
-			return l ? l->handler : remember(builtins[i], NULL, NULL)->handler;
+			return l ? l->handler : remember(builtins[i], NULL)->handler;
 		}
 	}
 	struct loaded *l = find_loaded(name);
@@ -227,8 +249,6 @@ void modules_unload(void)
 	for (size_t i = nloaded; i-- > 0;) {
 		if (loaded[i].dl)
 			dlclose(loaded[i].dl);
-		if (loaded[i].global_dl)
-			dlclose(loaded[i].global_dl);
 	}
 	free(loaded);
 	loaded = NULL;

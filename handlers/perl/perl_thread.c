@@ -417,7 +417,7 @@ void perl_thread_submit(struct perl_thread *t, struct perl_job *job)
 }
 
 const struct perl_threads_api perl_threads_api = {
-	.version = PERL_THREADS_API_VERSION,
+	.plugin = { .abi = PLXD_HANDLER_ABI, .global_library = PLXD_LIBPERL },
 	.create = perl_threads_create,
 	.destroy = perl_threads_destroy,
 	.get = perl_threads_get,

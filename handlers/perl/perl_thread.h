@@ -6,6 +6,7 @@
 #ifndef PLXD_PERL_THREAD_H
 #define PLXD_PERL_THREAD_H
 
+#include "handler.h"
 #include "perl_interp.h"
 
 struct perl_threads;
@@ -61,11 +62,13 @@ int perl_thread_cancel(struct perl_thread *t, struct perl_job *job);
  * Never blocks. */
 void perl_thread_submit(struct perl_thread *t, struct perl_job *job);
 
-/* What perl.so finds in plxd-perl-threads.so: it opens that object only
- * for thread mode, so that plxd holds no libperl otherwise. */
-#define PERL_THREADS_API_VERSION 1
+/* What perl.so finds in plxd-perl-threads.so, a plugin it opens with
+ * plxd_plugin_load only for thread mode, so that plxd holds no libperl
+ * otherwise. plxd checks plugin.abi, PLXD_HANDLER_ABI, whose hash covers
+ * this header and perl_interp.h, and makes plugin.global_library
+ * (libperl) global. */
 struct perl_threads_api {
-	unsigned version;
+	struct plxd_plugin plugin;
 	struct perl_threads *(*create)(const struct perl_interp_options *o, unsigned n, char *err,
 			size_t errlen);
 	void (*destroy)(struct perl_threads *p);

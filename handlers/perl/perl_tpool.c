@@ -8,7 +8,6 @@
 #include "log.h"
 #include "loop.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -27,7 +26,6 @@ struct tslot {
 };
 
 struct perl_tpool {
-	void *lib;
 	const struct perl_threads_api *api;
 	struct perl_threads *threads;
 	pthread_mutex_t lock; /* guards the slots' busy state and the queue */
@@ -64,18 +62,10 @@ struct perl_tpool *perl_tpool_create(const char *lib, unsigned threads, const ch
 	struct perl_tpool *p = xcalloc(1, sizeof *p);
 	char **incv = NULL;
 	pthread_mutex_init(&p->lock, NULL);
-	/* XS modules (POSIX.so, ...) do not link libperl: its symbols must
-	 * be global before the first one loads. */
-	if (!dlopen(PLXD_LIBPERL, RTLD_NOW | RTLD_GLOBAL)
-			|| !(p->lib = dlopen(lib, RTLD_NOW | RTLD_LOCAL))) {
-		snprintf(err, errlen, "cannot load in-process Perl: %s", dlerror());
+	/* Makes libperl global too, before an XS module can load. */
+	p->api = plxd_plugin_load(lib, "perl_threads_api", err, errlen);
+	if (!p->api)
 		goto fail;
-	}
-	p->api = dlsym(p->lib, "perl_threads_api");
-	if (!p->api || p->api->version != PERL_THREADS_API_VERSION) {
-		snprintf(err, errlen, "%s is not this plxd's", lib);
-		goto fail;
-	}
 	incv = split_inc(inc);
 	struct perl_interp_options o = { .preload = preload && *preload ? preload : NULL,
 		.inc = incv,
@@ -130,8 +120,6 @@ void perl_tpool_destroy(struct perl_tpool *p)
 			close(p->slots[i].w.err);
 	}
 	free(p->slots);
-	/* The object and libperl stay loaded: perl's own atfork and TLS
-	 * keys point into them. */
 	pthread_mutex_destroy(&p->lock);
 	free(p);
 }

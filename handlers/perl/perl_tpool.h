@@ -1,9 +1,9 @@
 /* The interpreter threads as perl.so lends them to requests ([perl]
  * isolation = thread): the same calls and the same contract as the worker
  * pool (perl_pool.h), with a thread of plxd in each slot instead of a
- * worker process. It opens plxd-perl-threads.so (and libperl) when made,
- * so that a plxd with no instance in thread mode never loads Perl. No
- * perl.h. */
+ * worker process. It opens plxd-perl-threads.so when made (with
+ * plxd_plugin_load, which makes libperl global), so that a plxd with no
+ * instance in thread mode never loads Perl. No perl.h. */
 #ifndef PLXD_PERL_TPOOL_H
 #define PLXD_PERL_TPOOL_H
 
@@ -13,7 +13,7 @@
 struct perl_tpool;
 
 /* Starts threads interpreter threads, cloned from a parent that loaded
- * inc and preload, from lib (the shared object's path). Returns NULL with
+ * inc and preload, from lib (the plugin's path). Returns NULL with
  * a message in err. */
 struct perl_tpool *perl_tpool_create(const char *lib, unsigned threads, const char *preload,
 		const char *inc, char *err, size_t errlen);

@@ -113,8 +113,10 @@ $l->stop;
 like($l->error_log, qr/echo: stopped/, 'stop() was called at shutdown');
 
 # How modules are loaded (server/modules.c): RTLD_LOCAL, so that no module
-# sees another's symbols; libperl global only once a module names it as its
-# global_library. The probes (tests/modules/probe.c) log what they see.
+# sees another's symbols; libperl global only once a plugin that names it as
+# its global_library is loaded (plxd_plugin_load, the way perl.so loads
+# plxd-perl-threads.so). The probes (tests/modules/probe.c) log what they
+# see.
 my $probes = build_dir() . '/tests/modules';
 my $local = PlxdTest->start(
     sections => { probe_a => { load => "$probes/probe_a.so" }, probe_b => { load => "$probes/probe_b.so" } });
@@ -122,36 +124,67 @@ my $seen = $local->error_log;
 like($seen, qr/probe_b: plxd_probe_a is not visible/, 'a module loaded first is RTLD_LOCAL: the next one does not see its symbols');
 like($seen, qr/probe_a: plxd_probe_b is not visible/, '... nor the other way round');
 like($seen, qr/probe_b: plxd_log is visible/, "plxd's own exported symbols are");
-like($seen, qr/probe_b: Perl_xs_handshake is not visible/, "libperl's are not, when no module asked for them");
+like($seen, qr/probe_b: Perl_xs_handshake is not visible/, "libperl's are not, when no plugin asked for them");
 $local->stop;
 SKIP: {
-    skip 'perl has no shared libperl here', 3 unless -e "$probes/probe_perl.so";
+    skip 'perl has no shared libperl here', 4 unless -e "$probes/probe_perl.so";
     my $global = PlxdTest->start(
         sections => { probe_b => { load => "$probes/probe_b.so" }, probe_perl => { load => "$probes/probe_perl.so" } });
     $seen = $global->error_log;
-    like($seen, qr/probe_perl: Perl_xs_handshake is visible/, 'a module naming libperl as its global_library gets its symbols global');
-    like($seen, qr/probe_b: Perl_xs_handshake is visible/, '... in the global scope, where XS modules look for them');
-    like($seen, qr/probe_perl: plxd_probe_b is not visible/, '... and it is still loaded RTLD_LOCAL itself');
+    like($seen, qr/probe_perl: plugin loaded/, 'a module loads a plugin with plxd_plugin_load');
+    like($seen, qr/probe_perl: Perl_xs_handshake is visible/,
+        "... which names libperl as its global_library: libperl's symbols are then in the global scope, where XS modules look for them");
+    like($seen, qr/probe_perl: plxd_probe_plugin is not visible/, '... and the plugin itself is loaded RTLD_LOCAL');
+    like($seen, qr/probe_perl: plxd_probe_b is not visible/, '... as the module still is');
     $global->stop;
 }
 
-# The module interface's version: a SHA-256 of server/handler.h and the
-# server/ headers it includes (CMakeLists.txt), shown by --version. A module
-# built for another one is refused, naming its file.
+# The module interface's version: a SHA-256 of every header of the tree that
+# a handler's C file (handlers/*/*.c) includes, directly or through another
+# header, in the order of their paths (CMakeLists.txt), shown by --version.
+# The set is recomputed here from the sources' #include lines, and must be
+# the one the build hashed (its generated/handler_abi.h lists it): so a
+# change to gateway.h, or to a header a module comes to include, changes
+# the version.
 my ($status, $version) = PlxdTest::run_plxd('--version');
 my ($abi) = $version =~ /^handler interface ([0-9a-f]{8})$/m;
 ok($abi, '--version shows the handler interface') or diag($version);
-my $server = PlxdTest::source_dir() . '/server';
-my $handler_h = PlxdTest::read_file("$server/handler.h");
-my @included = grep { -e "$server/$_" } $handler_h =~ /^#include "([A-Za-z0-9_]+\.h)"/mg;
-is($abi, substr(Digest::SHA::sha256_hex(join '', $handler_h, map { PlxdTest::read_file("$server/$_") } @included), 0, 8),
-    '... which is the start of a SHA-256 of handler.h and ' . join(', ', @included));
+my $src = PlxdTest::source_dir();
+my %by_name;
+for my $h (map { s{^\Q$src\E/}{}r } glob("$src/server/*.h $src/server/gateway/*.h $src/handlers/*/*.h")) {
+    my ($base) = $h =~ m{([^/]+)$};
+    die "two headers named $base\n" if $by_name{$base};
+    $by_name{$base} = $h;
+}
+my @todo = map { s{^\Q$src\E/}{}r } glob("$src/handlers/*/*.c");
+my %reached;
+while (my $file = shift @todo) {
+    my ($dir) = $file =~ m{^(.*)/};
+    for my $name (PlxdTest::read_file("$src/$file") =~ /^#include "([^"]+)"/mg) {
+        my ($base) = $name =~ m{([^/]+)$};
+        my $h = -e "$src/$dir/$name" ? "$dir/$name" : $by_name{$base} or next;
+        push @todo, $h unless $reached{$h}++;
+    }
+}
+my @abi_files = sort keys %reached;
+my $generated = PlxdTest::read_file(build_dir() . '/generated/handler_abi.h');
+my @hashed = $generated =~ m{^ \*   (\S+\.h)$}mg;
+is_deeply(\@hashed, \@abi_files, 'the build hashed every header reachable from the handlers\' #include lines')
+    or diag("hashed: @hashed\nreachable: @abi_files");
+ok((grep { $_ eq 'server/gateway/gateway.h' } @hashed), '... gateway.h among them, whose struct gw modules embed');
+ok((grep { $_ eq 'handlers/perl/perl_thread.h' } @hashed), '... and perl_thread.h, the threads plugin\'s calls');
+is($abi, substr(Digest::SHA::sha256_hex(join '', map { PlxdTest::read_file("$src/$_") } @abi_files), 0, 8),
+    '... and the interface is the start of a SHA-256 of them, in that order: ' . scalar(@abi_files) . ' headers');
 my $conf_dir = File::Temp::tempdir(CLEANUP => 1);
 PlxdTest::write_file("$conf_dir/plxd.conf", "[server]\nroot = $conf_dir\n[probe_old]\nload = $probes/probe_old.so\n");
 my ($st, $out, $err) = PlxdTest::run_plxd('--check', '--config', "$conf_dir/plxd.conf");
 is($st >> 8, 1, 'a module built for another handler interface is refused');
-like($err, qr{^\Q$conf_dir\E/plxd\.conf:3: \[probe_old\]: unknown section: \Q$probes\E/probe_old\.so was built for handler interface 00000002, this plxd has $abi: rebuild the module against this plxd's server/handler\.h$}m,
+like($err, qr{^\Q$conf_dir\E/plxd\.conf:3: \[probe_old\]: unknown section: \Q$probes\E/probe_old\.so was built for handler interface 00000002, this plxd has $abi: rebuild it against this plxd's headers$}m,
     '... with a line naming the file and both versions') or diag($err);
+my $stale = PlxdTest->start(sections => { probe_old_plugin => { load => "$probes/probe_old_plugin.so" } });
+like($stale->error_log, qr{^.*probe_old_plugin: plugin refused: \Q$probes\E/plugin_old\.so was built for handler interface 00000002, this plxd has $abi: rebuild it against this plxd's headers$}m,
+    'a plugin built for another handler interface is refused too, naming the file and both versions');
+$stale->stop;
 
 # Instances: [echo:two] is a second echo handler, started apart with its own
 # settings, and [handlers] routes to it by that name.

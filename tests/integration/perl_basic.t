@@ -8,6 +8,7 @@ use PlxdTest qw(wait_for source_dir read_file write_file);
 use PlxdRaw qw(responses);
 use IO::Select;
 use POSIX ();
+use Config ();
 
 my $src = source_dir();
 sub sample { read_file("$src/cgi-bin/$_[0]") }
@@ -145,6 +146,21 @@ for my $pair (['/hello', ''], ['/cgi_pm', '?a=b&c=+k+d+d+f&d=asf&as=+1+2+3+4'],
 is($s->get('/hello.plx')->{content}, "<html><body>\nHello world!\n</body></html>\n", 'hello.plx');
 is($s->get('/local.plx')->{content}, "static hello\n", 'a local Location is served by plxd');
 is($s->get('/hello.plx')->{headers}{'content-length'}, 41, 'a complete response has a length');
+
+# What plxd has loaded (its /proc/PID/maps): libperl only with an instance
+# in thread mode, through plxd-perl-threads.so, which perl.so opens then
+# (plxd_plugin_load, which makes libperl global); never otherwise.
+{
+    my $maps = read_file('/proc/' . $s->pid . '/maps');
+    my $libperl = $Config::Config{libperl};
+    if (PlxdTest::thread_mode()) {
+        like($maps, qr{/plxd-perl-threads\.so$}m, 'thread mode: plxd has loaded plxd-perl-threads.so');
+        like($maps, qr{/\Q$libperl\E[0-9.]*$}m, "... and $libperl");
+    } else {
+        unlike($maps, qr{/plxd-perl-threads\.so$}m, 'no instance in thread mode: plxd never loads plxd-perl-threads.so');
+        unlike($maps, qr{/\Q$libperl\E[0-9.]*$}m, "... nor $libperl");
+    }
+}
 
 # --- %ENV: exactly the request's CGI variables ---
 sub env_of {

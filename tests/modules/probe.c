@@ -1,21 +1,22 @@
 /* A handler module for handlers.t's loading checks, built several times
  * (tests/CMakeLists.txt) with PROBE_NAME, PROBE_SYMBOL, and optionally
- * PROBE_GLOBAL_LIBRARY (a library it asks plxd to make global) or
- * PROBE_ABI (a stale interface version). Each exports a symbol of its own
- * name and, when started, logs which of the symbols below are visible in
- * the global scope: another probe's stays invisible (modules load
- * RTLD_LOCAL), plxd's own is visible, libperl's only once a module asked
- * for it. */
+ * PROBE_PLUGIN (a plugin beside it, tests/modules/probe_plugin.c, that it
+ * loads with plxd_plugin_load when started) or PROBE_ABI (a stale
+ * interface version). Each exports a symbol of its own name and, when
+ * started, logs which of the symbols below are visible in the global
+ * scope: another probe's and a plugin's stay invisible (modules and
+ * plugins load RTLD_LOCAL), plxd's own is visible, libperl's only once a
+ * plugin that names it as its global_library is loaded. */
 #include "handler.h"
+#include "alloc.h"
 #include "log.h"
 
 #include <dlfcn.h>
+#include <limits.h>
+#include <stdlib.h>
 
 #ifndef PROBE_ABI
 #define PROBE_ABI PLXD_HANDLER_ABI
-#endif
-#ifndef PROBE_GLOBAL_LIBRARY
-#define PROBE_GLOBAL_LIBRARY NULL
 #endif
 
 /* What another module could resolve to if it were loaded RTLD_GLOBAL. */
@@ -33,11 +34,31 @@ static const struct conf_key probe_keys[] = {
 };
 /* clang-format on */
 
+#ifdef PROBE_PLUGIN
+static void probe_load_plugin(void)
+{
+	char dir[PATH_MAX], err[1024];
+	if (plxd_module_dir(&plxd_handler_module, dir, sizeof dir) < 0) {
+		plxd_log(PLXD_LOG_ERROR, "%s: no folder", PROBE_NAME);
+		return;
+	}
+	char *path = xasprintf("%s/%s", dir, PROBE_PLUGIN);
+	if (plxd_plugin_load(path, "probe_plugin", err, sizeof err))
+		plxd_log(PLXD_LOG_INFO, "%s: plugin loaded", PROBE_NAME);
+	else
+		plxd_log(PLXD_LOG_INFO, "%s: plugin refused: %s", PROBE_NAME, err);
+	free(path);
+}
+#endif
+
 static int probe_start(const void *conf, void **state)
 {
 	(void)conf;
+#ifdef PROBE_PLUGIN
+	probe_load_plugin();
+#endif
 	static const char *const watched[] = { "plxd_probe_a", "plxd_probe_b", "plxd_log",
-		"Perl_xs_handshake" };
+		"plxd_probe_plugin", "Perl_xs_handshake" };
 	for (size_t i = 0; i < sizeof watched / sizeof watched[0]; i++)
 		plxd_log(PLXD_LOG_INFO, "%s: %s is %s", PROBE_NAME, watched[i],
 				dlsym(RTLD_DEFAULT, watched[i]) ? "visible" : "not visible");
@@ -61,7 +82,6 @@ const struct plxd_handler plxd_handler_module = {
 	.name = PROBE_NAME,
 	.keys = probe_keys,
 	.conf_size = sizeof(struct probe_conf),
-	.global_library = PROBE_GLOBAL_LIBRARY,
 	.start = probe_start,
 	.handle = probe_handle,
 	.finished = probe_finished,
