@@ -325,6 +325,29 @@ my $other = '203.0.113.9';
     $r->stop;
 }
 
+# The same at a custom path, to a client refused as the peer itself (no
+# proxy): nothing tells the page's path from a missing file's, so a path
+# chosen to be hard to guess stays so.
+{
+    my $r = PlxdTest->start(files => \%files,
+        sections => { status => { path => '/_private/st', allow => '10.0.0.0/8' } });
+    my $answer = sub {
+        my ($target, @lines) = @_;
+        my $got = $r->raw(request_bytes('POST', $target, @lines, 'Expect: 100-continue'), 10);
+        $got =~ s/^Date: [^\r]*\r$/Date: -\r/mi;
+        return $got;
+    };
+    for my $case (['Content-Length: 5'], ['Transfer-Encoding: chunked']) {
+        for my $target ('/_private/st', '/_private/st?json') {
+            my $page = $answer->($target, @$case);
+            my $missing = $answer->($target =~ s/st/sx/r, @$case);
+            like($missing, qr{^HTTP/1\.1 404 }, "path = /_private/st: $target\'s neighbour, @$case: 404");
+            is($page, $missing, "... $target to a client outside allow: the same bytes");
+        }
+    }
+    $r->stop;
+}
+
 # ---- the file the page shadows ----------------------------------------------
 {
     my $r = PlxdTest->start(files => { %files, 'plxd-status' => "a file\n", 'x/y' => "y\n" });
