@@ -65,7 +65,8 @@ struct help_option {
 /* clang-format off */
 static const struct help_option options[] = {
 	{ 'c', "config", "FILE",
-	  "the configuration file (default `@CONFIG@`); when there is none, every key has its "
+	  "the configuration file (default: the one installed with this plxd, looked for from "
+	  "its own folder first, then `@CONFIG@`); when there is none, every key has its "
 	  "default and `[handlers]` is empty",
 	  "integration/startup.t integration/install.t" },
 	{ 'l', "listen", "ADDR:PORT",

@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <grp.h>
+#include <limits.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
@@ -22,6 +23,10 @@
 
 #ifndef PLXD_DEFAULT_CONFIG
 #define PLXD_DEFAULT_CONFIG "/usr/local/etc/plxd/plxd.conf"
+#endif
+/* The same file from the binary's folder (bin/): "" when either is absolute. */
+#ifndef PLXD_CONFIG_FROM_BIN
+#define PLXD_CONFIG_FROM_BIN "../etc/plxd/plxd.conf"
 #endif
 
 struct options {
@@ -88,7 +93,14 @@ static int parse_args(int argc, char **argv, struct options *o)
 
 static struct config *load(const struct options *o, char **errors)
 {
+	/* Without --config: the configuration installed with this binary,
+	 * looked for from its own folder first, so that a tree installed under
+	 * another prefix than the build's, or staged with DESTDIR and run where
+	 * it lies, reads its own and not another installation's. */
+	char installed[PATH_MAX];
 	const char *file = o->config;
+	if (!file && modules_from_binary(PLXD_CONFIG_FROM_BIN, installed, sizeof installed) == 0)
+		file = installed;
 	if (!file && access(PLXD_DEFAULT_CONFIG, F_OK) == 0)
 		file = PLXD_DEFAULT_CONFIG;
 	struct config_override overrides[2];

@@ -33,6 +33,10 @@
 #ifndef PLXD_MODULE_DIR
 #define PLXD_MODULE_DIR "/usr/local/lib/plxd"
 #endif
+/* The same folder from the binary's (bin/): "" when either is absolute. */
+#ifndef PLXD_MODULE_FROM_BIN
+#define PLXD_MODULE_FROM_BIN "../lib/plxd"
+#endif
 
 extern const struct plxd_handler static_handler;
 
@@ -72,18 +76,33 @@ static struct loaded *remember(const struct plxd_handler *h, void *dl)
 	return &loaded[nloaded++];
 }
 
-/* The folder modules are looked for in: modules/ beside the binary when it
- * runs from the build tree, else the install folder. */
-static void module_dirs(char dirs[2][PATH_MAX])
+int modules_from_binary(const char *rel, char *out, size_t outlen)
 {
 	char exe[PATH_MAX];
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-	dirs[0][0] = '\0';
-	if (n > 0) {
-		exe[n] = '\0';
-		snprintf(dirs[0], PATH_MAX, "%s/modules", dirname(exe));
-	}
-	snprintf(dirs[1], PATH_MAX, "%s", PLXD_MODULE_DIR);
+	if (n <= 0 || !rel[0])
+		return -1;
+	exe[n] = '\0';
+	char *path = xasprintf("%s/%s", dirname(exe), rel);
+	char *real = realpath(path, NULL);
+	int rc = real && strlen(real) < outlen ? 0 : -1;
+	if (rc == 0)
+		memcpy(out, real, strlen(real) + 1);
+	free(real);
+	free(path);
+	return rc;
+}
+
+/* The folders modules are looked for in: modules/ beside the binary when it
+ * runs from the build tree; else the install folder as seen from the
+ * binary's own (an installation under another prefix than the build's, or
+ * moved), or where the build meant to install it. */
+static void module_dirs(char dirs[2][PATH_MAX])
+{
+	if (modules_from_binary("modules", dirs[0], PATH_MAX) < 0)
+		dirs[0][0] = '\0';
+	if (modules_from_binary(PLXD_MODULE_FROM_BIN, dirs[1], PATH_MAX) < 0)
+		snprintf(dirs[1], PATH_MAX, "%s", PLXD_MODULE_DIR);
 }
 
 /* Opens path RTLD_NOW | RTLD_LOCAL and finds symbol in it, a struct whose

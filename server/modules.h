@@ -26,6 +26,12 @@ void modules_stop_all(void);
  * config that names their handlers (and their key tables) is freed. */
 void modules_unload(void);
 
+/* Where rel (a path relative to the folder of the running plxd binary)
+ * leads, written to out as an absolute path without "..": 0, or -1 when
+ * it names nothing. An installed tree finds its own files this way under
+ * whatever prefix it was installed or moved to. */
+int modules_from_binary(const char *rel, char *out, size_t outlen);
+
 /* Calls fn for every handler that can be found: built-ins and the modules
  * in the module folders (for --help). */
 void modules_each_known(void (*fn)(const struct plxd_handler *h, int builtin, void *ctx),

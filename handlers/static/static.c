@@ -29,6 +29,11 @@
  * request, which is most of the work for a small file. */
 #define SMALL_FILE_MAX (16 * 1024)
 
+/* respond_file's answer when the file read other than its stat said. */
+#define FILE_CHANGED 2
+/* Reads of a file that keeps changing under them before giving up. */
+#define FILE_TRIES 4
+
 struct static_conf {
 	char *mime_types;
 	char *default_type;
@@ -50,8 +55,8 @@ static int respond_page(struct plxd_request *r, unsigned status, const char *tit
 static size_t encode(char *out, size_t n, const char *s, const char *keep);
 static int respond_redirect(struct plxd_request *r);
 static struct MHD_Response *fd_response(struct plxd_request *r, uint64_t offset, uint64_t length);
-static struct MHD_Response *file_response(struct plxd_request *r, uint64_t offset,
-		uint64_t *length);
+static struct MHD_Response *file_response(struct plxd_request *r, uint64_t offset, uint64_t *length,
+		int *changed);
 static int respond_file(struct plxd_request *r);
 
 /* clang-format off */
@@ -213,22 +218,30 @@ static struct MHD_Response *fd_response(struct plxd_request *r, uint64_t offset,
 
 /* *length bytes of the file from offset, to be sent: a copy in memory for a
  * small file, else from the descriptor. *length becomes what the response
- * holds. Returns NULL after logging why. */
-static struct MHD_Response *file_response(struct plxd_request *r, uint64_t offset, uint64_t *length)
+ * holds. Returns NULL after logging why, or, with *changed set and nothing
+ * logged, when the file read other than r->st says. */
+static struct MHD_Response *file_response(struct plxd_request *r, uint64_t offset, uint64_t *length,
+		int *changed)
 {
+	*changed = 0;
 	if (*length == 0 || *length > SMALL_FILE_MAX)
 		return fd_response(r, offset, *length);
-	char *copy = xmalloc((size_t)*length);
-	ssize_t n = pread(r->fd, copy, (size_t)*length, (off_t)offset);
-	/* Short only if the file shrank after it was opened: the bytes that
-	 * are there, with a Content-Length that says so. */
-	if (n <= 0) {
-		plxd_log(PLXD_LOG_ERROR, "static: %s: %s", r->file,
-				n < 0 ? strerror(errno) : "became empty");
+	/* One byte more where the stat says the file ends, so that a file
+	 * rewritten longer since (in place, its stat perhaps the stat cache's)
+	 * is not sent cut at its old size. */
+	int to_end = offset + *length == (uint64_t)r->st.st_size;
+	char *copy = xmalloc((size_t)*length + 1);
+	ssize_t n = pread(r->fd, copy, (size_t)*length + (size_t)to_end, (off_t)offset);
+	if (n < 0) {
+		plxd_log(PLXD_LOG_ERROR, "static: %s: %s", r->file, strerror(errno));
 		free(copy);
 		return NULL;
 	}
-	*length = (uint64_t)n;
+	if ((uint64_t)n != *length) {
+		free(copy);
+		*changed = 1;
+		return NULL;
+	}
 	return MHD_create_response_from_buffer((size_t)n, copy, MHD_RESPMEM_MUST_FREE);
 }
 
@@ -308,9 +321,10 @@ static int respond_file(struct plxd_request *r)
 		return 0;
 	}
 
-	struct MHD_Response *resp = file_response(r, first, &length);
+	int changed;
+	struct MHD_Response *resp = file_response(r, first, &length, &changed);
 	if (!resp)
-		return -1;
+		return changed ? FILE_CHANGED : -1;
 	add_file_headers(resp, type, &v);
 	if (status == 206) {
 		char value[80];
@@ -325,8 +339,8 @@ static int respond_file(struct plxd_request *r)
 		if (plxd_respond_shared(r, 200, resp) == 0)
 			return 0;
 		/* Its connection must close: a response of its own. */
-		if (!(resp = file_response(r, 0, &length)))
-			return -1;
+		if (!(resp = file_response(r, 0, &length, &changed)))
+			return changed ? FILE_CHANGED : -1;
 		add_file_headers(resp, type, &v);
 	}
 	return plxd_respond(r, status, resp);
@@ -347,7 +361,23 @@ static int static_handle(struct plxd_request *r)
 		return plxd_respond_error(r, 404);
 	if (!S_ISREG(r->st.st_mode))
 		return plxd_respond_error(r, 403);
-	return respond_file(r);
+	/* A file rewritten in place after it was examined (by this request, or
+	 * by the stat cache a moment ago) reads shorter or longer than its
+	 * stat: it is examined again and answered anew, validators and range
+	 * included, so that the client gets the file as it was at one moment,
+	 * never a 500 nor a mix. A file changing faster than it can be read is
+	 * given a few tries, then 503 with Retry-After. */
+	for (int tries = 0; tries < FILE_TRIES; tries++) {
+		int rc = respond_file(r);
+		if (rc != FILE_CHANGED)
+			return rc;
+		if (fstat(r->fd, &r->st) < 0) {
+			plxd_log(PLXD_LOG_ERROR, "static: %s: %s", r->file, strerror(errno));
+			return -1;
+		}
+	}
+	plxd_log(PLXD_LOG_WARN, "static: %s: changed at each of %d reads", r->file, FILE_TRIES);
+	return respond_page(r, 503, "Service Unavailable", MHD_HTTP_HEADER_RETRY_AFTER, "1");
 }
 
 const struct plxd_handler static_handler = {

@@ -1,12 +1,13 @@
 # CGI: request bodies reach the script's stdin byte-exact (streamed while
 # they arrive, or spooled first when chunked so CONTENT_LENGTH is known); a
 # script that prints before it reads cannot deadlock; one that never reads
-# is fine; bodies over max_body are refused before any script runs.
+# is fine; one killed mid-output while its body still arrives is sent cut
+# short, never whole; bodies over max_body are refused before any script runs.
 use strict;
 use warnings;
 use Test::More;
 use Time::HiRes qw(time);
-use PlxdTest qw(read_file source_dir);
+use PlxdTest qw(read_file source_dir wait_for);
 use PlxdRaw qw(responses);
 
 my $fixture = read_file(source_dir() . '/tests/integration/cgi_fixture.pl');
@@ -62,6 +63,37 @@ $raw = $s->raw($big_chunked, 60);
 my @big = responses($raw);
 is(scalar @big, 1, '3 MB chunked upload: one response, framed exactly');
 ok(@big && $big[0]{body} eq $body, '3 MB chunked upload (past the in-memory spool): byte-exact');
+
+# A script killed after printing part of its output, while its request
+# body still arrives: what it printed is held until the body is in, and by
+# then its end is known. It goes out cut short (no terminating chunk, the
+# connection closed), never as a complete response, and the log says so.
+# Ordered by what can be seen: the script's pid file, then its process
+# dead (a zombie, which plxd reaps once the request is over), and only then
+# the rest of the body, so that the script's end is there to be seen before
+# the response is made.
+{
+    local $SIG{PIPE} = 'IGNORE';
+    my $pidfile = $s->dir . '/killed.pid';
+    my $sock = $s->connect;
+    $sock->syswrite("POST /f.pl?pidfile=$pidfile&text=partial&kill=KILL HTTP/1.1\r\nHost: x\r\n"
+        . "Content-Type: application/octet-stream\r\nContent-Length: 1000\r\n\r\n" . ('a' x 500));
+    my $pid;
+    ok(wait_for(sub { ($pid) = read_file($pidfile) =~ /^(\d+)$/m; $pid }),
+        'killed with half its body sent: the script started');
+    ok($pid && wait_for(sub { PlxdTest::read_file("/proc/$pid/stat") =~ /^(?:\d+ \(.*\) Z |\z)/s }),
+        '... and is dead before the rest is sent');
+    $sock->syswrite('b' x 500);
+    my $raw = PlxdTest::read_until_closed($sock, 30);
+    my @r = responses($raw, partial => 1);
+    is(scalar @r, 1, '... one response') or diag($raw);
+    is($r[0] && $r[0]{status}, 200, '... 200, its headers');
+    is($r[0] && $r[0]{body}, 'partial', '... with what it printed');
+    ok(@r && !$r[0]{complete}, '... cut short: no terminating chunk, short of any Content-Length');
+    unlike($raw, qr/\r\n0\r\n\r\n\z/, '... no final chunk on the wire');
+    ok($s->wait_log(qr/f\.pl: killed by signal 9 \(SIGKILL\); response cut short/),
+        '... "response cut short" logged');
+}
 
 # Too large: refused before the script runs, and the connection closes: at
 # once (within 10 s), not at connection_timeout or body_timeout (60 s here),

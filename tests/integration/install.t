@@ -1,12 +1,20 @@
 # cmake --install puts plxd, its modules, the default configuration, the
 # sample root and the man pages in FHS places under the prefix, the man pages
 # render without a warning, and the installed plxd finds its configuration
-# and modules there without flags.
+# and modules there without flags. Installed to another prefix than the
+# build's (--prefix), or staged with DESTDIR, every file lands under it, and
+# that plxd, started with its installed configuration, serves the samples;
+# so does a staged tree moved to its place.
 use strict;
 use warnings;
 use Test::More;
+use Cwd ();
+use File::Find ();
+use File::Path qw(remove_tree);
 use File::Temp qw(tempdir);
+use PlxdServer;
 use PlxdTest qw(source_dir read_file run_plxd);
+use HTTP::Tiny;
 
 my $tmp = tempdir(CLEANUP => 1);
 my $prefix = "$tmp/prefix";
@@ -20,8 +28,9 @@ my ($echo) = glob("$prefix/lib*/plxd/echo.so $prefix/lib/*/plxd/echo.so");
 ok($echo && -f $echo, 'the echo module under lib/plxd');
 ok(-f "$prefix/etc/plxd/plxd.conf", 'etc/plxd/plxd.conf');
 ok(-f "$prefix/share/plxd/cgi-bin/hello.html", 'the sample root under share/plxd/cgi-bin');
-like(read_file("$prefix/etc/plxd/plxd.conf"), qr{^root = \Q$prefix\E/share/plxd/cgi-bin$}m,
-    'the installed configuration names the installed root');
+my ($root) = read_file("$prefix/etc/plxd/plxd.conf") =~ /^root = (.*)$/m;
+is(Cwd::realpath("$prefix/etc/plxd/$root"), Cwd::realpath("$prefix/share/plxd/cgi-bin"),
+    "the installed configuration names the installed root, relative to itself ($root)");
 
 # plxd(8) and plxd.conf(5), printed by the plxd just built, and PLXD::Request(3pm)
 # from its POD: groff reads each without a warning (-ww: all of them).
@@ -46,4 +55,72 @@ like($out, qr/^\[echo\]/m, 'the installed plxd finds its modules (--help lists e
 
 my $s = PlxdTest->start(files => { 'x.echo' => '' }, handlers => { '.echo' => 'echo' });
 like($s->get('/x.echo')->{content}, qr/^echo\n/, 'an installed module serves without load =');
+$s->stop;
+
+# Every file under $dir, and those install_manifest.txt lists.
+sub files_under {
+    my ($dir) = @_;
+    my @files;
+    File::Find::find({ no_chdir => 1, wanted => sub { push @files, $_ if !-d $_ } }, $dir)
+        if -d $dir;
+    return sort @files;
+}
+sub manifest { return sort split /\n/, read_file("$tmp/build/install_manifest.txt") }
+is_deeply([files_under($prefix)], [manifest()], 'every file installed is under the prefix');
+
+# Starts the plxd at $bin with the configuration installed beside it ($conf,
+# or, without, the one it finds by itself), on a free port; checks that it
+# serves the static sample, a .pl and a .plx, and that it stops cleanly.
+sub serves {
+    my ($what, $bin, $conf) = @_;
+    my $log = "$tmp/serve.log";
+    unlink $log;
+    my $srv = eval {
+        PlxdServer->start(cmd => [$bin, ($conf ? ('--config', $conf) : ()), '--listen',
+            '127.0.0.1:0'], stderr => $log, timeout => 30);
+    };
+    ok($srv, "$what: starts") or return diag($@ . read_file($log));
+    my ($root) = $bin =~ m{^(.*)/bin/plxd$};
+    my $http = HTTP::Tiny->new(timeout => 30);
+    my $page = $http->get($srv->base . '/hello.html');
+    is("$page->{status} $page->{content}", '200 ' . read_file("$root/share/plxd/cgi-bin/hello.html"),
+        "$what: GET /hello.html, the installed sample");
+    like($http->get($srv->base . "/hello.$_")->{content}, qr/Hello world/, "$what: GET /hello.$_")
+        for qw(pl plx);
+    is($srv->stop(grace => 30), 0, "$what: exits 0 on SIGTERM");
+    unlike(read_file($log), qr/\[(error|alert)\]/, "$what: logs no error") or diag(read_file($log));
+}
+
+# Installed to another prefix than the one the build was configured with
+# (which is removed first, so that nothing there can be what is found).
+remove_tree($prefix);
+my $other = "$tmp/other";
+$rc = system("cmake --install '$tmp/build' --prefix '$other' >>'$log' 2>&1");
+is($rc, 0, 'cmake --install --prefix another folder') or diag(read_file($log));
+ok(!-e $prefix, '... writes nothing under the prefix the build was configured with');
+my @installed = files_under($other);
+is_deeply(\@installed, [manifest()], '... every file it installed is under the new prefix');
+ok(-f "$other/etc/plxd/plxd.conf", '... the configuration too');
+like(read_file("$other/etc/plxd/plxd.conf"), qr{^root = \.\./\.\./share/plxd/cgi-bin$}m,
+    '... naming the installed root relative to itself');
+{
+    local $ENV{PLXD_BIN} = "$other/bin/plxd";
+    my ($status, $out, $err) = run_plxd('--check');
+    like($out, qr{^plxd: \Q$other\E/etc/plxd/plxd\.conf: configuration OK$}m,
+        'that plxd finds the configuration installed with it, without --config') or diag($err);
+}
+serves('installed to another prefix', "$other/bin/plxd", "$other/etc/plxd/plxd.conf");
+
+# Staged with DESTDIR: everything under DESTDIR, nothing at the prefix, and
+# the staged tree works where it lies and once moved to the prefix.
+my $stage = "$tmp/stage";
+$rc = system("DESTDIR='$stage' cmake --install '$tmp/build' >>'$log' 2>&1");
+is($rc, 0, 'DESTDIR=... cmake --install') or diag(read_file($log));
+ok(!-e $prefix, '... writes nothing at the prefix itself');
+is_deeply([map { s{^\Q$stage$prefix\E/}{}r } files_under($stage)],
+    [map { s{^\Q$other\E/}{}r } @installed],
+    '... the same files under DESTDIR/PREFIX as an install to a prefix puts under it');
+serves('staged with DESTDIR, where it lies', "$stage$prefix/bin/plxd");
+rename "$stage$prefix", $prefix or die "rename: $!";
+serves('staged with DESTDIR, moved to the prefix', "$prefix/bin/plxd", "$prefix/etc/plxd/plxd.conf");
 done_testing;

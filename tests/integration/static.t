@@ -429,6 +429,46 @@ for my $cache ('yes', 'no') {
     $c->stop;
 }
 
+# A small file rewritten in place (truncated, then written) while it is
+# requested, many times over: each answer is the old content, the new, or
+# the empty file of the instant between, whole, with its own length; never
+# a 500 nor the new content cut at the old size (the stat cache's stat is
+# older than the request's read). Pipelined on one connection, so that the
+# requests come faster than the rewrites.
+for my $cache ('yes', 'no') {
+    my %content = (old => 'o' x 100 . "\n", new => 'n' x 3000 . "\n");
+    my $c = PlxdTest->start(files => { 'churn.txt' => $content{old} },
+        server => { stat_cache => $cache });
+    my $file = $c->root . '/churn.txt';
+    my $writer = fork // die "fork: $!";
+    if (!$writer) {
+        for (my $i = 1;; $i++) {
+            open my $fh, '>', $file or POSIX::_exit(1);
+            syswrite $fh, $content{$i % 2 ? 'new' : 'old'};
+            close $fh;
+        }
+    }
+    my $ka = $c->connect;
+    my %seen;
+    for (1 .. 30) {
+        $ka->syswrite("GET /churn.txt HTTP/1.1\r\nHost: x\r\n\r\n" x 100);
+        for my $res (read_responses($ka, 100)) {
+            my $body = $res->{body};
+            $seen{ $res->{status} != 200 ? "status $res->{status}"
+                : $body eq $content{old} ? 'old' : $body eq $content{new} ? 'new'
+                : $body eq '' ? 'empty' : 'another body' }++;
+        }
+    }
+    kill 'KILL', $writer;
+    waitpid $writer, 0;
+    my $what = "stat_cache = $cache: 3000 requests for a file rewritten meanwhile";
+    my $seen = join ', ', map { "$_: $seen{$_}" } sort keys %seen;
+    is(($seen{old} // 0) + ($seen{new} // 0) + ($seen{empty} // 0), 3000,
+        "$what: each gets 200 with the old, the new or no content ($seen)");
+    unlike($c->error_log, qr/churn\.txt/, "$what: nothing logged");
+    $c->stop;
+}
+
 # A pattern with '/' can never match a name: a configuration error.
 my ($status, undef, $err) = PlxdTest::run_plxd('--check', '--config',
     do { my $f = $e->dir . '/bad.conf'; PlxdTest::write_file($f, "[server]\nroot = root\n[static]\ndeny = a/b\n"); $f });

@@ -325,6 +325,29 @@ my $other = '203.0.113.9';
     $r->stop;
 }
 
+# The same at a custom path, to a client refused as the peer itself (no
+# proxy): nothing tells the page's path from a missing file's, so a path
+# chosen to be hard to guess stays so.
+{
+    my $r = PlxdTest->start(files => \%files,
+        sections => { status => { path => '/_private/st', allow => '10.0.0.0/8' } });
+    my $answer = sub {
+        my ($target, @lines) = @_;
+        my $got = $r->raw(request_bytes('POST', $target, @lines, 'Expect: 100-continue'), 10);
+        $got =~ s/^Date: [^\r]*\r$/Date: -\r/mi;
+        return $got;
+    };
+    for my $case (['Content-Length: 5'], ['Transfer-Encoding: chunked']) {
+        for my $target ('/_private/st', '/_private/st?json') {
+            my $page = $answer->($target, @$case);
+            my $missing = $answer->($target =~ s/st/sx/r, @$case);
+            like($missing, qr{^HTTP/1\.1 404 }, "path = /_private/st: $target\'s neighbour, @$case: 404");
+            is($page, $missing, "... $target to a client outside allow: the same bytes");
+        }
+    }
+    $r->stop;
+}
+
 # ---- the file the page shadows ----------------------------------------------
 {
     my $r = PlxdTest->start(files => { %files, 'plxd-status' => "a file\n", 'x/y' => "y\n" });
@@ -361,7 +384,10 @@ my $other = '203.0.113.9';
         sections => { status => { counters => 'off' }, perl => { workers => 1 } });
     $r->get('/hello.html') for 1 .. 3;
     $r->get('/hello.plx') for 1 .. 2;
-    my $j = status_json($r);
+    # A worker counts a request once it has sent the response (its DONE
+    # may come after the client has it).
+    my $j;
+    wait_for(sub { $j = status_json($r); $j && ($j->{workers}[0]{requests} // 0) == 2 });
     ok($j && !$j->{counters}, 'counters = off: the page says so');
     is($j->{requests}{total}, 0, '... and counts no request');
     is($j->{workers}[0]{requests}, 2, '... the workers are still shown');
@@ -521,6 +547,48 @@ for my $bad (['path', 'plxd-status', qr/\[status\] path|path/], ['allow', 'not-a
     my ($status, undef, $err) = PlxdTest::run_plxd('--check', '--config', "$dir/plxd.conf");
     isnt($status, 0, "[status] $key = $value is refused at start");
     like($err, qr/plxd\.conf:2: .*$key/, '... naming file, line and key') or diag($err);
+}
+
+# ---- a backslash in a script's path ------------------------------------------
+# It is "\\" in the JSON, which JSON::PP then parses back to the path, and
+# "\\" in a Prometheus label: for a .plx (a worker) and a .plt (an
+# interpreter thread), in the scripts rows and in a busy worker's row.
+{
+    my $gate = qq{select undef, undef, undef, 0.05 until -e "open";\n}
+        . qq{print "Content-Type: text/plain\\n\\nopened\\n";\n};
+    my $r = PlxdTest->start(
+        files => { 'back\\slash.plx' => $hello, 'back\\slash.plt' => $hello,
+                   'gate\\d.plx' => $gate },
+        handlers => { '.plx' => 'perl', '.plt' => 'perl:thread' },
+        sections => { perl => { workers => 1 },
+                      'perl:thread' => { isolation => 'thread', workers => 1 } });
+    my $root = $r->root;
+    for my $ext ('plx', 'plt') {
+        is($r->get("/back%5Cslash.$ext")->{content}, "hello\n", "/back%5Cslash.$ext answers");
+    }
+    my $res = $r->get('/plxd-status?json');
+    my $j = eval { decode_json($res->{content}) };
+    ok($j, '?json with backslashes in script paths parses') or diag($@);
+    my %paths = map { ($_->{path} => $_->{handler}) } @{ $j ? $j->{scripts} : [] };
+    is($paths{"$root/back\\slash.plx"}, 'perl', '... the .plx row has the path, backslash and all')
+        or diag(explain($j && $j->{scripts}));
+    is($paths{"$root/back\\slash.plt"}, 'perl:thread', '... and so has the .plt row');
+    like($res->{content}, qr{"\Q$root\E/back\\\\slash\.plx"}, '... written as \\\\ in the text');
+    my $prom = $r->get('/plxd-status?prometheus')->{content};
+    like($prom, qr{^plxd_script_runs\{handler="perl",script="\Q$root\E/back\\\\slash\.plx"\} 1$}m,
+        'Prometheus: \\\\ in the script label');
+
+    my $held = slow_request($r, '/gate%5Cd.plx');
+    my $busy;
+    ok(wait_for(sub {
+        my $d = eval { decode_json($r->get('/plxd-status?json')->{content}) } or return 0;
+        ($busy) = grep { $_->{state} eq 'busy' } @{ $d->{workers} };
+        $busy && $busy->{script};
+    }), 'a busy worker on a script with a backslash: ?json parses');
+    is($busy && $busy->{script}, "$root/gate\\d.plx", '... its script row names the path');
+    write_file("$root/open", '');
+    like(PlxdTest::read_until_closed($held, 30), qr/opened/, '... the script ends once its file exists');
+    $r->stop;
 }
 
 done_testing;

@@ -1,12 +1,15 @@
 /* loop_post: from another thread it wakes a waiting loop, and only a
  * waiting one; from the loop's own thread it needs no wake-up, yet never
- * waits for one. */
+ * waits for one. Timers: stopping one in the middle of the heap leaves the
+ * rest firing in order, none early. */
 #include "loop.h"
 #include "clock.h"
 #include "tap.h"
 
 #include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 
 static int ran;
@@ -39,6 +42,82 @@ static void *post_later(void *arg)
 	usleep(100 * 1000);
 	loop_post(loop, count, NULL);
 	return NULL;
+}
+
+/* The timers' offsets from a base, in tens of milliseconds, in the order
+ * they are armed: stopping the one at 101 moves the heap's last timer (8)
+ * into its slot below larger ones, where only a move upwards puts it right;
+ * a stop that sifted only downwards would leave it there, to fire after
+ * 100, 920 ms late. */
+static const unsigned timer_k[] = { 1, 100, 2, 101, 102, 3, 4, 103, 104, 105, 106, 5, 6, 7, 8 };
+#define TIMERS  (sizeof timer_k / sizeof timer_k[0])
+#define STOPPED 3 /* timer_k[3] == 101 */
+
+struct test_timer {
+	struct loop_timer t; /* first: the callback gets its address */
+	unsigned k;
+	uint64_t fired_ms;
+};
+
+static unsigned fired_k[TIMERS];
+static size_t fired_n;
+
+static void timer_fired(struct loop_timer *t)
+{
+	struct test_timer *tt = (struct test_timer *)t;
+	tt->fired_ms = clock_ms();
+	if (fired_n < TIMERS)
+		fired_k[fired_n] = tt->k;
+	fired_n++;
+}
+
+static void test_timer_stop_in_middle(void)
+{
+	static struct test_timer timers[TIMERS];
+	uint64_t base = clock_ms();
+	for (size_t i = 0; i < TIMERS; i++) {
+		loop_timer_init(&timers[i].t);
+		timers[i].k = timer_k[i];
+		timers[i].fired_ms = 0;
+		loop_timer_set(loop, &timers[i].t, base + 10 * timer_k[i], timer_fired);
+	}
+	loop_timer_stop(loop, &timers[STOPPED].t);
+	ok(!loop_timer_armed(&timers[STOPPED].t), "a stopped timer is no longer armed");
+
+	/* The last is due about 1.06 s after base; the bound only ends a loop
+	 * whose timers never fire. */
+	uint64_t give_up = base + 60 * 1000;
+	while (fired_n < TIMERS - 1 && clock_ms() < give_up)
+		loop_run_once(loop, 1000);
+
+	char got[256] = "", want[256] = "";
+	unsigned sorted[TIMERS - 1];
+	size_t n = 0;
+	for (size_t i = 0; i < TIMERS; i++)
+		if (i != STOPPED)
+			sorted[n++] = timer_k[i];
+	for (size_t i = 1; i < n; i++)
+		for (size_t j = i; j > 0 && sorted[j - 1] > sorted[j]; j--) {
+			unsigned swap = sorted[j];
+			sorted[j] = sorted[j - 1];
+			sorted[j - 1] = swap;
+		}
+	for (size_t i = 0; i < n; i++)
+		snprintf(want + strlen(want), sizeof want - strlen(want), " %u", sorted[i]);
+	for (size_t i = 0; i < fired_n && i < TIMERS; i++)
+		snprintf(got + strlen(got), sizeof got - strlen(got), " %u", fired_k[i]);
+	is_str(got, want,
+			"after a stop in the middle of the heap, the other 14 timers fire in order");
+
+	int early = 0;
+	for (size_t i = 0; i < TIMERS; i++)
+		if (i != STOPPED && timers[i].fired_ms < base + 10 * timers[i].k)
+			early++;
+	ok(early == 0, "no timer fires before its time (%d early)", early);
+
+	loop_run_once(loop, 0);
+	ok(fired_n == TIMERS - 1 && timers[STOPPED].fired_ms == 0 && loop_idle(loop),
+			"the stopped timer never fires, and none is left armed");
 }
 
 /* Runs one turn with a long timeout; returns the milliseconds it took. */
@@ -91,6 +170,8 @@ int main(void)
 			"a post from another thread to a loop that is not waiting runs "
 			"at its next turn, with no wake-up written (%d watches ran)",
 			watches);
+
+	test_timer_stop_in_middle();
 
 	loop_destroy(loop);
 	return done_testing();
