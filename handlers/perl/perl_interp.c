@@ -123,15 +123,18 @@ struct perl_interp {
 	int births[2];                     /* a clone's: each process its scripts start writes its
 			  pid into [1] (clone_child), for a stop to find */
 	struct std_state std[3];
-	Off_t std_posn[2]; /* tell(STDIN), tell(STDOUT) when opened */
-	GV *std_gv[3];     /* STDIN, STDOUT, STDERR */
-	GV *std_keep[3];   /* aliases sharing their original GPs */
-	IO *std_io[3];     /* their original IOs (kept by Worker.pm) */
-	CV *open_std;      /* PLXD::Worker::open_std */
-	CV *restore_std;   /* PLXD::Worker::restore_std */
-	CV *open_data;     /* PLXD::Worker::open_data */
-	CV *cgi_pm_reset;  /* PLXD::Worker::cgi_pm_reset */
-	CV *fcgi_install;  /* PLXD::Worker::fcgi_install */
+	Off_t std_posn[2];     /* tell(STDIN), tell(STDOUT) when opened */
+	GV *std_gv[3];         /* STDIN, STDOUT, STDERR */
+	GV *std_keep[3];       /* aliases sharing their original GPs */
+	IO *std_io[3];         /* their original IOs (kept by Worker.pm) */
+	CV *open_std;          /* PLXD::Worker::open_std */
+	CV *restore_std;       /* PLXD::Worker::restore_std */
+	CV *open_data;         /* PLXD::Worker::open_data */
+	CV *cgi_pm_reset;      /* PLXD::Worker::cgi_pm_reset */
+	CV *settings_apply;    /* PLXD::Worker::settings_apply */
+	CV *settings_snapshot; /* PLXD::Worker::settings_snapshot */
+	AV *settings_modules;  /* @PLXD::Worker::SETTINGS_MODULES */
+	CV *fcgi_install;      /* PLXD::Worker::fcgi_install */
 	int fcgi_installed;
 	SV *sv_execname; /* $^X */
 
@@ -219,6 +222,9 @@ static void signals_apply(pTHX_ struct perl_interp *pi, AV *sig);
 static AV *av_copy(pTHX_ AV *av);
 static int av_same(pTHX_ AV *a, AV *b);
 static void av_assign(pTHX_ AV *dst, AV *src);
+static int settings_loaded(pTHX_ struct perl_interp *pi);
+static void settings_apply(pTHX_ struct perl_interp *pi, SV *snapshot);
+static SV *settings_snapshot(pTHX_ struct perl_interp *pi);
 static void report(pTHX_ struct perl_interp *pi, SV *err);
 static enum perl_outcome ended_by(pTHX_ struct perl_interp *pi, int ret, int saved_errno);
 static AV *overrides_hide(pTHX_ struct perl_interp *pi);
@@ -1004,6 +1010,21 @@ static int interp_bind(pTHX_ struct perl_interp *pi, char *err, size_t errlen)
 	pi->open_data = get_cv("PLXD::Worker::open_data", 0);
 	pi->cgi_pm_reset = get_cv("PLXD::Worker::cgi_pm_reset", 0);
 	pi->fcgi_install = get_cv("PLXD::Worker::fcgi_install", 0);
+	pi->settings_apply = get_cv("PLXD::Worker::settings_apply", 0);
+	pi->settings_snapshot = get_cv("PLXD::Worker::settings_snapshot", 0);
+	pi->settings_modules = get_av("PLXD::Worker::SETTINGS_MODULES", 0);
+	CV *settings_base = get_cv("PLXD::Worker::settings_base", 0);
+	if (!pi->settings_apply || !pi->settings_snapshot || !pi->settings_modules
+			|| !settings_base) {
+		snprintf(err, errlen, "worker bootstrap failed: no PLXD::Worker::settings_*");
+		return -1;
+	}
+	{
+		dSP;
+		PUSHMARK(SP);
+		PUTBACK;
+		call_sv((SV *)settings_base, G_VOID | G_DISCARD | G_EVAL);
+	}
 	pi->registry = perl_registry_create(aTHX);
 	AV *inc = GvAVn(PL_incgv);
 	pi->base_inc = av_copy(aTHX_ inc);
@@ -1898,6 +1919,58 @@ static void globals_end(pTHX_ struct perl_interp *pi)
 		av_assign(aTHX_ inc, pi->base_inc);
 }
 
+/* ---- modules' settings, per script (see PLXD/Worker.pm) ---- */
+
+/* Whether a module whose settings are kept per script is loaded: two
+ * hash lookups, so that nothing else runs in an interpreter without it. */
+static int settings_loaded(pTHX_ struct perl_interp *pi)
+{
+	HV *inc = GvHVn(PL_incgv);
+	for (SSize_t i = 0; i <= AvFILLp(pi->settings_modules); i++) {
+		SV *name = AvARRAY(pi->settings_modules)[i];
+		if (name && SvPOK(name) && hv_exists(inc, SvPVX(name), (I32)SvCUR(name)))
+			return 1;
+	}
+	return 0;
+}
+
+/* The loaded modules' settings become snapshot's (NULL: the set-up's). */
+static void settings_apply(pTHX_ struct perl_interp *pi, SV *snapshot)
+{
+	dSP;
+	ENTER;
+	SAVETMPS;
+	PUSHMARK(SP);
+	XPUSHs(snapshot ? snapshot : &PL_sv_undef);
+	PUTBACK;
+	call_sv((SV *)pi->settings_apply, G_VOID | G_DISCARD | G_EVAL);
+	FREETMPS;
+	LEAVE;
+}
+
+/* The loaded modules' settings now, as a new reference; NULL: none. */
+static SV *settings_snapshot(pTHX_ struct perl_interp *pi)
+{
+	if (!settings_loaded(aTHX_ pi))
+		return NULL;
+	dSP;
+	ENTER;
+	SAVETMPS;
+	PUSHMARK(SP);
+	PUTBACK;
+	SV *snap = NULL;
+	if (call_sv((SV *)pi->settings_snapshot, G_SCALAR | G_EVAL) == 1) {
+		SPAGAIN;
+		SV *got = POPs;
+		if (SvROK(got))
+			snap = newSVsv(got);
+		PUTBACK;
+	}
+	FREETMPS;
+	LEAVE;
+	return snap;
+}
+
 /* ---- running ---- */
 
 /* A die message, or any error text, goes to the log through fd 2. */
@@ -2078,6 +2151,8 @@ static struct perl_script *script_fetch(pTHX_ struct perl_interp *pi, struct per
 	struct compile_arg a = { .pi = pi, .path = run->script };
 	struct perl_stderr_hold hold = { .fd = pi->fd[2] };
 	AV *hidden = overrides_hide(aTHX_ pi);
+	if (settings_loaded(aTHX_ pi))
+		settings_apply(aTHX_ pi, NULL);
 	perl_registry_hold_stderr(aTHX_ & hold);
 	int ret = protect(aTHX_ do_compile, &a);
 	int saved_errno = errno;
@@ -2111,6 +2186,7 @@ static struct perl_script *script_fetch(pTHX_ struct perl_interp *pi, struct per
 	if (!av_same(aTHX_ inc, pi->base_inc))
 		script->inc = av_copy(aTHX_ inc);
 	script->sig = signals_snapshot(aTHX_ pi);
+	script->settings = settings_snapshot(aTHX_ pi);
 	/* FCGI is plxd's before the script that loaded it first runs. */
 	modules_record(aTHX_ pi);
 	return script;
@@ -2209,6 +2285,8 @@ static void run_request(struct perl_interp *pi, struct perl_run *run)
 				av_assign(aTHX_ GvAVn(PL_incgv), script->inc);
 			if (script->sig)
 				signals_apply(aTHX_ pi, script->sig);
+			if (settings_loaded(aTHX_ pi))
+				settings_apply(aTHX_ pi, script->settings);
 		}
 		if (script->switches && script->switches->check_only) {
 			/* perl -c: compiled (BEGIN blocks ran), not run, no END

@@ -94,6 +94,7 @@ static void script_clear(pTHX_ struct perl_script *s)
 	SvREFCNT_dec(s->data);
 	SvREFCNT_dec(s->inc);
 	SvREFCNT_dec(s->sig);
+	SvREFCNT_dec(s->settings);
 	switches_free(aTHX_ s->switches);
 	s->code = NULL;
 	s->ends = NULL;
@@ -101,6 +102,7 @@ static void script_clear(pTHX_ struct perl_script *s)
 	s->data_gv = NULL;
 	s->inc = NULL;
 	s->sig = NULL;
+	s->settings = NULL;
 	s->switches = NULL;
 	free(s->captures);
 	s->captures = NULL;

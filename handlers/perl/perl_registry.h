@@ -53,6 +53,10 @@ struct perl_script {
 				   pairs of signal number (0 __WARN__, -1
 				   __DIE__) and handler (undef: none); NULL: no
 				   difference. Kept by perl_interp.c */
+	SV *settings;                          /* the settings of CGI.pm and CGI::Carp as
+				   the script's compile left them
+				   (PLXD::Worker::settings_snapshot); NULL:
+				   neither was loaded. Kept by perl_interp.c */
 	unsigned runs;                         /* runs of this compile that were measured */
 	uint32_t grew;                         /* one bit per measured run, newest lowest:
 				   it left more Perl values alive than it found */
