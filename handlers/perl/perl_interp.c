@@ -168,6 +168,10 @@ struct perl_interp {
 	unsigned long births_read;  /* a clone's: forks whose births were read */
 	int exit_called;            /* the script called exit (our override) */
 	int exit_status;
+	/* Perl values the set-up of the request being served freed (what the
+	 * request before left in %ENV, $@, @ARGV): its growth measure counts
+	 * them as there at its start (growth_check). */
+	IV reset_freed;
 
 	const struct perl_transport *transport;
 	struct perl_run *run;            /* the request being served */
@@ -230,7 +234,8 @@ static enum perl_outcome ended_by(pTHX_ struct perl_interp *pi, int ret, int sav
 static AV *overrides_hide(pTHX_ struct perl_interp *pi);
 static void overrides_restore(pTHX_ AV *hidden);
 static void run_request(struct perl_interp *pi, struct perl_run *run);
-static void growth_check(pTHX_ struct perl_interp *pi, struct perl_script *s, IV live_before);
+static void growth_check(pTHX_ struct perl_interp *pi, struct perl_script *s, IV live_before,
+		IV reset_freed);
 static struct perl_script *script_fetch(pTHX_ struct perl_interp *pi, struct perl_run *run);
 static void run_ends(pTHX_ struct perl_interp *pi, struct perl_script *s);
 static void open_data(pTHX_ struct perl_interp *pi, struct perl_script *s);
@@ -1343,8 +1348,11 @@ static void env_sync(pTHX_ struct perl_interp *pi, char *const *env)
 		if (svp)
 			sv_setpvn(*svp, val, vlen);
 	}
-	if (HvUSEDKEYS(hv) > n)
+	if (HvUSEDKEYS(hv) > n) {
+		IV live = (IV)PL_sv_count;
 		env_prune(aTHX_ hv, env, n);
+		pi->reset_freed += live - (IV)PL_sv_count;
+	}
 	environ_set(pi, env, n);
 }
 
@@ -1708,10 +1716,14 @@ static void globals_begin(pTHX_ struct perl_interp *pi, const struct perl_run *r
 	if (!SvPOK(x) || SvCUR(x) != sizeof PLXD_PERL_PATH - 1
 			|| memcmp(SvPVX(x), PLXD_PERL_PATH, sizeof PLXD_PERL_PATH - 1) != 0)
 		sv_setpvs(x, PLXD_PERL_PATH);
+	/* What the request before left in @ARGV and $@ (an exception
+	 * object) is freed here: counted as there at this request's start. */
+	IV live = (IV)PL_sv_count;
 	AV *argv = GvAVn(PL_argvgv);
 	if (av_count(argv) > 0)
 		av_clear(argv);
 	sv_setpvs(ERRSV, "");
+	pi->reset_freed += live - (IV)PL_sv_count;
 	STATUS_ALL_SUCCESS; /* $? */
 	/* No handle read yet: no $., no ", <STDIN> line 3" in messages. $.
 	 * keeps its last value when no handle was read: undef, as in a new
@@ -2262,14 +2274,17 @@ static void run_request(struct perl_interp *pi, struct perl_run *run)
 
 	ENTER;
 	SAVETMPS;
+	pi->reset_freed = 0;
 	env_sync(aTHX_ pi, run->env);
 	change_dir(run->script);
 	stdio_begin(aTHX_ pi, run);
 	globals_begin(aTHX_ pi, run);
 	f->turn_forks = pi->forks;
 	/* Live SVs from here (the request's %ENV in place) to the end of the
-	 * request, for growth_check. */
+	 * request, for growth_check, and what the set-up above freed of what
+	 * the request before left. */
 	IV live_before = (IV)PL_sv_count;
+	IV reset_freed = pi->reset_freed;
 
 	struct perl_script *script = script_fetch(aTHX_ pi, run);
 	if (script && run->want_running && pi->transport->running)
@@ -2344,7 +2359,7 @@ static void run_request(struct perl_interp *pi, struct perl_run *run)
 	FREETMPS;
 	LEAVE;
 	if (script && !run->compiled && !f->answered)
-		growth_check(aTHX_ pi, script, live_before);
+		growth_check(aTHX_ pi, script, live_before, reset_freed);
 	pi->last_script = script;
 	children_reap(pi);
 }
@@ -2352,10 +2367,18 @@ static void run_request(struct perl_interp *pi, struct perl_run *run)
 /* A script whose runs keep leaving more Perl values alive (see
  * perl_registry_note_run) is told once, in the log, under its own name:
  * its request is not answered yet. An accept loop that outlived its
- * request is not measured: its runs span many requests. */
-static void growth_check(pTHX_ struct perl_interp *pi, struct perl_script *s, IV live_before)
+ * request is not measured: its runs span many requests. What a request's
+ * set-up freed (reset_freed: a variable the script added to %ENV, an
+ * exception object in $@) is counted as alive at its start when the
+ * request before was the same script's: that run left nothing the set-up
+ * does not free, and this one leaves the same for the next. */
+static void growth_check(pTHX_ struct perl_interp *pi, struct perl_script *s, IV live_before,
+		IV reset_freed)
 {
-	unsigned n = perl_registry_note_run(s, (IV)PL_sv_count > live_before, pi->last_script == s);
+	int again = pi->last_script == s;
+	if (again)
+		live_before += reset_freed;
+	unsigned n = perl_registry_note_run(s, (IV)PL_sv_count > live_before, again);
 	if (!n)
 		return;
 	ENTER;
