@@ -14,10 +14,21 @@
 
 struct perl_interp;
 
+/* What a script with -T or -t on its #! line gets ([perl] taint). */
+enum perl_taint {
+	PERL_TAINT_HONOUR, /* it runs in an interpreter started with taint checks
+			      on, made when first needed (one per worker
+			      process or interpreter thread, beside the plain
+			      one), as perl -T runs it */
+	PERL_TAINT_WARN,   /* it runs without them, after a line in the log */
+	PERL_TAINT_REFUSE  /* it does not run: 500, and a line in the log */
+};
+
 struct perl_interp_options {
 	const char *preload; /* file required once before serving; NULL: none */
 	char *const *inc;    /* folders put in front of @INC, NULL-terminated; may be NULL */
 	int threaded;        /* the parent of interpreter threads inside plxd */
+	enum perl_taint taint;
 };
 
 /* How a request's script ended. */
