@@ -102,17 +102,22 @@ my %SETTINGS_DEFAULT = (
     'CGI/Carp.pm' => [undef, undef, 1, 0, 0, undef, undef, undef, undef, []],
 );
 my %SETTINGS_BASE;
+my %SETTINGS_REF;    # module => references to its variables, made once
+
+sub settings_refs {
+    my ($module) = @_;
+    return $SETTINGS_REF{$module} //= do {
+        no strict 'refs';
+        [ map { my $name = substr $_, 1; /^\@/ ? \@{$name} : \${$name} } @{ $SETTINGS{$module} } ];
+    };
+}
 
 # The settings of the modules loaded now: module => [values], arrays as
 # array references (copies); undef when none is loaded.
 sub settings_snapshot {
     my %snap;
-    no strict 'refs';
     for my $module (grep { $INC{$_} } @SETTINGS_MODULES) {
-        $snap{$module} = [ map {
-            my $name = substr $_, 1;
-            /^\@/ ? [@{$name}] : ${$name}
-        } @{ $SETTINGS{$module} } ];
+        $snap{$module} = [ map { ref $_ eq 'ARRAY' ? [@$_] : $$_ } @{ settings_refs($module) } ];
     }
     return %snap ? \%snap : undef;
 }
@@ -129,18 +134,16 @@ sub settings_base {
 # the set-up's, or the defaults).
 sub settings_apply {
     my ($snap) = @_;
-    no strict 'refs';
     for my $module (grep { $INC{$_} } @SETTINGS_MODULES) {
         my $values = ($snap && $snap->{$module}) || $SETTINGS_BASE{$module}
             || $SETTINGS_DEFAULT{$module};
-        my $i = 0;
-        for my $var (@{ $SETTINGS{$module} }) {
-            my $name = substr $var, 1;
-            my $v = $values->[$i++];
-            if ($var =~ /^\@/) {
-                @{$name} = @$v;
+        my $refs = settings_refs($module);
+        for my $i (0 .. $#$refs) {
+            my $ref = $refs->[$i];
+            if (ref $ref eq 'ARRAY') {
+                @$ref = @{ $values->[$i] };
             } else {
-                ${$name} = $v;
+                $$ref = $values->[$i];
             }
         }
     }
