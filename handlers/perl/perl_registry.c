@@ -365,17 +365,25 @@ char perl_registry_taint_wanted(const char *path)
 	int fd = open_script(path);
 	if (fd < 0)
 		return 0;
-	char line[4096];
-	ssize_t n;
-	while ((n = read(fd, line, sizeof line)) < 0 && errno == EINTR)
-		;
+	/* The first line, as perl_source_shebang reads it from the whole file;
+	 * one longer than the buffer is read in part, and its compile tells. */
+	char line[16384];
+	size_t have = 0;
+	while (have < sizeof line && !memchr(line, '\n', have)) {
+		ssize_t n = read(fd, line + have, sizeof line - have);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		have += (size_t)n;
+	}
 	close(fd);
-	if (n <= 2 || line[0] != '#' || line[1] != '!')
+	if (have <= 2 || line[0] != '#' || line[1] != '!')
 		return 0;
-	const char *nl = memchr(line, '\n', (size_t)n);
+	const char *nl = memchr(line, '\n', have);
 	struct perl_shebang sb;
 	char taint = 0;
-	if (perl_source_shebang(line, nl ? (size_t)(nl - line) + 1 : (size_t)n, &sb)) {
+	if (perl_source_shebang(line, nl ? (size_t)(nl - line) + 1 : have, &sb)) {
 		taint = sb.taint;
 		perl_source_shebang_free(&sb);
 	}
