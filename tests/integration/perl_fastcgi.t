@@ -85,6 +85,7 @@ EOF
 my %files = (
     'pragmas.plx' => $pragmas, 'pragmas.pl' => $pragmas,
     'nopragmas.plx' => $no_pragmas, 'nopragmas.pl' => $no_pragmas,
+    'postmax.plx' => "use CGI;\n\$CGI::POST_MAX = 5;\n" . 'print "Content-Type: text/plain\n\nset\n";',
     'fast.plx' => $fast, 'fast.pl' => $fast, 'other.plx' => $other, 'fcgi.plx' => $fcgi,
     'plain.plx' => "print \"Content-Type: text/plain\\n\\nplain \$\$\\n\";\n",
 );
@@ -151,6 +152,10 @@ for my $i (1 .. 3) {
 }
 is($kept, 6, "after CGI::Fast->new, a script's -utf8 and -nosticky are still its own");
 is($own, 3, "and no other script's");
+is($s->get('/postmax.plx')->{content}, "set\n", 'a script sets $CGI::POST_MAX = 5 at run time');
+is($s->request('POST', '/nopragmas.plx', content => 'u=%C3%BC&pad=0123456789',
+    headers => { 'Content-Type' => 'application/x-www-form-urlencoded' })->{content},
+    "len=2 cgifields=1\n", "the next script's POST is not held to it");
 
 # --- plain FCGI: its environment hash, Finish, LastCall ---
 is($s->get('/fcgi.plx?a')->{content}, "fcgi n=1 qs=a env=a\n", 'FCGI: its own environment hash is filled');

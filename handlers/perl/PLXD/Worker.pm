@@ -87,7 +87,9 @@ my %SETTINGS = (
         $CGI::TABINDEX $CGI::CLOSE_UPLOAD_FILES $CGI::HEADERS_ONCE
         $CGI::USE_PARAM_SEMICOLONS $CGI::NO_UNDEF_PARAMS $CGI::PARAM_UTF8
         $CGI::PUTDATA_UPLOAD $CGI::APPEND_QUERY_STRING $CGI::DTD_PUBLIC_IDENTIFIER
-        $CGI::POST_MAX $CGI::DISABLE_UPLOADS @CGI::SAVED_SYMBOLS)],
+        $CGI::POST_MAX $CGI::DISABLE_UPLOADS $CGI::UNLINK_TMP_FILES $CGI::LIST_CONTEXT_WARN
+        $CGI::ENCODE_ENTITIES $CGI::ALLOW_DELETE_CONTENT $CGI::COOKIE_CACHE
+        @CGI::SAVED_SYMBOLS)],
     'CGI/Carp.pm' => [qw($CGI::Carp::CUSTOM_MSG $CGI::Carp::DIE_HANDLER
         $CGI::Carp::TO_BROWSER $CGI::Carp::NO_TIMESTAMP $CGI::Carp::FULL_PATH
         $CGI::Carp::PROGNAME $CGI::Carp::WRAP $CGI::Carp::WARN
@@ -98,7 +100,7 @@ my %SETTINGS = (
 my %SETTINGS_DEFAULT = (
     'CGI.pm' => [1, ['-//W3C//DTD HTML 4.01 Transitional//EN',
         'http://www.w3.org/TR/html4/loose.dtd'], 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 0, '', -1, 0,
-        []],
+        1, 1, q{&<>"'}, 0, 0, []],
     'CGI/Carp.pm' => [undef, undef, 1, 0, 0, undef, undef, undef, undef, []],
 );
 my %SETTINGS_BASE;
