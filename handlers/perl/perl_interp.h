@@ -104,8 +104,8 @@ unsigned perl_interp_kill_children(struct perl_interp *pi);
  * STDERR (2), before perl_interp_destroy, for the clone that replaces it. */
 int perl_interp_take_channel(struct perl_interp *pi, int handle);
 
-/* Takes the processes a clone's scripts forked that it has not reaped
- * yet (those a timeout killed, background jobs), n of them, before
+/* Takes the processes a clone's scripts (its twin's too) forked that it
+ * has not reaped yet (those a timeout killed, background jobs), n of them, before
  * perl_interp_destroy; perl_interp_give_children hands them, and the
  * array, to the clone that replaces it, which reaps them once they end,
  * so that none is left a zombie. */
@@ -141,8 +141,9 @@ struct perl_transport {
 void perl_interp_serve(struct perl_interp *pi, const struct perl_transport *t);
 
 /* Makes fd (taken over) the response channel: fd 1, restored from it
- * whenever a script closes or moves STDOUT. At start-up fd 1 as inherited
- * is the channel. */
+ * whenever a script closes or moves STDOUT; the tainted twin (see
+ * enum perl_taint) gets a copy. At start-up fd 1 as inherited is the
+ * channel. */
 void perl_interp_set_stdout(struct perl_interp *pi, int fd);
 
 /* Whether a file the interpreter loaded from outside Perl's own
