@@ -17,12 +17,14 @@ RUN_PACKAGES="build-essential cmake pkg-config git libmicrohttpd-dev libinih-dev
 # valgrind for tests/leakcheck; the Perl web libraries that
 # tests/integration/compat.t runs as .pl and .plx (with the frameworks above),
 # CGI::Fast and FCGI for FastCGI-style scripts (CGI::Carp comes with CGI.pm);
+# cvsweb, a real CGI application whose #! line asks for taint checks
+# (tests/integration/perl_taint.t runs it as .pl and .plx over a CVS repository);
 # groff for the install test, which renders the man pages with warnings on;
 # clang-format for the format check (tests/CMakeLists.txt, doc/format).
 TEST_PACKAGES="clang libclang-rt-14-dev clang-format apache2-utils wrk hyperfine curl nginx-light
   gnuplot-nox fonts-dejavu-core chromium chromium-driver valgrind groff-base
   libcgi-application-perl libhtml-template-perl libcgi-session-perl libcgi-formbuilder-perl
-  libtemplate-perl libcgi-fast-perl libfcgi-perl"
+  libtemplate-perl libcgi-fast-perl libfcgi-perl cvsweb"
 
 install_missing() {
 	missing=""

@@ -1,11 +1,13 @@
 /* The [perl] keys; see perl_conf.h. */
 #include "perl_conf.h"
+#include "perl_interp.h"
 
 #include <stddef.h>
 #include <string.h>
 
 static const char *check_inc(const char *value);
 static const char *check_isolation(const char *value);
+static const char *check_taint(const char *value);
 
 #define PERL_KEY(n, t, field, def, ...)                                            \
 	{                                                                          \
@@ -91,6 +93,13 @@ const struct conf_key perl_conf_keys[] = {
 			"compiled, and the compile and run times in microseconds (so far, marked "
 			"partial, when the headers go out before the script returns)",
 		.tests = "integration/perl_registry.t"),
+	PERL_KEY("taint", CONF_STRING, taint, "honour", .check = check_taint,
+		.help = "what a script with -T (or -t) on its #! line gets: `honour`: it runs in an "
+			"interpreter started with taint checks, as perl -T runs it under CGI (one "
+			"beside each worker's, or each interpreter thread's, made when the first such "
+			"script comes; -t makes taint errors warnings); `warn`: it runs without them, "
+			"after a line in the log; `refuse`: 500, and a line in the log",
+		.tests = "integration/perl_taint.t integration/perl_shebang.t"),
 	CONF_KEYS_END
 };
 /* clang-format on */
@@ -114,6 +123,21 @@ static const char *check_isolation(const char *value)
 	if (strcmp(value, "process") == 0 || strcmp(value, "thread") == 0)
 		return NULL;
 	return "must be process or thread";
+}
+
+static const char *check_taint(const char *value)
+{
+	if (strcmp(value, "honour") == 0 || strcmp(value, "warn") == 0
+			|| strcmp(value, "refuse") == 0)
+		return NULL;
+	return "must be honour, warn or refuse";
+}
+
+unsigned perl_conf_taint(const struct perl_conf *c)
+{
+	if (!c->taint || strcmp(c->taint, "honour") == 0)
+		return PERL_TAINT_HONOUR;
+	return strcmp(c->taint, "warn") == 0 ? PERL_TAINT_WARN : PERL_TAINT_REFUSE;
 }
 
 int perl_conf_threaded(const struct perl_conf *c)

@@ -21,11 +21,16 @@ struct perl_conf {
 	int pass_authorization;
 	unsigned long long max_script_header_size;
 	int timing;
+	char *taint; /* "honour", "warn" or "refuse" */
 };
 
 extern const struct conf_key perl_conf_keys[];
 
 /* Whether c runs scripts in interpreter threads inside plxd. */
 int perl_conf_threaded(const struct perl_conf *c);
+
+/* What c's scripts with -T or -t on their #! line get: an enum
+ * perl_taint (perl_interp.h). */
+unsigned perl_conf_taint(const struct perl_conf *c);
 
 #endif

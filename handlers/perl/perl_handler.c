@@ -165,6 +165,7 @@ static void pool_settings(const struct perl_conf *c, const char *worker,
 		.max_memory = c->max_memory,
 		.preload = c->preload,
 		.inc = c->inc,
+		.taint = perl_conf_taint(c),
 	};
 }
 
@@ -219,8 +220,8 @@ static int perl_start(const void *conf, void **state)
 	s.inc = st->inc;
 	char err[1024];
 	if (perl_conf_threaded(c))
-		st->tpool = perl_tpool_create(st->threads, s.workers, s.preload, s.inc, err,
-				sizeof err);
+		st->tpool = perl_tpool_create(st->threads, s.workers, s.preload, s.inc, s.taint,
+				err, sizeof err);
 	else
 		st->pool = perl_pool_create(&s, err, sizeof err);
 	if (!st->pool && !st->tpool) {

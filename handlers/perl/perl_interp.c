@@ -27,7 +27,11 @@
  * turn of its loop per request: PLXD/Worker.pm points FCGI's accept at
  * fcgi_accept() below, which answers the request, waits for the next one
  * and, when it is for the same script, sets it up and lets the loop go on;
- * otherwise the loop ends and the script returns. */
+ * otherwise the loop ends and the script returns.
+ *
+ * A script whose #! line asks for taint checks (-T, -t) runs in a twin
+ * interpreter started with them (perl -T), made beside the first when the
+ * first such script comes ([perl] taint = honour; interp_for). */
 #include "perl_interp.h"
 #include "clock.h"
 #include "perl_registry.h"
@@ -124,17 +128,33 @@ struct perl_interp {
 	int births[2];                     /* a clone's: each process its scripts start writes its
 			  pid into [1] (clone_child), for a stop to find */
 	struct std_state std[3];
-	Off_t std_posn[2]; /* tell(STDIN), tell(STDOUT) when opened */
-	GV *std_gv[3];     /* STDIN, STDOUT, STDERR */
-	GV *std_keep[3];   /* aliases sharing their original GPs */
-	IO *std_io[3];     /* their original IOs (kept by Worker.pm) */
-	CV *open_std;      /* PLXD::Worker::open_std */
-	CV *restore_std;   /* PLXD::Worker::restore_std */
-	CV *open_data;     /* PLXD::Worker::open_data */
-	CV *cgi_pm_reset;  /* PLXD::Worker::cgi_pm_reset */
-	CV *fcgi_install;  /* PLXD::Worker::fcgi_install */
+	Off_t std_posn[2];     /* tell(STDIN), tell(STDOUT) when opened */
+	GV *std_gv[3];         /* STDIN, STDOUT, STDERR */
+	GV *std_keep[3];       /* aliases sharing their original GPs */
+	IO *std_io[3];         /* their original IOs (kept by Worker.pm) */
+	CV *open_std;          /* PLXD::Worker::open_std */
+	CV *restore_std;       /* PLXD::Worker::restore_std */
+	CV *open_data;         /* PLXD::Worker::open_data */
+	CV *cgi_pm_reset;      /* PLXD::Worker::cgi_pm_reset */
+	CV *settings_apply;    /* PLXD::Worker::settings_apply */
+	CV *settings_snapshot; /* PLXD::Worker::settings_snapshot */
+	AV *settings_modules;  /* @PLXD::Worker::SETTINGS_MODULES */
+	CV *fcgi_install;      /* PLXD::Worker::fcgi_install */
 	int fcgi_installed;
-	SV *sv_execname; /* $^X */
+	/* -T and -t on a #! line ([perl] taint = honour): taint checks are
+	 * perl's from its start, so such a script runs in a second
+	 * interpreter started with them, made when the first one comes, and
+	 * kept: the twin of a worker's interpreter, in the same process, or
+	 * of an interpreter thread's clone, cloned from a tainted parent that
+	 * plxd's parent makes when a first thread needs it. The twin runs only
+	 * what asks for taint checks, this one only what does not. */
+	struct perl_interp *twin;
+	struct perl_interp *on;           /* the one serving the request now (atomic) */
+	struct perl_interp *parent;       /* a clone's */
+	struct perl_interp *taint_parent; /* a parent's tainted one */
+	struct perl_interp_options opts;  /* as created, for making the twin */
+	int sys_init;                     /* it ran PERL_SYS_INIT3 */
+	SV *sv_execname;                  /* $^X */
 
 	AV *base_inc;           /* @INC after set-up */
 	AV *system_inc;         /* Perl's own folders: modules there are not watched */
@@ -166,6 +186,10 @@ struct perl_interp {
 	unsigned long births_read;  /* a clone's: forks whose births were read */
 	int exit_called;            /* the script called exit (our override) */
 	int exit_status;
+	/* Perl values the set-up of the request being served freed (what the
+	 * request before left in %ENV, $@, @ARGV): its growth measure counts
+	 * them as there at its start (growth_check). */
+	IV reset_freed;
 
 	const struct perl_transport *transport;
 	struct perl_run *run;            /* the request being served */
@@ -183,6 +207,13 @@ static _Thread_local volatile sig_atomic_t forked_child;
 typedef void protected_fn(pTHX_ void *arg);
 
 static void xs_init(pTHX);
+static struct perl_interp *interp_create(const struct perl_interp_options *o, int tainted,
+		char *err, size_t errlen);
+static void options_copy(struct perl_interp_options *to, const struct perl_interp_options *o);
+static void options_free(struct perl_interp_options *o);
+static void interp_enter(struct perl_interp *pi);
+static struct perl_interp *interp_for(struct perl_interp *pi, struct perl_run *run);
+static struct perl_interp *twin_make(struct perl_interp *pi, char *err, size_t errlen);
 static int protect(pTHX_ protected_fn *fn, void *arg);
 static void on_fork_child(void);
 static void clone_child(struct perl_interp *pi);
@@ -220,17 +251,22 @@ static void signals_apply(pTHX_ struct perl_interp *pi, AV *sig);
 static AV *av_copy(pTHX_ AV *av);
 static int av_same(pTHX_ AV *a, AV *b);
 static void av_assign(pTHX_ AV *dst, AV *src);
+static int settings_loaded(pTHX_ struct perl_interp *pi);
+static void settings_apply(pTHX_ struct perl_interp *pi, SV *snapshot);
+static SV *settings_snapshot(pTHX_ struct perl_interp *pi);
 static void report(pTHX_ struct perl_interp *pi, SV *err);
 static enum perl_outcome ended_by(pTHX_ struct perl_interp *pi, int ret, int saved_errno);
 static AV *overrides_hide(pTHX_ struct perl_interp *pi);
 static void overrides_restore(pTHX_ AV *hidden);
 static void run_request(struct perl_interp *pi, struct perl_run *run);
-static void growth_check(pTHX_ struct perl_interp *pi, struct perl_script *s, IV live_before);
+static void growth_check(pTHX_ struct perl_interp *pi, struct perl_script *s, IV live_before,
+		IV reset_freed);
 static struct perl_script *script_fetch(pTHX_ struct perl_interp *pi, struct perl_run *run);
 static void run_ends(pTHX_ struct perl_interp *pi, struct perl_script *s);
 static void open_data(pTHX_ struct perl_interp *pi, struct perl_script *s);
 static void tail_sent(struct perl_interp *pi);
 static void modules_record(pTHX_ struct perl_interp *pi);
+static int modules_changed(struct perl_interp *pi);
 static int interp_bind(pTHX_ struct perl_interp *pi, char *err, size_t errlen);
 static int fcgi_accept(pTHX_ struct perl_interp *pi);
 static int fcgi_answer(pTHX_ struct perl_interp *pi);
@@ -895,16 +931,67 @@ static void av_assign(pTHX_ AV *dst, AV *src)
 struct perl_interp *perl_interp_create(const struct perl_interp_options *o, int argc, char **argv,
 		char *err, size_t errlen)
 {
-	static char *args[] = { "", "-e", "0", NULL };
 	char **env = environ;
+	PERL_SYS_INIT3(&argc, &argv, &env);
+	struct perl_interp *pi = interp_create(o, 0, err, errlen);
+	if (pi)
+		pi->sys_init = 1;
+	else
+		PERL_SYS_TERM();
+	return pi;
+}
+
+static void options_copy(struct perl_interp_options *to, const struct perl_interp_options *o)
+{
+	*to = *o;
+	to->preload = o->preload ? xstrdup(o->preload) : NULL;
+	size_t n = 0;
+	while (o->inc && o->inc[n])
+		n++;
+	char **inc = xcalloc(n + 1, sizeof *inc);
+	for (size_t i = 0; i < n; i++)
+		inc[i] = xstrdup(o->inc[i]);
+	to->inc = inc;
+}
+
+static void options_free(struct perl_interp_options *o)
+{
+	free((char *)o->preload);
+	for (size_t i = 0; o->inc && o->inc[i]; i++)
+		free(o->inc[i]);
+	free((char **)o->inc);
+	memset(o, 0, sizeof *o);
+}
+
+/* The fork hooks, once per process however many interpreters it has. */
+static void atfork_register(void)
+{
+	/* perl's own fork guard first: only perlmain.c registers it, so an
+	 * embedder must. Its prepare runs after plxd's (prepare handlers run
+	 * in reverse order) and its child handler before plxd's, which reopens
+	 * the standard handles through PerlIO: without it, a fork while
+	 * another interpreter thread held PerlIO's process-wide lock left the
+	 * child waiting for it forever. */
+	pthread_atfork(Perl_atfork_lock, Perl_atfork_unlock, Perl_atfork_unlock);
+	pthread_atfork(on_fork_prepare, on_fork_parent, on_fork_child);
+}
+
+/* An interpreter, started with taint checks (perl -T) when tainted; the
+ * process's perl is set up (PERL_SYS_INIT3). */
+static struct perl_interp *interp_create(const struct perl_interp_options *o, int tainted,
+		char *err, size_t errlen)
+{
+	static char *args[] = { "", "-e", "0", NULL };
+	static char *tainted_args[] = { "", "-T", "-e", "0", NULL };
+	static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 	struct perl_interp *pi = xcalloc(1, sizeof *pi);
 	pi->devnull = -1;
 	pi->stdout_fd = -1;
 	pi->stderr_fd = -1;
 	for (int i = 0; i < 3; i++)
 		pi->fd[i] = i;
+	options_copy(&pi->opts, o);
 
-	PERL_SYS_INIT3(&argc, &argv, &env);
 	PerlInterpreter *my_perl = perl_alloc();
 	if (!my_perl) {
 		snprintf(err, errlen, "perl_alloc failed");
@@ -915,7 +1002,8 @@ struct perl_interp *perl_interp_create(const struct perl_interp_options *o, int 
 	perl_construct(my_perl);
 	/* perl_destruct runs the END blocks of loaded modules. */
 	PL_exit_flags |= PERL_EXIT_DESTRUCT_END;
-	if (perl_parse(my_perl, xs_init, 3, args, NULL) != 0 || perl_run(my_perl) != 0) {
+	if (perl_parse(my_perl, xs_init, tainted ? 4 : 3, tainted ? tainted_args : args, NULL) != 0
+			|| perl_run(my_perl) != 0) {
 		snprintf(err, errlen, "the Perl interpreter did not start");
 		goto fail;
 	}
@@ -929,14 +1017,7 @@ struct perl_interp *perl_interp_create(const struct perl_interp_options *o, int 
 				strerror(errno));
 		goto fail;
 	}
-	/* perl's own fork guard first: only perlmain.c registers it, so an
-	 * embedder must. Its prepare runs after plxd's (prepare handlers run
-	 * in reverse order) and its child handler before plxd's, which reopens
-	 * the standard handles through PerlIO: without it, a fork while
-	 * another interpreter thread held PerlIO's process-wide lock left the
-	 * child waiting for it forever. */
-	pthread_atfork(Perl_atfork_lock, Perl_atfork_unlock, Perl_atfork_unlock);
-	pthread_atfork(on_fork_prepare, on_fork_parent, on_fork_child);
+	pthread_once(&atfork_once, atfork_register);
 	install_sigpipe();
 
 	/* $^X: under CGI the perl running the script, which programs the
@@ -1005,7 +1086,22 @@ static int interp_bind(pTHX_ struct perl_interp *pi, char *err, size_t errlen)
 	pi->open_data = get_cv("PLXD::Worker::open_data", 0);
 	pi->cgi_pm_reset = get_cv("PLXD::Worker::cgi_pm_reset", 0);
 	pi->fcgi_install = get_cv("PLXD::Worker::fcgi_install", 0);
-	pi->registry = perl_registry_create(aTHX);
+	pi->settings_apply = get_cv("PLXD::Worker::settings_apply", 0);
+	pi->settings_snapshot = get_cv("PLXD::Worker::settings_snapshot", 0);
+	pi->settings_modules = get_av("PLXD::Worker::SETTINGS_MODULES", 0);
+	CV *settings_base = get_cv("PLXD::Worker::settings_base", 0);
+	if (!pi->settings_apply || !pi->settings_snapshot || !pi->settings_modules
+			|| !settings_base) {
+		snprintf(err, errlen, "worker bootstrap failed: no PLXD::Worker::settings_*");
+		return -1;
+	}
+	{
+		dSP;
+		PUSHMARK(SP);
+		PUTBACK;
+		call_sv((SV *)settings_base, G_VOID | G_DISCARD | G_EVAL);
+	}
+	pi->registry = perl_registry_create(aTHX_ pi->opts.taint);
 	AV *inc = GvAVn(PL_incgv);
 	pi->base_inc = av_copy(aTHX_ inc);
 	/* %SIG's magic (and PL_psig_ptr) comes to life with the glob. */
@@ -1079,6 +1175,10 @@ int perl_interp_take_channel(struct perl_interp *pi, int handle)
 
 pid_t *perl_interp_take_children(struct perl_interp *pi, size_t *n)
 {
+	for (size_t i = 0; pi->twin && i < pi->twin->nchildren; i++)
+		child_note(pi, pi->twin->children[i]);
+	if (pi->twin)
+		pi->twin->nchildren = 0;
 	pid_t *pids = pi->children;
 	*n = pi->nchildren;
 	pi->children = NULL;
@@ -1095,6 +1195,9 @@ void perl_interp_give_children(struct perl_interp *pi, pid_t *pids, size_t n)
 
 void perl_interp_cancel(struct perl_interp *pi)
 {
+	struct perl_interp *on = __atomic_load_n(&pi->on, __ATOMIC_ACQUIRE);
+	if (on)
+		pi = on;
 	int asked_before = __atomic_exchange_n(&pi->cancel, 1, __ATOMIC_ACQ_REL);
 	/* Makes perl look, at its next op. */
 	__atomic_store_n(&pi->perl->Isig_pending, 1, __ATOMIC_RELEASE);
@@ -1133,7 +1236,7 @@ static int live_child(pid_t pid)
 
 unsigned perl_interp_kill_children(struct perl_interp *pi)
 {
-	unsigned n = 0;
+	unsigned n = pi->twin ? perl_interp_kill_children(pi->twin) : 0;
 	pid_t born[64];
 	ssize_t len;
 	/* Each is a process group of its own (clone_child): what it started
@@ -1157,6 +1260,8 @@ struct perl_interp *perl_interp_clone(struct perl_interp *parent, const int fds[
 {
 	struct perl_interp *pi = xcalloc(1, sizeof *pi);
 	pi->cloned = 1;
+	pi->parent = parent;
+	pi->opts.taint = parent->opts.taint;
 	pi->births[0] = pi->births[1] = -1;
 	pi->stdout_fd = fds[1];
 	pi->stderr_fd = fds[2];
@@ -1234,9 +1339,16 @@ void perl_interp_destroy(struct perl_interp *pi)
 {
 	if (!pi)
 		return;
+	perl_interp_destroy(pi->twin);
+	perl_interp_destroy(pi->taint_parent);
+	options_free(&pi->opts);
 	if (pi->perl) {
 		dTHXa(pi->perl);
 		PERL_SET_CONTEXT(pi->perl);
+		/* A worker's twin: perl's own signal handling is the current
+		 * interpreter's (interp_enter); never a thread's parent's. */
+		if (!pi->cloned && !pi->opts.threaded)
+			PL_curinterp = pi->perl;
 		if (pi->registry)
 			perl_registry_destroy(aTHX_ pi->registry);
 		SvREFCNT_dec(pi->base_inc);
@@ -1248,7 +1360,7 @@ void perl_interp_destroy(struct perl_interp *pi)
 		SvREFCNT_dec(pi->base_overrides);
 		perl_destruct(pi->perl);
 		perl_free(pi->perl);
-		if (!pi->cloned)
+		if (pi->sys_init)
 			PERL_SYS_TERM();
 	}
 	for (int i = 0; pi->cloned && i < 3; i++) {
@@ -1316,15 +1428,22 @@ static void env_sync(pTHX_ struct perl_interp *pi, char *const *env)
 		const char *val = eq + 1;
 		STRLEN vlen = strlen(val);
 		SV **svp = hv_fetch(hv, kv, klen, 0);
-		if (svp && SvPOK(*svp) && SvCUR(*svp) == vlen
-				&& memcmp(SvPVX(*svp), val, vlen) == 0)
+		if (svp && SvPOK(*svp) && SvCUR(*svp) == vlen && memcmp(SvPVX(*svp), val, vlen) == 0
+				&& (!TAINTING_get || SvTAINTED(*svp)))
 			continue;
 		svp = hv_fetch(hv, kv, klen, 1);
-		if (svp)
+		if (svp) {
 			sv_setpvn(*svp, val, vlen);
+			/* With taint checks every value of %ENV is tainted, as
+			 * perl -T makes the environment it starts with. */
+			SvTAINTED_on(*svp);
+		}
 	}
-	if (HvUSEDKEYS(hv) > n)
+	if (HvUSEDKEYS(hv) > n) {
+		IV live = (IV)PL_sv_count;
 		env_prune(aTHX_ hv, env, n);
+		pi->reset_freed += live - (IV)PL_sv_count;
+	}
 	environ_set(pi, env, n);
 }
 
@@ -1614,6 +1733,10 @@ void perl_interp_set_stdout(struct perl_interp *pi, int fd)
 		close(pi->stdout_fd);
 	pi->stdout_fd = fd;
 	std_record_target(pi, 1, fd);
+	/* The twin answers on the same channel. */
+	int copy = pi->twin ? fcntl(fd, F_DUPFD_CLOEXEC, 10) : -1;
+	if (copy >= 0)
+		perl_interp_set_stdout(pi->twin, copy);
 }
 
 /* Gives the next request its standard handles as the first one had them,
@@ -1699,10 +1822,14 @@ static void globals_begin(pTHX_ struct perl_interp *pi, const struct perl_run *r
 	if (!SvPOK(x) || SvCUR(x) != sizeof PLXD_PERL_PATH - 1
 			|| memcmp(SvPVX(x), PLXD_PERL_PATH, sizeof PLXD_PERL_PATH - 1) != 0)
 		sv_setpvs(x, PLXD_PERL_PATH);
+	/* What the request before left in @ARGV and $@ (an exception
+	 * object) is freed here: counted as there at this request's start. */
+	IV live = (IV)PL_sv_count;
 	AV *argv = GvAVn(PL_argvgv);
 	if (av_count(argv) > 0)
 		av_clear(argv);
 	sv_setpvs(ERRSV, "");
+	pi->reset_freed += live - (IV)PL_sv_count;
 	STATUS_ALL_SUCCESS; /* $? */
 	/* No handle read yet: no $., no ", <STDIN> line 3" in messages. $.
 	 * keeps its last value when no handle was read: undef, as in a new
@@ -1871,6 +1998,7 @@ static void switches_apply(pTHX_ struct perl_interp *pi, const struct perl_scrip
 		Safefree(PL_inplace);
 		PL_inplace = savesvpv(sw->inplace);
 	}
+	PL_taint_warn = sw->taint_warn;
 }
 
 static void globals_end(pTHX_ struct perl_interp *pi)
@@ -1895,6 +2023,7 @@ static void globals_end(pTHX_ struct perl_interp *pi)
 		sv_setpvs(ss, "\034");
 	PL_dowarn = pi->base_dowarn;
 	PL_unsafe = FALSE;
+	PL_taint_warn = FALSE;
 	if (PL_inplace) {
 		Safefree(PL_inplace);
 		PL_inplace = NULL;
@@ -1908,6 +2037,58 @@ static void globals_end(pTHX_ struct perl_interp *pi)
 	AV *inc = GvAVn(PL_incgv);
 	if (!av_same(aTHX_ inc, pi->base_inc))
 		av_assign(aTHX_ inc, pi->base_inc);
+}
+
+/* ---- modules' settings, per script (see PLXD/Worker.pm) ---- */
+
+/* Whether a module whose settings are kept per script is loaded: two
+ * hash lookups, so that nothing else runs in an interpreter without it. */
+static int settings_loaded(pTHX_ struct perl_interp *pi)
+{
+	HV *inc = GvHVn(PL_incgv);
+	for (SSize_t i = 0; i <= AvFILLp(pi->settings_modules); i++) {
+		SV *name = AvARRAY(pi->settings_modules)[i];
+		if (name && SvPOK(name) && hv_exists(inc, SvPVX(name), (I32)SvCUR(name)))
+			return 1;
+	}
+	return 0;
+}
+
+/* The loaded modules' settings become snapshot's (NULL: the set-up's). */
+static void settings_apply(pTHX_ struct perl_interp *pi, SV *snapshot)
+{
+	dSP;
+	ENTER;
+	SAVETMPS;
+	PUSHMARK(SP);
+	XPUSHs(snapshot ? snapshot : &PL_sv_undef);
+	PUTBACK;
+	call_sv((SV *)pi->settings_apply, G_VOID | G_DISCARD | G_EVAL);
+	FREETMPS;
+	LEAVE;
+}
+
+/* The loaded modules' settings now, as a new reference; NULL: none. */
+static SV *settings_snapshot(pTHX_ struct perl_interp *pi)
+{
+	if (!settings_loaded(aTHX_ pi))
+		return NULL;
+	dSP;
+	ENTER;
+	SAVETMPS;
+	PUSHMARK(SP);
+	PUTBACK;
+	SV *snap = NULL;
+	if (call_sv((SV *)pi->settings_snapshot, G_SCALAR | G_EVAL) == 1) {
+		SPAGAIN;
+		SV *got = POPs;
+		if (SvROK(got))
+			snap = newSVsv(got);
+		PUTBACK;
+	}
+	FREETMPS;
+	LEAVE;
+	return snap;
 }
 
 /* ---- running ---- */
@@ -2090,6 +2271,8 @@ static struct perl_script *script_fetch(pTHX_ struct perl_interp *pi, struct per
 	struct compile_arg a = { .pi = pi, .path = run->script };
 	struct perl_stderr_hold hold = { .fd = pi->fd[2] };
 	AV *hidden = overrides_hide(aTHX_ pi);
+	if (settings_loaded(aTHX_ pi))
+		settings_apply(aTHX_ pi, NULL);
 	perl_registry_hold_stderr(aTHX_ & hold);
 	int ret = protect(aTHX_ do_compile, &a);
 	int saved_errno = errno;
@@ -2123,6 +2306,7 @@ static struct perl_script *script_fetch(pTHX_ struct perl_interp *pi, struct per
 	if (!av_same(aTHX_ inc, pi->base_inc))
 		script->inc = av_copy(aTHX_ inc);
 	script->sig = signals_snapshot(aTHX_ pi);
+	script->settings = settings_snapshot(aTHX_ pi);
 	/* FCGI is plxd's before the script that loaded it first runs. */
 	modules_record(aTHX_ pi);
 	return script;
@@ -2198,14 +2382,17 @@ static void run_request(struct perl_interp *pi, struct perl_run *run)
 
 	ENTER;
 	SAVETMPS;
+	pi->reset_freed = 0;
 	env_sync(aTHX_ pi, run->env);
 	change_dir(run->script);
 	stdio_begin(aTHX_ pi, run);
 	globals_begin(aTHX_ pi, run);
 	f->turn_forks = pi->forks;
 	/* Live SVs from here (the request's %ENV in place) to the end of the
-	 * request, for growth_check. */
+	 * request, for growth_check, and what the set-up above freed of what
+	 * the request before left. */
 	IV live_before = (IV)PL_sv_count;
+	IV reset_freed = pi->reset_freed;
 
 	struct perl_script *script = script_fetch(aTHX_ pi, run);
 	if (script && run->want_running && pi->transport->running)
@@ -2221,6 +2408,8 @@ static void run_request(struct perl_interp *pi, struct perl_run *run)
 				av_assign(aTHX_ GvAVn(PL_incgv), script->inc);
 			if (script->sig)
 				signals_apply(aTHX_ pi, script->sig);
+			if (settings_loaded(aTHX_ pi))
+				settings_apply(aTHX_ pi, script->settings);
 		}
 		if (script->switches && script->switches->check_only) {
 			/* perl -c: compiled (BEGIN blocks ran), not run, no END
@@ -2278,7 +2467,7 @@ static void run_request(struct perl_interp *pi, struct perl_run *run)
 	FREETMPS;
 	LEAVE;
 	if (script && !run->compiled && !f->answered)
-		growth_check(aTHX_ pi, script, live_before);
+		growth_check(aTHX_ pi, script, live_before, reset_freed);
 	pi->last_script = script;
 	children_reap(pi);
 }
@@ -2286,10 +2475,18 @@ static void run_request(struct perl_interp *pi, struct perl_run *run)
 /* A script whose runs keep leaving more Perl values alive (see
  * perl_registry_note_run) is told once, in the log, under its own name:
  * its request is not answered yet. An accept loop that outlived its
- * request is not measured: its runs span many requests. */
-static void growth_check(pTHX_ struct perl_interp *pi, struct perl_script *s, IV live_before)
+ * request is not measured: its runs span many requests. What a request's
+ * set-up freed (reset_freed: a variable the script added to %ENV, an
+ * exception object in $@) is counted as alive at its start when the
+ * request before was the same script's: that run left nothing the set-up
+ * does not free, and this one leaves the same for the next. */
+static void growth_check(pTHX_ struct perl_interp *pi, struct perl_script *s, IV live_before,
+		IV reset_freed)
 {
-	unsigned n = perl_registry_note_run(s, (IV)PL_sv_count > live_before, pi->last_script == s);
+	int again = pi->last_script == s;
+	if (again)
+		live_before += reset_freed;
+	unsigned n = perl_registry_note_run(s, (IV)PL_sv_count > live_before, again);
 	if (!n)
 		return;
 	ENTER;
@@ -2308,22 +2505,138 @@ static void growth_check(pTHX_ struct perl_interp *pi, struct perl_script *s, IV
 
 void perl_interp_serve(struct perl_interp *pi, const struct perl_transport *t)
 {
-	pi->transport = t;
 	struct perl_run *run = t->next(t->ctx);
 	while (run) {
-		run_request(pi, run);
-		if (!pi->fcgi.answered) {
-			int rc = t->answer(t->ctx, pi->run);
-			tail_sent(pi);
-			if (rc < 0)
+		struct perl_interp *on = interp_for(pi, run);
+		if (!on) {
+			if (t->answer(t->ctx, run) < 0)
 				break;
+			run = t->next(t->ctx);
+			continue;
 		}
-		if (pi->stop)
+		on->transport = t;
+		__atomic_store_n(&pi->on, on, __ATOMIC_RELEASE);
+		interp_enter(on);
+		run_request(on, run);
+		int stop = on->stop;
+		if (!on->fcgi.answered) {
+			stop |= t->answer(t->ctx, on->run) < 0;
+			tail_sent(on);
+		}
+		if (stop)
 			break;
-		run = pi->fcgi.pending ? pi->fcgi.pending : t->next(t->ctx);
+		run = on->fcgi.pending ? on->fcgi.pending : t->next(t->ctx);
 	}
-	pi->transport = NULL;
-	pi->run = NULL;
+	for (struct perl_interp *x = pi; x; x = x == pi ? pi->twin : NULL) {
+		x->transport = NULL;
+		x->run = NULL;
+	}
+	__atomic_store_n(&pi->on, NULL, __ATOMIC_RELEASE);
+	interp_enter(pi);
+}
+
+/* Makes pi the calling thread's interpreter. In a worker process with a
+ * twin, perl's own signal handling follows it too: perl sets process
+ * dispositions (%SIG) only for PL_curinterp. An interpreter thread's
+ * never does, so that plxd's stay. */
+static void interp_enter(struct perl_interp *pi)
+{
+	PERL_SET_CONTEXT(pi->perl);
+	if (!pi->cloned && !pi->opts.threaded)
+		PL_curinterp = pi->perl;
+	current = pi;
+}
+
+/* The interpreter that runs run's script: pi, or its twin when the script's
+ * #! line asks for taint checks ([perl] taint = honour), made now if it is
+ * the first such script. A script compiled in either runs there while its
+ * file is unchanged; otherwise its first line tells. NULL when the twin
+ * cannot be made: run is answered as a script that did not compile, with
+ * the reason in the log. */
+static struct perl_interp *interp_for(struct perl_interp *pi, struct perl_run *run)
+{
+	if (pi->opts.taint != PERL_TAINT_HONOUR)
+		return pi;
+	struct perl_file_facts facts = {
+		run->dev,
+		run->ino,
+		run->size,
+		run->mtime_sec,
+		run->mtime_nsec,
+	};
+	if (perl_registry_lookup(pi->perl, pi->registry, run->script, &facts))
+		return pi;
+	if (pi->twin
+			&& perl_registry_lookup(pi->twin->perl, pi->twin->registry, run->script,
+					&facts))
+		return pi->twin;
+	if (!perl_registry_taint_wanted(run->script))
+		return pi;
+	if (pi->twin)
+		return pi->twin;
+	char err[1024];
+	pi->twin = twin_make(pi, err, sizeof err);
+	interp_enter(pi);
+	if (pi->twin)
+		return pi->twin;
+	char msg[PATH_MAX + 1200];
+	int n = snprintf(msg, sizeof msg,
+			"%s: its #! line asks for taint checks (-T), "
+			"and no interpreter with them could be started: %s\n",
+			run->script, err);
+	ssize_t unused = write(pi->fd[2], msg, n > 0 && (size_t)n < sizeof msg ? (size_t)n : 0);
+	(void)unused;
+	if (run->stdin_fd >= 0)
+		close(run->stdin_fd);
+	*run = (struct perl_run){ .script = run->script,
+		.dev = run->dev,
+		.ino = run->ino,
+		.size = run->size,
+		.mtime_sec = run->mtime_sec,
+		.mtime_nsec = run->mtime_nsec,
+		.env = run->env,
+		.stdin_fd = -1,
+		.outcome = PERL_COMPILE_ERROR };
+	return NULL;
+}
+
+/* An interpreter started with taint checks, for the scripts that ask for
+ * them: in a worker process a second one, set up as the first was (the
+ * preload too); in an interpreter thread a clone of plxd's tainted parent,
+ * which the first thread that needs it makes. */
+static struct perl_interp *twin_make(struct perl_interp *pi, char *err, size_t errlen)
+{
+	/* Set-up code (the preload) runs in /, as a worker's first does. */
+	if (chdir("/") < 0) {
+		snprintf(err, errlen, "chdir /: %s", strerror(errno));
+		return NULL;
+	}
+	if (!pi->cloned) {
+		/* perl sets process dispositions (%SIG) only for PL_curinterp:
+		 * the twin's preload sets none, and needs none, as the first
+		 * interpreter's ran the same preload (interp_enter makes the twin
+		 * PL_curinterp while it serves). */
+		return interp_create(&pi->opts, 1, err, errlen);
+	}
+	struct perl_interp *parent = pi->parent;
+	pthread_mutex_lock(&clone_lock);
+	if (!parent->taint_parent)
+		parent->taint_parent = interp_create(&parent->opts, 1, err, errlen);
+	pthread_mutex_unlock(&clone_lock);
+	if (!parent->taint_parent)
+		return NULL;
+	int fds[3] = { open("/dev/null", O_RDWR | O_CLOEXEC),
+		fcntl(pi->stdout_fd, F_DUPFD_CLOEXEC, 3),
+		fcntl(pi->stderr_fd, F_DUPFD_CLOEXEC, 3) };
+	if (fds[0] < 0 || fds[1] < 0 || fds[2] < 0) {
+		snprintf(err, errlen, "cannot copy an interpreter's descriptors: %s",
+				strerror(errno));
+		for (int i = 0; i < 3; i++)
+			if (fds[i] >= 0)
+				close(fds[i]);
+		return NULL;
+	}
+	return perl_interp_clone(parent->taint_parent, fds, err, errlen);
 }
 
 /* Reaps the children scripts left (forked and did not wait for): under
@@ -2603,6 +2916,21 @@ static void modules_record(pTHX_ struct perl_interp *pi)
 }
 
 int perl_interp_modules_changed(struct perl_interp *pi)
+{
+	if (!pi->twin)
+		return modules_changed(pi);
+	/* Each looks at its own %INC, and may run Perl there (FCGI's
+	 * set-up): as the calling thread's interpreter. */
+	struct perl_interp *was = current;
+	interp_enter(pi->twin);
+	int changed = modules_changed(pi->twin);
+	interp_enter(pi);
+	changed |= modules_changed(pi);
+	interp_enter(was ? was : pi);
+	return changed;
+}
+
+static int modules_changed(struct perl_interp *pi)
 {
 	dTHXa(pi->perl);
 	modules_record(aTHX_ pi);

@@ -14,10 +14,21 @@
 
 struct perl_interp;
 
+/* What a script with -T or -t on its #! line gets ([perl] taint). */
+enum perl_taint {
+	PERL_TAINT_HONOUR, /* it runs in an interpreter started with taint checks
+			      on, made when first needed (one per worker
+			      process or interpreter thread, beside the plain
+			      one), as perl -T runs it */
+	PERL_TAINT_WARN,   /* it runs without them, after a line in the log */
+	PERL_TAINT_REFUSE  /* it does not run: 500, and a line in the log */
+};
+
 struct perl_interp_options {
 	const char *preload; /* file required once before serving; NULL: none */
 	char *const *inc;    /* folders put in front of @INC, NULL-terminated; may be NULL */
 	int threaded;        /* the parent of interpreter threads inside plxd */
+	enum perl_taint taint;
 };
 
 /* How a request's script ended. */
@@ -93,8 +104,8 @@ unsigned perl_interp_kill_children(struct perl_interp *pi);
  * STDERR (2), before perl_interp_destroy, for the clone that replaces it. */
 int perl_interp_take_channel(struct perl_interp *pi, int handle);
 
-/* Takes the processes a clone's scripts forked that it has not reaped
- * yet (those a timeout killed, background jobs), n of them, before
+/* Takes the processes a clone's scripts (its twin's too) forked that it
+ * has not reaped yet (those a timeout killed, background jobs), n of them, before
  * perl_interp_destroy; perl_interp_give_children hands them, and the
  * array, to the clone that replaces it, which reaps them once they end,
  * so that none is left a zombie. */
@@ -130,8 +141,9 @@ struct perl_transport {
 void perl_interp_serve(struct perl_interp *pi, const struct perl_transport *t);
 
 /* Makes fd (taken over) the response channel: fd 1, restored from it
- * whenever a script closes or moves STDOUT. At start-up fd 1 as inherited
- * is the channel. */
+ * whenever a script closes or moves STDOUT; the tainted twin (see
+ * enum perl_taint) gets a copy. At start-up fd 1 as inherited is the
+ * channel. */
 void perl_interp_set_stdout(struct perl_interp *pi, int fd);
 
 /* Whether a file the interpreter loaded from outside Perl's own

@@ -96,6 +96,7 @@ struct settings {
 	uint64_t max_requests, max_rss_kb, max_memory;
 	char *preload;
 	char *inc;
+	unsigned taint;
 };
 
 struct perl_pool {
@@ -141,6 +142,7 @@ static struct settings *settings_copy(const struct perl_pool_settings *s)
 	c->max_memory = s->max_memory;
 	c->preload = xstrdup(s->preload ? s->preload : "");
 	c->inc = xstrdup(s->inc ? s->inc : "");
+	c->taint = s->taint;
 	return c;
 }
 
@@ -182,6 +184,7 @@ static int send_init(int ctl, const struct settings *st)
 		.max_memory = st->max_memory,
 		.preload_len = (uint32_t)preload_len,
 		.inc_len = (uint32_t)inc_len,
+		.taint = st->taint,
 	};
 	/* clang-format off */
 	struct iovec iov[3] = {

@@ -22,6 +22,7 @@ struct perl_pool_settings {
 	uint64_t max_memory;
 	const char *preload; /* "" or NULL: none */
 	const char *inc;     /* whitespace-separated folders */
+	unsigned taint;      /* enum perl_taint (perl_interp.h) */
 };
 
 /* A worker as a request sees it while it holds it. */

@@ -51,6 +51,7 @@
 
 struct perl_registry {
 	HV *scripts; /* path -> IV holding a struct perl_script * */
+	enum perl_taint taint;
 };
 
 struct capture_walk {
@@ -63,7 +64,8 @@ static SV *read_source(pTHX_ const char *path, struct stat *st);
 static SV *wrap_source(pTHX_ const char *path, const char *package, SV *src,
 		const struct perl_shebang *sb, SV **data);
 static void loop_preamble(pTHX_ SV *code, const struct perl_shebang *sb);
-static int switches_refused(pTHX_ const struct perl_shebang *sb, const char *path);
+static int switches_refused(pTHX_ struct perl_registry *reg, const struct perl_shebang *sb,
+		const char *path);
 static void switches_fill(pTHX_ struct perl_script_switches *sw, const struct perl_shebang *sb);
 static struct perl_script_switches *switches_keep(pTHX_ const struct perl_script_switches *sw);
 static void switches_free(pTHX_ struct perl_script_switches *sw);
@@ -80,10 +82,11 @@ static void drop_package(pTHX_ const char *package);
 static char *package_for(pTHX_ struct perl_registry *reg, const char *path, unsigned generation);
 static int package_taken(pTHX_ struct perl_registry *reg, const char *package, const char *path);
 
-struct perl_registry *perl_registry_create(pTHX)
+struct perl_registry *perl_registry_create(pTHX_ enum perl_taint taint)
 {
 	struct perl_registry *reg = xcalloc(1, sizeof *reg);
 	reg->scripts = newHV();
+	reg->taint = taint;
 	return reg;
 }
 
@@ -94,6 +97,7 @@ static void script_clear(pTHX_ struct perl_script *s)
 	SvREFCNT_dec(s->data);
 	SvREFCNT_dec(s->inc);
 	SvREFCNT_dec(s->sig);
+	SvREFCNT_dec(s->settings);
 	switches_free(aTHX_ s->switches);
 	s->code = NULL;
 	s->ends = NULL;
@@ -101,6 +105,7 @@ static void script_clear(pTHX_ struct perl_script *s)
 	s->data_gv = NULL;
 	s->inc = NULL;
 	s->sig = NULL;
+	s->settings = NULL;
 	s->switches = NULL;
 	free(s->captures);
 	s->captures = NULL;
@@ -276,23 +281,72 @@ static void loop_preamble(pTHX_ SV *code, const struct perl_shebang *sb)
 	}
 }
 
-/* Sets $@ and returns 1 when the #! line asks for what cannot be done. */
-static int switches_refused(pTHX_ const struct perl_shebang *sb, const char *path)
+/* Sets $@ and returns 1 when the #! line asks for what cannot be done.
+ * Taint checks cannot be switched on or off in a running interpreter: a
+ * script that asks for them is run in one started with them (the caller
+ * chose it by perl_registry_taint_wanted), and one that does not in one
+ * without them; the file changing in between is refused here, and its
+ * next request goes to the right one. */
+static int switches_refused(pTHX_ struct perl_registry *reg, const struct perl_shebang *sb,
+		const char *path)
 {
-	if (sb->refused) {
+	if (sb && sb->refused) {
 		sv_setpvf(ERRSV, "%s at %s line 1.\n", sb->refused, path);
 		return 1;
 	}
-	if (sb->taint && !TAINTING_get) {
+	char taint = sb ? sb->taint : 0;
+	if (taint && reg->taint == PERL_TAINT_REFUSE) {
 		sv_setpvf(ERRSV,
-				"\"-%c\" is on the #! line: taint checks cannot be switched "
-				"on in a running interpreter, and plxd's Perl workers run "
-				"without them (run the script as .pl, or remove the switch) "
-				"at %s line 1.\n",
-				sb->taint, path);
+				"\"-%c\" is on the #! line, and [perl] taint = refuse "
+				"(run the script as .pl, or remove the switch) at %s line 1.\n",
+				taint, path);
+		return 1;
+	}
+	if (taint && reg->taint == PERL_TAINT_WARN) {
+		PerlIO_printf(Perl_error_log,
+				"\"-%c\" is on the #! line: the script runs without taint checks "
+				"([perl] taint = warn) at %s line 1.\n",
+				taint, path);
+		return 0;
+	}
+	if ((taint != 0) != (TAINTING_get != 0)) {
+		sv_setpvf(ERRSV,
+				"the #! line changed while the script was being started (%s "
+				"\"-T\"): run it again at %s line 1.\n",
+				taint ? "now with" : "now without", path);
 		return 1;
 	}
 	return 0;
+}
+
+char perl_registry_taint_wanted(const char *path)
+{
+	int fd = open_script(path);
+	if (fd < 0)
+		return 0;
+	/* The first line, as perl_source_shebang reads it from the whole file;
+	 * one longer than the buffer is read in part, and its compile tells. */
+	char line[16384];
+	size_t have = 0;
+	while (have < sizeof line && !memchr(line, '\n', have)) {
+		ssize_t n = read(fd, line + have, sizeof line - have);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		have += (size_t)n;
+	}
+	close(fd);
+	if (have <= 2 || line[0] != '#' || line[1] != '!')
+		return 0;
+	const char *nl = memchr(line, '\n', have);
+	struct perl_shebang sb;
+	char taint = 0;
+	if (perl_source_shebang(line, nl ? (size_t)(nl - line) + 1 : have, &sb)) {
+		taint = sb.taint;
+		perl_source_shebang_free(&sb);
+	}
+	return taint;
 }
 
 static SV *separator_sv(pTHX_ const struct perl_separator *sep)
@@ -326,6 +380,8 @@ static void switches_fill(pTHX_ struct perl_script_switches *sw, const struct pe
 	sw->rs = separator_sv(aTHX_ & sb->rs);
 	sw->ors = separator_sv(aTHX_ & sb->ors);
 	sw->inplace = sb->inplace ? sv_2mortal(newSVpv(sb->inplace, 0)) : NULL;
+	/* perl -t is perl -T whose taint errors are warnings. */
+	sw->taint_warn = sb->taint == 't' && TAINTING_get;
 }
 
 /* A copy to keep with the script, or NULL when no run needs anything
@@ -333,7 +389,7 @@ static void switches_fill(pTHX_ struct perl_script_switches *sw, const struct pe
 static struct perl_script_switches *switches_keep(pTHX_ const struct perl_script_switches *sw)
 {
 	if (sw->dowarn == PL_dowarn && !sw->unsafe && !sw->check_only && !sw->rs && !sw->ors
-			&& !sw->inplace)
+			&& !sw->inplace && !sw->taint_warn)
 		return NULL;
 	struct perl_script_switches *kept = xmalloc(sizeof *kept);
 	*kept = *sw;
@@ -395,8 +451,10 @@ static void compile_settings(pTHX_ const struct perl_script_switches *sw)
 		return;
 	SAVEI8(PL_dowarn);
 	SAVEBOOL(PL_unsafe);
+	SAVEBOOL(PL_taint_warn);
 	PL_dowarn = sw->dowarn;
 	PL_unsafe = sw->unsafe;
+	PL_taint_warn = sw->taint_warn;
 	if (sw->dowarn & G_WARN_ALL_ON)
 		PL_compiling.cop_warnings = pWARN_ALL;
 	else if (sw->dowarn & G_WARN_ALL_OFF)
@@ -546,8 +604,9 @@ enum perl_fetch perl_registry_compile(pTHX_ struct perl_registry *reg, const cha
 		return PERL_FETCH_UNREADABLE;
 	struct perl_shebang sb;
 	int has_switches = perl_source_shebang(SvPVX(src), SvCUR(src), &sb);
-	if (has_switches && switches_refused(aTHX_ & sb, path)) {
-		perl_source_shebang_free(&sb);
+	if (switches_refused(aTHX_ reg, has_switches ? &sb : NULL, path)) {
+		if (has_switches)
+			perl_source_shebang_free(&sb);
 		return PERL_FETCH_ERROR;
 	}
 	unsigned generation = s ? s->generation + 1 : 1;

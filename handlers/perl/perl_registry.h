@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "perl_interp.h"
 #include "perl_source.h"
 
 /* A named sub (or format) of the script that captured one of the script's
@@ -31,6 +32,8 @@ struct perl_script_switches {
 	bool check_only; /* -c: compiled, never run */
 	SV *rs, *ors;    /* $/ (-0, -g) and $\ (-l); NULL: the default */
 	SV *inplace;     /* $^I (-i); NULL: undef */
+	bool taint_warn; /* -t, in an interpreter checking taint: warnings,
+			    not errors */
 };
 
 struct perl_script {
@@ -53,6 +56,10 @@ struct perl_script {
 				   pairs of signal number (0 __WARN__, -1
 				   __DIE__) and handler (undef: none); NULL: no
 				   difference. Kept by perl_interp.c */
+	SV *settings;                          /* the settings of CGI.pm and CGI::Carp as
+				   the script's compile left them
+				   (PLXD::Worker::settings_snapshot); NULL:
+				   neither was loaded. Kept by perl_interp.c */
 	unsigned runs;                         /* runs of this compile that were measured */
 	uint32_t grew;                         /* one bit per measured run, newest lowest:
 				   it left more Perl values alive than it found */
@@ -62,7 +69,9 @@ struct perl_script {
 
 struct perl_registry;
 
-struct perl_registry *perl_registry_create(pTHX);
+/* taint: what a script whose #! line asks for taint checks gets; whether
+ * this interpreter checks taint is perl's own (TAINTING_get). */
+struct perl_registry *perl_registry_create(pTHX_ enum perl_taint taint);
 void perl_registry_destroy(pTHX_ struct perl_registry *reg);
 
 /* What a file looks like now, as the caller saw it. */
@@ -89,6 +98,11 @@ struct perl_script *perl_registry_lookup(pTHX_ struct perl_registry *reg, const 
  * compilation is not kept. *out is set with COMPILED. */
 enum perl_fetch perl_registry_compile(pTHX_ struct perl_registry *reg, const char *path,
 		struct perl_script **out);
+
+/* What path's #! line asks for: 'T' (-T), 't' (-t) or 0 (neither, or
+ * the file cannot be read: its compile says why). Reads its first line
+ * only. */
+char perl_registry_taint_wanted(const char *path);
 
 /* Whether s was compiled from the file facts describe. */
 int perl_registry_current(const struct perl_script *s, const struct perl_file_facts *facts);

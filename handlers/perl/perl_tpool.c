@@ -57,7 +57,7 @@ static char **split_inc(const char *inc)
 }
 
 struct perl_tpool *perl_tpool_create(const char *lib, unsigned threads, const char *preload,
-		const char *inc, char *err, size_t errlen)
+		const char *inc, enum perl_taint taint, char *err, size_t errlen)
 {
 	struct perl_tpool *p = xcalloc(1, sizeof *p);
 	char **incv = NULL;
@@ -69,7 +69,8 @@ struct perl_tpool *perl_tpool_create(const char *lib, unsigned threads, const ch
 	incv = split_inc(inc);
 	struct perl_interp_options o = { .preload = preload && *preload ? preload : NULL,
 		.inc = incv,
-		.threaded = 1 };
+		.threaded = 1,
+		.taint = taint };
 	p->threads = p->api->create(&o, threads, err, errlen);
 	if (!p->threads)
 		goto fail;

@@ -16,7 +16,7 @@ struct perl_tpool;
  * inc and preload, from lib (the plugin's path). Returns NULL with
  * a message in err. */
 struct perl_tpool *perl_tpool_create(const char *lib, unsigned threads, const char *preload,
-		const char *inc, char *err, size_t errlen);
+		const char *inc, enum perl_taint taint, char *err, size_t errlen);
 /* Ends the threads; no request may hold one. */
 void perl_tpool_destroy(struct perl_tpool *p);
 

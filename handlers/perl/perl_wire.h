@@ -62,6 +62,8 @@ struct perl_wire_init {
 	uint64_t max_memory;   /* address space limit in bytes; 0: none */
 	uint32_t preload_len;
 	uint32_t inc_len;
+	uint32_t taint; /* enum perl_taint ([perl] taint) */
+	uint32_t unused;
 };
 
 /* Followed by message_len bytes of text when ok is 0. */

@@ -33,6 +33,7 @@ struct worker_settings {
 	uint64_t max_memory;
 	char *preload;
 	char **inc;
+	enum perl_taint taint;
 };
 
 static int control = CONTROL_FD;
@@ -101,6 +102,8 @@ static int read_init(char *buf, struct worker_settings *s)
 	s->max_requests = init.max_requests;
 	s->max_rss_kb = init.max_rss_kb;
 	s->max_memory = init.max_memory;
+	s->taint = init.taint <= PERL_TAINT_REFUSE ? (enum perl_taint)init.taint
+						   : PERL_TAINT_REFUSE;
 	char *p = buf + sizeof init;
 	s->preload = init.preload_len ? xstrndup(p, init.preload_len) : NULL;
 	p += init.preload_len;
@@ -318,7 +321,9 @@ int main(int argc, char **argv)
 					strerror(errno));
 	}
 #endif
-	struct perl_interp_options o = { .preload = settings.preload, .inc = settings.inc };
+	struct perl_interp_options o = { .preload = settings.preload,
+		.inc = settings.inc,
+		.taint = settings.taint };
 	char err[2048];
 	struct perl_interp *pi = perl_interp_create(&o, argc, argv, err, sizeof err);
 	if (!pi) {

@@ -70,7 +70,22 @@ while ($req->Accept() >= 0) {
 }
 EOF
 
+# CGI.pm's import pragmas are the script's own: CGI::Fast->new
+# (CGI->_reset_globals) drops no other script's, and one script's are no
+# other's.
+my $pragmas = <<'EOF';
+use CGI qw(-utf8 -nosticky);
+my $q = CGI->new;
+my $form = $q->start_form . $q->checkbox(-name => 'c') . $q->end_form;
+print $q->header('text/plain'), "len=", length($q->param('u') // ''), " cgifields=",
+    ($form =~ /\.cgifields/ ? 1 : 0), "\n";
+EOF
+(my $no_pragmas = $pragmas) =~ s/ qw\(-utf8 -nosticky\)//;
+
 my %files = (
+    'pragmas.plx' => $pragmas, 'pragmas.pl' => $pragmas,
+    'nopragmas.plx' => $no_pragmas, 'nopragmas.pl' => $no_pragmas,
+    'postmax.plx' => "use CGI;\n\$CGI::POST_MAX = 5;\n" . 'print "Content-Type: text/plain\n\nset\n";',
     'fast.plx' => $fast, 'fast.pl' => $fast, 'other.plx' => $other, 'fcgi.plx' => $fcgi,
     'plain.plx' => "print \"Content-Type: text/plain\\n\\nplain \$\$\\n\";\n",
 );
@@ -124,6 +139,23 @@ is($others, 10, 'the other one too');
 is($plains, 10, 'and a plain script in between, in the same worker');
 my @ends = $s->error_log =~ /fast\.plx, after its request was answered: fast\.plx: loop ended after 1$/mg;
 is(scalar @ends, 10, 'the script returned each time');
+
+# --- CGI.pm's pragmas, per script, across a CGI::Fast request ---
+is($s->get('/pragmas.pl?u=%C3%BC')->{content}, "len=1 cgifields=0\n", 'use CGI qw(-utf8 -nosticky) as .pl');
+is($s->get('/nopragmas.pl?u=%C3%BC')->{content}, "len=2 cgifields=1\n", 'use CGI as .pl');
+my ($kept, $own) = (0, 0);
+for my $i (1 .. 3) {
+    is($s->get('/other.plx')->{content}, "other n=1\n", "a CGI::Fast request ($i)");
+    $kept++ if $s->get('/pragmas.plx?u=%C3%BC')->{content} eq "len=1 cgifields=0\n";
+    $own++ if $s->get('/nopragmas.plx?u=%C3%BC')->{content} eq "len=2 cgifields=1\n";
+    $kept++ if $s->get('/pragmas.plx?u=%C3%BC')->{content} eq "len=1 cgifields=0\n";
+}
+is($kept, 6, "after CGI::Fast->new, a script's -utf8 and -nosticky are still its own");
+is($own, 3, "and no other script's");
+is($s->get('/postmax.plx')->{content}, "set\n", 'a script sets $CGI::POST_MAX = 5 at run time');
+is($s->request('POST', '/nopragmas.plx', content => 'u=%C3%BC&pad=0123456789',
+    headers => { 'Content-Type' => 'application/x-www-form-urlencoded' })->{content},
+    "len=2 cgifields=1\n", "the next script's POST is not held to it");
 
 # --- plain FCGI: its environment hash, Finish, LastCall ---
 is($s->get('/fcgi.plx?a')->{content}, "fcgi n=1 qs=a env=a\n", 'FCGI: its own environment hash is filled');

@@ -3,8 +3,10 @@
 # set up at the script's top level does (its routes pile up), is named in
 # the log once, with the build-once idiom; a script that builds its
 # application once, or keeps nothing, never is. Under [perl] workers = 1:
-# - the samples of cgi-bin/ (built once), hello.plx and a script that
-#   fills a cache in its first runs only, 200 requests each: no warning;
+# - the samples of cgi-bin/ (built once), hello.plx, a script that
+#   fills a cache in its first runs only, and scripts whose leftovers the
+#   next request's set-up frees (a variable added to %ENV, an exception
+#   object in $@, @ARGV), 200 requests each: no warning;
 # - the Mojolicious and Dancer2 samples with "=" for "||=" (set up per
 #   request), and a plain script that keeps every request's query in a
 #   global, 200 requests each: one warning, right after the 33rd run (the
@@ -40,6 +42,13 @@ my $print = 'print "Content-Type: text/plain\n\n", scalar(@seen), "\n";';
 $files{'keeps.plx'} = $logs . "our \@seen; push \@seen, \$ENV{QUERY_STRING};\n$print\n";
 $files{'warms.plx'} = $logs . "our \@seen; push \@seen, \$ENV{QUERY_STRING} if \@seen < 10;\n$print\n";
 $files{'mixed.plx'} = $files{'keeps.plx'};
+# What every request's set-up frees (doc/perl.md: "What every request gets
+# afresh") is no growth: a variable the script adds to %ENV, an exception
+# object left in $@, an @ARGV it filled.
+$files{'setenv.plx'} = $logs . "\$ENV{PLXD_GROWTH_X} = \$ENV{QUERY_STRING};\n"
+    . 'print "Content-Type: text/plain\n\nok\n";' . "\n";
+$files{'caught.plx'} = $logs . "eval { die bless { q => \$ENV{QUERY_STRING} }, 'Caught::Error' };\n"
+    . "push \@ARGV, \$ENV{QUERY_STRING};\n" . 'print "Content-Type: text/plain\n\nok\n";' . "\n";
 
 my $s = PlxdTest->start(
     files    => \%files,
@@ -63,12 +72,13 @@ sub sync {
     ok(wait_for(sub { $s->error_log =~ /mark\.plx: mark $marks$/m }), "the log has caught up ($marks)");
 }
 
-for my $name (@SAMPLES, 'hello', 'warms') {
+for my $name (@SAMPLES, 'hello', 'warms', 'setenv', 'caught') {
     my $ok = grep { $s->get(path($name) . "?$_")->{status} == 200 } 1 .. $N;
     is($ok, $N, "$name.plx: $N answers");
 }
 sync();
-is(warnings_for($_), 0, "$_.plx: no growth warning in $N requests") for @SAMPLES, 'hello', 'warms';
+is(warnings_for($_), 0, "$_.plx: no growth warning in $N requests")
+    for @SAMPLES, 'hello', 'warms', 'setenv', 'caught';
 
 for my $name ((map { "${_}_naive" } @SAMPLES), 'keeps') {
     my $ok = grep { $s->get(path($name) . "?$_")->{status} == 200 } 1 .. $N;

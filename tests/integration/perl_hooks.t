@@ -10,8 +10,9 @@
 # What a module does as it loads happens once per worker, for the script
 # that loaded it first (doc/perl.md: "What still differs"): a second script
 # using CGI::Carp in that worker gets no warn hook and no die override of
-# CGI::Carp's; and CGI::Carp's settings are the module's, so a later
-# script's fatalsToBrowser reaches the first one's die. A fresh plxd shows
+# CGI::Carp's. CGI::Carp's settings (fatalsToBrowser, set_message) are
+# each script's own: one script's set_message text or handler, or its
+# fatalsToBrowser, never reaches another's die. A fresh plxd shows
 # both, with the "will not stay shared" script as the one that loads
 # CGI::Carp (in the first plxd another script loaded it before). A third
 # loads CGI::Carp in the preload file: its hooks are then every script's.
@@ -69,6 +70,24 @@ my $masked = 2;
 print "Content-Type: text/plain\n\n", show(), "\n";
 die "closures dies\n" if $first eq 'die';
 EOF
+    # CGI::Carp's set_message at run time, with a text or a handler: its
+    # own die's page, and no other script's.
+    'msg_text' => <<'EOF',
+use CGI::Carp qw(fatalsToBrowser set_message);
+set_message("msg_text's own text");
+die "msg_text dies\n" if $ENV{QUERY_STRING} eq 'die';
+print "Content-Type: text/plain\n\nset\n";
+EOF
+    'msg_code' => <<'EOF',
+use CGI::Carp qw(fatalsToBrowser set_message);
+set_message(sub { print "<p>msg_code's handler: $_[0]</p>" });
+die "msg_code dies\n" if $ENV{QUERY_STRING} eq 'die';
+print "Content-Type: text/plain\n\nset\n";
+EOF
+    'msg_none' => <<'EOF',
+use CGI::Carp qw(fatalsToBrowser);
+die "msg_none dies\n";
+EOF
     # CGI::Carp in a script compiled after another one loaded it.
     'late' => <<'EOF',
 use CGI::Carp qw(fatalsToBrowser);
@@ -114,6 +133,28 @@ is($ok_carp, $rounds, "CGI::Carp's hooks in each of its requests (and the preloa
 is($ok_plain, $rounds, 'none of them in the other script');
 is($ok_die, $rounds, "CGI::Carp's page for each die");
 is($ok_plain_die, $rounds, 'a plain die in the other script, even compiled after CGI::Carp loaded');
+
+# set_message: each script's own die gets its own page, and one with none
+# CGI::Carp's, as .pl, after the others set theirs.
+my $default = $s->get('/msg_none.pl');
+like($default->{content}, qr{<pre>msg_none dies\n</pre>.*For help, please send mail}s,
+    "msg_none.pl: CGI::Carp's own page");
+for my $i (1 .. 3) {
+    is($s->get('/msg_text.plx')->{content}, "set\n", "msg_text.plx sets its text ($i)");
+    my $none = $s->get('/msg_none.plx');
+    is("$none->{status} $none->{content}", "$default->{status} $default->{content}",
+        "then msg_none.plx's die gets CGI::Carp's own page, as .pl ($i)");
+    is($s->get('/msg_code.plx')->{content}, "set\n", "msg_code.plx sets its handler ($i)");
+    $none = $s->get('/msg_none.plx');
+    is("$none->{status} $none->{content}", "$default->{status} $default->{content}",
+        "then msg_none.plx's die runs no other script's handler ($i)");
+    my $own = $s->get('/msg_text.plx?die');
+    ok($own->{status} == 500 && $own->{content} =~ m{<pre>msg_text dies\n</pre>\s*<p>\s*msg_text's own text},
+        "msg_text.plx's own die shows its own text ($i)") or diag($own->{content});
+    $own = $s->get('/msg_code.plx?die');
+    is("$own->{status} $own->{content}", "200 <p>msg_code's handler: msg_code dies\n</p>",
+        "msg_code.plx's own die runs its own handler ($i)");
+}
 
 # The same answers as .pl (which has no preload file).
 for my $q ('7', 'die7') {
@@ -193,11 +234,11 @@ ok(wait_for(sub { $log->() =~ /late\.plx: late warns 2$/m }), "late.plx's in per
 is($count->(qr/late\.plx: \[[^\]]+\] late\.plx: late warns \d$/m), 0, 'none of them through CGI::Carp');
 
 # fatalsToBrowser is a setting of the module, which late.plx's import
-# turned on: closures.plx's die (CGI::Carp's, bound when it compiled) now
-# gives the page too, after what it printed; the same script as .pl not.
-like($t->get('/closures.plx?die')->{content}, qr{^die die\n.*<h1>Software error:</h1>}s,
-    "closures.plx?die after late.plx: CGI::Carp's page, another script's setting");
-is($t->get('/closures.pl?die')->{content}, "die die\n", 'closures.pl?die: still none');
+# turned on: the setting is late.plx's own, so closures.plx's die still
+# gives no page, as the same script's as .pl.
+is($t->get('/closures.plx?die')->{content}, "die die\n",
+    "closures.plx?die after late.plx: no page, late.plx's setting is its own");
+is($t->get('/closures.pl?die')->{content}, "die die\n", 'closures.pl?die: none either');
 
 $t->stop;
 

@@ -71,6 +71,87 @@ sub cgi_pm_reset {
     return;
 }
 
+# Settings that modules keep in package variables for the one program a
+# CGI process runs, set when a script imports them (use CGI qw(-utf8
+# -nosticky), use CGI::Carp qw(fatalsToBrowser)) or calls them at run
+# time (CGI::Carp's set_message, $CGI::POST_MAX = ...). In a worker every
+# script shares them: one script's set_message would give another's die
+# its page, and CGI::Fast->new (CGI->_reset_globals) would drop every
+# other script's pragmas. Each script gets them as its own compile left
+# them at the start of each run (settings_apply, with what
+# settings_snapshot took after the compile); a compile starts from the
+# set-up's (the preload's), or the module's defaults.
+our @SETTINGS_MODULES = ('CGI.pm', 'CGI/Carp.pm');
+my %SETTINGS = (
+    'CGI.pm' => [qw($CGI::XHTML $CGI::DEFAULT_DTD $CGI::NOSTICKY $CGI::NPH $CGI::DEBUG
+        $CGI::TABINDEX $CGI::CLOSE_UPLOAD_FILES $CGI::HEADERS_ONCE
+        $CGI::USE_PARAM_SEMICOLONS $CGI::NO_UNDEF_PARAMS $CGI::PARAM_UTF8
+        $CGI::PUTDATA_UPLOAD $CGI::APPEND_QUERY_STRING $CGI::DTD_PUBLIC_IDENTIFIER
+        $CGI::POST_MAX $CGI::DISABLE_UPLOADS $CGI::UNLINK_TMP_FILES $CGI::LIST_CONTEXT_WARN
+        $CGI::ENCODE_ENTITIES $CGI::ALLOW_DELETE_CONTENT $CGI::COOKIE_CACHE
+        @CGI::SAVED_SYMBOLS)],
+    'CGI/Carp.pm' => [qw($CGI::Carp::CUSTOM_MSG $CGI::Carp::DIE_HANDLER
+        $CGI::Carp::TO_BROWSER $CGI::Carp::NO_TIMESTAMP $CGI::Carp::FULL_PATH
+        $CGI::Carp::PROGNAME $CGI::Carp::WRAP $CGI::Carp::WARN
+        $CGI::Carp::EMIT_WARNINGS @CGI::Carp::WARNINGS)],
+);
+# The modules' own defaults (CGI.pm's initialize_globals and its file's
+# top, CGI::Carp's), for a module the set-up did not load.
+my %SETTINGS_DEFAULT = (
+    'CGI.pm' => [1, ['-//W3C//DTD HTML 4.01 Transitional//EN',
+        'http://www.w3.org/TR/html4/loose.dtd'], 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 0, '', -1, 0,
+        1, 1, q{&<>"'}, 0, 0, []],
+    'CGI/Carp.pm' => [undef, undef, 1, 0, 0, undef, undef, undef, undef, []],
+);
+my %SETTINGS_BASE;
+my %SETTINGS_REF;    # module => references to its variables, made once
+
+sub settings_refs {
+    my ($module) = @_;
+    return $SETTINGS_REF{$module} //= do {
+        no strict 'refs';
+        [ map { my $name = substr $_, 1; /^\@/ ? \@{$name} : \${$name} } @{ $SETTINGS{$module} } ];
+    };
+}
+
+# The settings of the modules loaded now: module => [values], arrays as
+# array references (copies); undef when none is loaded.
+sub settings_snapshot {
+    my %snap;
+    for my $module (grep { $INC{$_} } @SETTINGS_MODULES) {
+        $snap{$module} = [ map { ref $_ eq 'ARRAY' ? [@$_] : $$_ } @{ settings_refs($module) } ];
+    }
+    return %snap ? \%snap : undef;
+}
+
+# The set-up's settings, the base of every compile (and of a script that
+# loaded neither module).
+sub settings_base {
+    my $snap = settings_snapshot();
+    %SETTINGS_BASE = $snap ? %$snap : ();
+    return;
+}
+
+# Gives each loaded module the settings of snap (a snapshot, or undef:
+# the set-up's, or the defaults).
+sub settings_apply {
+    my ($snap) = @_;
+    for my $module (grep { $INC{$_} } @SETTINGS_MODULES) {
+        my $values = ($snap && $snap->{$module}) || $SETTINGS_BASE{$module}
+            || $SETTINGS_DEFAULT{$module};
+        my $refs = settings_refs($module);
+        for my $i (0 .. $#$refs) {
+            my $ref = $refs->[$i];
+            if (ref $ref eq 'ARRAY') {
+                @$ref = @{ $values->[$i] };
+            } else {
+                $$ref = $values->[$i];
+            }
+        }
+    }
+    return;
+}
+
 # FastCGI-style scripts: `while (my $q = CGI::Fast->new) { ... }`, or
 # `while ($request->Accept >= 0) { ... }` with FCGI. Outside a FastCGI
 # server FCGI accepts once per process, so such a script would answer one
