@@ -321,7 +321,7 @@ static int switches_refused(pTHX_ struct perl_registry *reg, const struct perl_s
 
 char perl_registry_taint_wanted(const char *path)
 {
-	int fd = open_script(path);
+	int fd = perl_source_open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return 0;
 	/* The first line, as perl_source_shebang reads it from the whole file;
