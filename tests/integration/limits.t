@@ -46,6 +46,80 @@ close $_ for @idle;
 ok(wait_for(sub { $s->get('/a.txt')->{status} == 200 }), 'served again once connections close');
 $s->stop;
 
+# max_connections at exactly its value: with 3 connections held idle at
+# max_connections = 4, a 4th is served, and kept open; a 5th gets 503. One
+# event thread accepts them, so they are counted in the order they connect.
+$s = PlxdTest->start(files => { 'a.txt' => "a\n" },
+    server => { max_connections => 4, threads => 1, header_timeout => '60s',
+        connection_timeout => '60s' });
+@idle = map { $s->connect } 1 .. 3;
+my $fourth = $s->connect;
+$fourth->syswrite("GET /a.txt HTTP/1.1\r\nHost: x\r\n\r\n");
+my @got = read_responses($fourth, 1);
+is($got[0]{status}, 200, 'the 4th connection at max_connections = 4 is served (3 held idle)');
+$raw = framed($s->raw("GET /a.txt HTTP/1.1\r\nHost: x\r\n\r\n"));
+like($raw, qr{^HTTP/1\.1 503 }, 'a 5th, with the 4 still open, gets 503');
+close $_ for @idle, $fourth;
+$s->stop;
+
+# Closed half-sent requests at max_connections: clients that sent part of a
+# request line, or of a head, then closed, must not hold their slots. A new
+# client is served well before the deadlines (60 s here) would end them.
+$s = PlxdTest->start(files => { 'a.txt' => "a\n" },
+    server => { max_connections => 4, header_timeout => '60s', connection_timeout => '60s' });
+for my $round (1 .. 5) {
+    my @half = map { $s->connect } 1 .. 4;
+    $half[$_]->syswrite($_ % 2 ? "GET /a.txt HTTP/1.1\r\nHost: x\r\nX-Half: y" : 'GET /a.t')
+        for 0 .. 3;
+    close $_ for @half;
+    my $t0 = time;
+    ok(wait_for(sub { $s->get('/a.txt')->{status} == 200 }, 20),
+        sprintf('round %d: 4 half-sent requests closed at max_connections = 4: a new client is '
+            . 'served (%.1f s)', $round, time - $t0));
+}
+$s->stop;
+
+# per_ip_connections gives every count back: after a refusal, once all are
+# closed, two new connections from the same address are both served; at
+# per_ip_connections = 1, a connection that closed lets the next one in.
+$s = PlxdTest->start(files => { 'a.txt' => "a\n" },
+    server => { per_ip_connections => 2, header_timeout => '60s', connection_timeout => '60s' });
+{
+    my @two = map { $s->connect } 1 .. 2;
+    $_->syswrite("GET /a.txt HTTP/1.1\r\nHost: x\r\n\r\n") for @two;
+    read_responses($_, 1) for @two;
+    my $refused = $s->connect;
+    $refused->syswrite("GET /a.txt HTTP/1.1\r\nHost: x\r\n\r\n");
+    is(framed(PlxdTest::read_until_closed($refused, 30)), '', 'per_ip_connections = 2: a third is refused');
+    close $_ for @two, $refused;
+    # Both new connections are open before either asks: each holds a count.
+    my $both = sub {
+        my @pair = map { $s->connect } 1 .. 2;
+        $_->syswrite("GET /a.txt HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n") for @pair;
+        my @answers = map { PlxdTest::read_until_closed($_, 10) } @pair;
+        close $_ for @pair;
+        return 2 == grep { /^HTTP\/1\.1 200 / } @answers;
+    };
+    ok(wait_for($both, 20), '... then all closed: two new connections from the same address are both served');
+}
+$s->stop;
+$s = PlxdTest->start(files => { 'a.txt' => "a\n" },
+    server => { per_ip_connections => 1, header_timeout => '60s', connection_timeout => '60s' });
+{
+    my $first = $s->connect;
+    $first->syswrite("GET /a.txt HTTP/1.1\r\nHost: x\r\n\r\n");
+    my @answer = read_responses($first, 1);
+    is($answer[0]{status}, 200, 'per_ip_connections = 1: a connection is served');
+    close $first;
+    my $again = sub {
+        my $next = $s->connect;
+        $next->syswrite("GET /a.txt HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+        return PlxdTest::read_until_closed($next, 10) =~ m{^HTTP/1\.1 200 };
+    };
+    ok(wait_for($again, 20), '... closed, the next connection from that address gets 200');
+}
+$s->stop;
+
 # per_ip_connections, with a trusted proxy exempt
 $s = PlxdTest->start(files => { 'a.txt' => "a\n" },
     server => { per_ip_connections => 2, trusted_proxies => '127.0.0.2', header_timeout => '60s',
