@@ -515,13 +515,16 @@ static unsigned route(struct request *r, const char *target)
 	r->pub.file = r->file;
 	r->pub.root = config->server.root;
 
-	r->section = config_route(config, own_name);
+	/* A folder is the static handler's whatever its name, so that
+	 * "/dir.pl" gets its 301 to "/dir.pl/" as any other folder does. */
+	int folder = S_ISDIR(res.st.st_mode);
+	r->section = folder ? config->fallback : config_route(config, own_name);
 	r->route_name = own_name;
 	/* A link with a harmless name (x.txt -> x.pl) is routed by the file's
 	 * own name too, and a handler wins: a script is never sent as text.
 	 * Handlers then see that name, so they pick what they run it with by
 	 * the same extension. */
-	if (r->section == config->fallback && res.real_name[0]) {
+	if (!folder && r->section == config->fallback && res.real_name[0]) {
 		const struct handler_section *by_target = config_route(config, res.real_name);
 		if (by_target != config->fallback) {
 			r->section = by_target;

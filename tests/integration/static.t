@@ -30,9 +30,12 @@ my $s = PlxdTest->start(
         'dir/other.txt'   => "other\n",
         'a b/index.html'  => "spaced\n",
         'script.pl'       => "print 'source';\n",
+        'site.pl/index.html'  => "<p>site.pl index</p>\n",
+        'site.plx/index.html' => "<p>site.plx index</p>\n",
+        'site.plt/index.html' => "<p>site.plt index</p>\n",
         %edge,
     },
-    handlers => { '.pl' => 'echo' },
+    handlers => { '.pl' => 'echo', '.plx' => 'echo', '.plt' => 'echo' },
 );
 my $root = $s->root;
 mkdir "$root/empty" or die "mkdir: $!";
@@ -207,6 +210,19 @@ unlike(get_raw('/empty/')->{body}, qr/index of/i, 'no listing in the page');
 is(get_raw('/empty')->{status}, 301, 'without its slash it is still redirected first');
 is(get_raw('/')->{status}, 403, 'the root without index.html: 403');
 is(get_raw('/dir/other.txt')->{body}, "other\n", 'a file in a folder');
+# A folder named like a script is a folder: the redirect to its slash, then
+# its index, as for any other.
+for my $ext (qw(pl plx plt)) {
+    $r = get_raw("/site.$ext");
+    is($r->{status}, 301, "a folder named site.$ext, without its slash: 301");
+    is($r->{headers}{location}, "/site.$ext/", '... to the folder with its slash');
+    is(get_raw("/site.$ext?a=1&b=%20")->{headers}{location}, "/site.$ext/?a=1&b=%20",
+        '... the query kept');
+    is(get_raw("/site.$ext/")->{body}, "<p>site.$ext index</p>\n", '... where its index.html is served');
+}
+mkdir "$root/bare.pl" or die;
+is(get_raw('/bare.pl')->{status}, 301, 'a folder bare.pl without index.html: 301 first');
+is(get_raw('/bare.pl/')->{status}, 403, '... then 403, no listing');
 mkdir "$root/dir2" or die;
 mkdir "$root/dir2/index.html" or die;
 is(get_raw('/dir2/')->{status}, 403, 'a folder named index.html is not an index');
