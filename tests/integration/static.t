@@ -108,6 +108,50 @@ $r = one(request_bytes('HEAD', '/hello.txt', 'Connection: close', "If-None-Match
     head => [0]);
 is($r->{status}, 304, 'HEAD gets 304 too');
 
+
+# If-Match and If-Unmodified-Since (RFC 9110 13.1.1, 13.1.4), in the order
+# of 13.2.2: If-Match, then If-Unmodified-Since only without it, then
+# If-None-Match, then If-Modified-Since, then Range and If-Range.
+(my $weak = $etag) =~ s/^/W\//;
+my $before = 'Sat, 01 Jan 2000 00:00:00 GMT';    # before the file's time
+my $after = 'Fri, 01 Jan 2100 00:00:00 GMT';
+my @preconditions = (
+    [ "If-Match: $etag" => 200, 'If-Match with the ETag: 200' ],
+    [ qq{If-Match: "x", $etag} => 200, 'If-Match with the ETag in a list: 200' ],
+    [ 'If-Match: *' => 200, 'If-Match *: 200' ],
+    [ 'If-Match: "x"' => 412, 'If-Match with another ETag: 412' ],
+    [ qq{If-Match: "x", "y"} => 412, 'If-Match with a list of others: 412' ],
+    [ "If-Match: $weak" => 412, 'If-Match with the ETag marked weak: 412 (strong comparison)' ],
+    [ qq{If-Match: "x", $weak} => 412, '... also in a list' ],
+    [ "If-Unmodified-Since: $lm" => 200, 'If-Unmodified-Since the Last-Modified date: 200' ],
+    [ "If-Unmodified-Since: $after" => 200, 'If-Unmodified-Since a later date: 200' ],
+    [ "If-Unmodified-Since: $before" => 412, 'If-Unmodified-Since an earlier date: 412' ],
+    [ 'If-Unmodified-Since: junk' => 200, 'If-Unmodified-Since not a date: ignored' ],
+    [ [ "If-Match: $etag", "If-Unmodified-Since: $before" ] => 200,
+        'If-Match holding: If-Unmodified-Since is not looked at' ],
+    [ [ 'If-Match: "x"', "If-None-Match: $etag" ] => 412, 'If-Match comes before If-None-Match' ],
+    [ [ "If-Unmodified-Since: $before", "If-None-Match: $etag" ] => 412,
+        'If-Unmodified-Since comes before If-None-Match' ],
+    [ [ "If-Match: $etag", "If-None-Match: $etag" ] => 304, 'If-Match holding, If-None-Match: 304' ],
+    [ [ "If-Unmodified-Since: $lm", "If-Modified-Since: $lm" ] => 304,
+        'If-Unmodified-Since holding, If-Modified-Since: 304' ],
+    [ [ 'If-Match: "x"', 'Range: bytes=0-4' ] => 412, 'If-Match comes before Range' ],
+    [ [ "If-Match: $etag", 'Range: bytes=0-4', "If-Range: $etag" ] => 206,
+        'If-Match holding, then Range with If-Range: 206' ],
+);
+for my $case (@preconditions) {
+    my ($fields, $want, $name) = @$case;
+    is(get_raw('/hello.txt', ref $fields ? @$fields : $fields)->{status}, $want, $name);
+}
+$r = one(request_bytes('HEAD', '/hello.txt', 'Connection: close', 'If-Match: "x"'), head => [0]);
+is($r->{status}, 412, 'HEAD gets 412 too');
+{
+    my @two = responses($s->raw(request_bytes('GET', '/hello.txt', 'If-Match: "x"')
+        . request_bytes('GET', '/hello.txt', 'Connection: close'), 10));
+    is(join(' ', map { $_->{status} } @two), '412 200', 'a 412 keeps the connection for the next request');
+}
+is(get_raw('/missing.txt', 'If-Match: *')->{status}, 404, 'If-Match * on a missing file: 404');
+
 # Rewritten in place (same inode, same size) within the same second.
 open my $fh, '+<', "$root/hello.txt" or die;
 print $fh "HELLO WORLD\n";
