@@ -325,12 +325,15 @@ int plxd_response_bodiless(struct plxd_request *pub, unsigned status)
 size_t plxd_reply_header_room(struct plxd_request *pub)
 {
 	/* libmicrohttpd builds the response's head in the connection's memory
-	 * ([server] max_header_size), beside the request's head and what it
-	 * parsed of it (cookies again, value by value). */
+	 * (http_connection_memory), beside the request's head and what it
+	 * parsed of it: the cookies again, and an entry for every field. */
 	const union MHD_ConnectionInfo *head = MHD_get_connection_info(pub->connection,
 			MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);
-	size_t pool = (size_t)REQUEST_OF(pub)->site->config->server.max_header_size;
-	size_t used = 2 * (head ? head->header_size : 0) + 1024;
+	int fields = MHD_get_connection_values(pub->connection,
+			MHD_HEADER_KIND | MHD_COOKIE_KIND | MHD_GET_ARGUMENT_KIND, NULL, NULL);
+	size_t pool = http_connection_memory(REQUEST_OF(pub)->site->config->server.max_header_size);
+	size_t used = 2 * (head ? head->header_size : 0)
+			+ (size_t)(fields > 0 ? fields : 0) * HTTP_FIELD_COST + 1024;
 	return pool > used ? pool - used : 0;
 }
 
@@ -680,18 +683,33 @@ static void request_headers(struct request *r)
 	struct MHD_Connection *connection = r->pub.connection;
 	const struct server_conf *server = &r->site->config->server;
 
+	/* The head lies in libmicrohttpd's read buffer from the method's first
+	 * byte; header_size runs to the end of its empty line. libmicrohttpd
+	 * has room for more (http_connection_memory), so the limit is plxd's:
+	 * a head of max_header_size bytes is served, one byte more is not. */
+	const union MHD_ConnectionInfo *head = MHD_get_connection_info(connection,
+			MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);
+	size_t head_len = head ? head->header_size : 0;
+	if (head_len > server->max_header_size) {
+		/* The request line with its line end: up to the version's end, and
+		 * one or two bytes more. */
+		size_t line = (size_t)(r->pub.version - r->pub.method) + strlen(r->pub.version) + 1;
+		unsigned status = line >= server->max_header_size ? 414 : 431;
+		plxd_log(PLXD_LOG_INFO,
+				"refused %s %s: a request %s of %zu bytes, over max_header_size "
+				"(%llu bytes)",
+				r->pub.method, r->target, status == 414 ? "line" : "head",
+				status == 414 ? line : head_len, server->max_header_size);
+		refuse(r, status, 1);
+		return;
+	}
+
 	/* Framing first: a request that could be read two ways is answered
 	 * before its body and the connection closed, so that what follows it
 	 * is never taken for a request. */
 	struct framing framing;
 	const char *why;
 	framing_begin(&framing, r->pub.method, r->pub.version);
-	/* The head lies in libmicrohttpd's read buffer from the method's first
-	 * byte; header_size runs to the end of its empty line. */
-	const union MHD_ConnectionInfo *head = MHD_get_connection_info(connection,
-			MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);
-	size_t head_len = head && head->header_size <= server->max_header_size ? head->header_size
-									       : 0;
 	framing_head(&framing, r->pub.method, head_len, r->pub.version);
 	MHD_get_connection_values_n(connection, MHD_HEADER_KIND, header_framing, &framing);
 	unsigned bad = framing_end(&framing, &why);
