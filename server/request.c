@@ -75,6 +75,10 @@ struct request {
 	int streaming;         /* the handler's body() takes the body */
 	uint64_t body_seen;    /* bytes of body taken, kept or dropped */
 	uint64_t body_arrived; /* bytes of body offered, taken or not */
+	/* A chunked body in libmicrohttpd's read buffer: where it starts, and
+	 * where the last piece handed over ended (framing_chunk_data). */
+	const char *chunk_base;
+	const char *chunk_end;
 	char *target;
 	char *path;
 	char *file;
@@ -737,8 +741,10 @@ static void request_headers(struct request *r)
 	int too_large = declared > server->max_body || declared > INT64_MAX;
 	r->pub.content_length = declared > INT64_MAX ? INT64_MAX : (int64_t)declared;
 	if (MHD_lookup_connection_value(connection, MHD_HEADER_KIND,
-			    MHD_HTTP_HEADER_TRANSFER_ENCODING))
+			    MHD_HTTP_HEADER_TRANSFER_ENCODING)) {
 		r->pub.content_length = -1;
+		r->chunk_base = r->pub.method + head_len;
+	}
 	/* The status page comes before any file of its name. A client that
 	 * may not see it gets what a missing file gets (404, the same way
 	 * below), decided now: had the page taken the request, libmicrohttpd
@@ -835,6 +841,16 @@ enum MHD_Result request_access(void *cls, struct MHD_Connection *connection, con
 			http_body_progress(r->conn, (size_t)(arrived - r->body_arrived));
 		if (arrived > r->body_arrived)
 			r->body_arrived = arrived;
+		const char *why = framing_chunk_data(r->chunk_base, upload_data, r->chunk_end);
+		r->chunk_end = upload_data + len;
+		if (why && !r->refuse) {
+			/* libmicrohttpd takes no answer before the body's end: the
+			 * rest is read and dropped, and the connection closed after
+			 * the 400, before anything behind the body is read. */
+			plxd_log(PLXD_LOG_INFO, "refused %s %s: %s", r->pub.method, r->target, why);
+			r->refuse = 400;
+			r->close = r->close_after = 1;
+		}
 		if (arrived > r->site->config->server.max_body) {
 			/* libmicrohttpd accepts no response until the body has
 			 * been read; rather than read an endless chunked body to
