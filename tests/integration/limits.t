@@ -32,9 +32,11 @@ sub closed_within {
 }
 
 # max_connections. (The connections holding the slots must outlast the
-# checks, however slow the machine: their deadlines are 60 s.)
+# checks, however slow the machine: their deadlines are 60 s. One event
+# thread accepts them, so they are counted in the order they connect.)
 my $s = PlxdTest->start(files => { 'a.txt' => "a\n" },
-    server => { max_connections => 4, header_timeout => '60s', connection_timeout => '60s' });
+    server => { max_connections => 4, threads => 1, header_timeout => '60s',
+        connection_timeout => '60s' });
 my @idle = map { $s->connect } 1 .. 4;
 $_->syswrite("GET /a.txt HTTP/1.1\r\n") for @idle;    # started, not finished
 my $raw = framed($s->raw("GET /a.txt HTTP/1.1\r\nHost: x\r\n\r\n"));
