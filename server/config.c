@@ -100,9 +100,11 @@ const struct conf_key server_keys[] = {
 		.tests = "integration/limits.t"),
 	SERVER_KEY("max_header_size", CONF_SIZE, max_header_size, "32K", .min = 4096,
 		.max = 1024 * 1024, .flags = CONF_RESTART,
-		.help = "memory for a request line and headers (libmicrohttpd's per-connection "
-			"buffer)",
-		.limit = "414 for a longer request line, 431 for longer headers",
+		.help = "a request line and headers together at most; libmicrohttpd's memory for "
+			"a connection is twice this and 16 KB, so a head at the limit that is all "
+			"cookies, with 200 fields, fits",
+		.limit = "served at the limit; one byte more: 414 when the request line is what "
+			 "does not fit, else 431, and the connection closed",
 		.tests = "integration/limits.t integration/attacks.t"),
 	SERVER_KEY("max_body", CONF_SIZE, max_body, "64M",
 		.help = "request body size at most; also what a CGI script may print while its "

@@ -6,7 +6,8 @@
  * and ends the head at a line with an empty name: each lets a client
  * smuggle a second request past a proxy that reads the bytes differently.
  * What its API hides is looked for where it leaves the head in its read
- * buffer (framing_head). */
+ * buffer (framing_head), and a chunked body's line ends where it leaves
+ * them in front of the data (framing_chunk_data). */
 #include "framing.h"
 
 #include <stdint.h>
@@ -244,6 +245,29 @@ unsigned framing_end(struct framing *f, const char **why)
 		problem(f, 400, "no Host in an HTTP/1.1 request");
 	*why = f->status ? f->why : NULL;
 	return f->status;
+}
+
+const char *framing_chunk_data(const char *base, const char *data, const char *prev_end)
+{
+	uintptr_t b = (uintptr_t)base, d = (uintptr_t)data;
+	/* The size line ends right before the data, in an LF. */
+	if (!base || d <= b || data[-1] != '\n')
+		return NULL;
+	if (d - b < 2 || data[-2] != '\r')
+		return "a chunk-size line ending in a bare LF";
+	/* Before the size line: nothing read with it, or the previous chunk's
+	 * end. That ends in an LF too, the last one before the size line's. */
+	const char *line_end = memrchr(base, '\n', (size_t)(d - b) - 2);
+	if (!line_end)
+		return NULL;
+	uintptr_t e = (uintptr_t)line_end;
+	/* At base, or right after it: this read began with the chunk's end
+	 * (its data came in an earlier one). Further on: this read holds the
+	 * previous chunk's data too, which ended at prev_end. */
+	const char *crlf = e - b <= 1 ? base : prev_end;
+	if ((uintptr_t)crlf + 1 != e || *crlf != '\r')
+		return "a chunk's data followed by a bare LF instead of CRLF";
+	return NULL;
 }
 
 unsigned framing_check(const char *method, const char *version,

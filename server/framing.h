@@ -66,6 +66,17 @@ void framing_field(struct framing *f, const char *name, size_t name_len, const c
  * with *why set to a short reason for the log. */
 unsigned framing_end(struct framing *f, const char **why);
 
+/* A chunked body's framing (RFC 9112 7.1): every chunk-size line and every
+ * chunk's end must be CRLF; libmicrohttpd 0.9.75 takes a bare LF for either.
+ * It decodes the body in its read buffer, from base (the byte after the
+ * head) on, and hands plxd each piece of a chunk's data where it lies: when
+ * data lies past base, what precedes it was read with it, in order: the
+ * previous chunk's data (ending at prev_end, the end of the piece handed
+ * before), its CRLF, the size line. Returns why the framing seen there is
+ * refused, or NULL. Data at base means its framing was read earlier and is
+ * gone: it cannot be told (doc/security.md). */
+const char *framing_chunk_data(const char *base, const char *data, const char *prev_end);
+
 /* The same over a whole list, for tests and fuzzing. */
 struct framing_header {
 	const char *name;

@@ -168,6 +168,11 @@ void http_url(int fd, char *out, size_t outlen)
 		snprintf(out, outlen, "http://%s:%u/", addr, port);
 }
 
+size_t http_connection_memory(unsigned long long max_header_size)
+{
+	return (size_t)(2 * max_header_size) + HTTP_FIELDS_ROOM;
+}
+
 /* ---- per-IP limit ---------------------------------------------------------- */
 
 static void addr_key(const struct sockaddr *sa, unsigned char key[16])
@@ -686,7 +691,8 @@ int http_start(int fd, const struct server_conf *server, char *err, size_t errle
 			MHD_OPTION_EXTERNAL_LOGGER, log_from_mhd, NULL,
 			MHD_OPTION_CONNECTION_LIMIT, connection_cap,
 			MHD_OPTION_CONNECTION_TIMEOUT, timeout_s,
-			MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)server->max_header_size,
+			MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+				http_connection_memory(server->max_header_size),
 			MHD_OPTION_NOTIFY_COMPLETED, request_completed, NULL,
 			MHD_OPTION_NOTIFY_CONNECTION, on_connection, th,
 			MHD_OPTION_URI_LOG_CALLBACK, on_uri, NULL,

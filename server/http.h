@@ -62,6 +62,18 @@ unsigned http_wait_idle(unsigned long timeout_ms);
  * requests started has ended. */
 void http_stop(void);
 
+/* The memory libmicrohttpd is given per connection, for [server]
+ * max_header_size: it keeps there the request head, a copy of its Cookie
+ * header, HTTP_FIELD_COST bytes for every header line, cookie and query
+ * parameter, and then the response's head. Twice max_header_size and
+ * HTTP_FIELDS_ROOM: a head at the limit that is all cookie fits, with 200
+ * fields; plxd itself enforces max_header_size (request.c). More would
+ * cost every keep-alive request: libmicrohttpd clears all of it between
+ * two requests. */
+#define HTTP_FIELD_COST  64
+#define HTTP_FIELDS_ROOM (16 * 1024)
+size_t http_connection_memory(unsigned long long max_header_size);
+
 /* For request.c and status.c. */
 unsigned http_open_connections(void);
 unsigned http_threads(void);

@@ -75,6 +75,10 @@ struct request {
 	int streaming;         /* the handler's body() takes the body */
 	uint64_t body_seen;    /* bytes of body taken, kept or dropped */
 	uint64_t body_arrived; /* bytes of body offered, taken or not */
+	/* A chunked body in libmicrohttpd's read buffer: where it starts, and
+	 * where the last piece handed over ended (framing_chunk_data). */
+	const char *chunk_base;
+	const char *chunk_end;
 	char *target;
 	char *path;
 	char *file;
@@ -325,12 +329,15 @@ int plxd_response_bodiless(struct plxd_request *pub, unsigned status)
 size_t plxd_reply_header_room(struct plxd_request *pub)
 {
 	/* libmicrohttpd builds the response's head in the connection's memory
-	 * ([server] max_header_size), beside the request's head and what it
-	 * parsed of it (cookies again, value by value). */
+	 * (http_connection_memory), beside the request's head and what it
+	 * parsed of it: the cookies again, and an entry for every field. */
 	const union MHD_ConnectionInfo *head = MHD_get_connection_info(pub->connection,
 			MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);
-	size_t pool = (size_t)REQUEST_OF(pub)->site->config->server.max_header_size;
-	size_t used = 2 * (head ? head->header_size : 0) + 1024;
+	int fields = MHD_get_connection_values(pub->connection,
+			MHD_HEADER_KIND | MHD_COOKIE_KIND | MHD_GET_ARGUMENT_KIND, NULL, NULL);
+	size_t pool = http_connection_memory(REQUEST_OF(pub)->site->config->server.max_header_size);
+	size_t used = 2 * (head ? head->header_size : 0)
+			+ (size_t)(fields > 0 ? fields : 0) * HTTP_FIELD_COST + 1024;
 	return pool > used ? pool - used : 0;
 }
 
@@ -515,13 +522,16 @@ static unsigned route(struct request *r, const char *target)
 	r->pub.file = r->file;
 	r->pub.root = config->server.root;
 
-	r->section = config_route(config, own_name);
+	/* A folder is the static handler's whatever its name, so that
+	 * "/dir.pl" gets its 301 to "/dir.pl/" as any other folder does. */
+	int folder = S_ISDIR(res.st.st_mode);
+	r->section = folder ? config->fallback : config_route(config, own_name);
 	r->route_name = own_name;
 	/* A link with a harmless name (x.txt -> x.pl) is routed by the file's
 	 * own name too, and a handler wins: a script is never sent as text.
 	 * Handlers then see that name, so they pick what they run it with by
 	 * the same extension. */
-	if (r->section == config->fallback && res.real_name[0]) {
+	if (!folder && r->section == config->fallback && res.real_name[0]) {
 		const struct handler_section *by_target = config_route(config, res.real_name);
 		if (by_target != config->fallback) {
 			r->section = by_target;
@@ -677,18 +687,33 @@ static void request_headers(struct request *r)
 	struct MHD_Connection *connection = r->pub.connection;
 	const struct server_conf *server = &r->site->config->server;
 
+	/* The head lies in libmicrohttpd's read buffer from the method's first
+	 * byte; header_size runs to the end of its empty line. libmicrohttpd
+	 * has room for more (http_connection_memory), so the limit is plxd's:
+	 * a head of max_header_size bytes is served, one byte more is not. */
+	const union MHD_ConnectionInfo *head = MHD_get_connection_info(connection,
+			MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);
+	size_t head_len = head ? head->header_size : 0;
+	if (head_len > server->max_header_size) {
+		/* The request line with its line end: up to the version's end, and
+		 * one or two bytes more. */
+		size_t line = (size_t)(r->pub.version - r->pub.method) + strlen(r->pub.version) + 1;
+		unsigned status = line >= server->max_header_size ? 414 : 431;
+		plxd_log(PLXD_LOG_INFO,
+				"refused %s %s: a request %s of %zu bytes, over max_header_size "
+				"(%llu bytes)",
+				r->pub.method, r->target, status == 414 ? "line" : "head",
+				status == 414 ? line : head_len, server->max_header_size);
+		refuse(r, status, 1);
+		return;
+	}
+
 	/* Framing first: a request that could be read two ways is answered
 	 * before its body and the connection closed, so that what follows it
 	 * is never taken for a request. */
 	struct framing framing;
 	const char *why;
 	framing_begin(&framing, r->pub.method, r->pub.version);
-	/* The head lies in libmicrohttpd's read buffer from the method's first
-	 * byte; header_size runs to the end of its empty line. */
-	const union MHD_ConnectionInfo *head = MHD_get_connection_info(connection,
-			MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);
-	size_t head_len = head && head->header_size <= server->max_header_size ? head->header_size
-									       : 0;
 	framing_head(&framing, r->pub.method, head_len, r->pub.version);
 	MHD_get_connection_values_n(connection, MHD_HEADER_KIND, header_framing, &framing);
 	unsigned bad = framing_end(&framing, &why);
@@ -716,8 +741,10 @@ static void request_headers(struct request *r)
 	int too_large = declared > server->max_body || declared > INT64_MAX;
 	r->pub.content_length = declared > INT64_MAX ? INT64_MAX : (int64_t)declared;
 	if (MHD_lookup_connection_value(connection, MHD_HEADER_KIND,
-			    MHD_HTTP_HEADER_TRANSFER_ENCODING))
+			    MHD_HTTP_HEADER_TRANSFER_ENCODING)) {
 		r->pub.content_length = -1;
+		r->chunk_base = r->pub.method + head_len;
+	}
 	/* The status page comes before any file of its name. A client that
 	 * may not see it gets what a missing file gets (404, the same way
 	 * below), decided now: had the page taken the request, libmicrohttpd
@@ -814,6 +841,16 @@ enum MHD_Result request_access(void *cls, struct MHD_Connection *connection, con
 			http_body_progress(r->conn, (size_t)(arrived - r->body_arrived));
 		if (arrived > r->body_arrived)
 			r->body_arrived = arrived;
+		const char *why = framing_chunk_data(r->chunk_base, upload_data, r->chunk_end);
+		r->chunk_end = upload_data + len;
+		if (why && !r->refuse) {
+			/* libmicrohttpd takes no answer before the body's end: the
+			 * rest is read and dropped, and the connection closed after
+			 * the 400, before anything behind the body is read. */
+			plxd_log(PLXD_LOG_INFO, "refused %s %s: %s", r->pub.method, r->target, why);
+			r->refuse = 400;
+			r->close = r->close_after = 1;
+		}
 		if (arrived > r->site->config->server.max_body) {
 			/* libmicrohttpd accepts no response until the body has
 			 * been read; rather than read an endless chunked body to

@@ -167,6 +167,18 @@ static int etag_matches(const char *list, const char *etag, int weak_ok)
 	}
 }
 
+int cond_precondition_failed(const struct cond_validators *v, const char *if_match,
+		const char *if_unmodified_since)
+{
+	/* Without validators the ETag is "": only "*" matches. */
+	if (if_match)
+		return !etag_matches(if_match, v->etag, 0);
+	time_t t;
+	/* The modification time is known even while no Last-Modified is
+	 * sent: a date a client got from plxd is a second older at least. */
+	return if_unmodified_since && cond_parse_date(if_unmodified_since, &t) == 0 && v->mtime > t;
+}
+
 int cond_not_modified(const struct cond_validators *v, const char *if_none_match,
 		const char *if_modified_since)
 {

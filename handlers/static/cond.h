@@ -1,6 +1,7 @@
 /* Validators of a static file and the conditional requests that use them
- * (RFC 9110 section 13): ETag with If-None-Match, Last-Modified with
- * If-Modified-Since, and If-Range. Pure C.
+ * (RFC 9110 section 13): ETag with If-Match and If-None-Match,
+ * Last-Modified with If-Unmodified-Since and If-Modified-Since, and
+ * If-Range. Pure C.
  *
  * Never a stale 304: a validator is only issued, and only honoured, once
  * the file has gone unmodified for a whole second. File timestamps tick
@@ -25,6 +26,16 @@ struct cond_validators {
 
 /* Validators for the file st describes, at time now (CLOCK_REALTIME). */
 void cond_validators(struct cond_validators *v, const struct stat *st, const struct timespec *now);
+
+/* Whether a request with these headers (each NULL when absent) gets 412
+ * Precondition Failed, checked before cond_not_modified (RFC 9110 13.2.2).
+ * If-Match: "*" holds for any file; otherwise one of its entity-tags must
+ * equal the ETag by strong comparison (a weak tag never does, nor does any
+ * tag while the file has no validators, nor a malformed list).
+ * If-Unmodified-Since, only without If-Match and when it is a valid date:
+ * the file must not have been modified after it. */
+int cond_precondition_failed(const struct cond_validators *v, const char *if_match,
+		const char *if_unmodified_since);
 
 /* Whether a GET or HEAD with these headers (each NULL when absent) gets 304
  * Not Modified. If-None-Match wins over If-Modified-Since; a date must equal

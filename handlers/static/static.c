@@ -2,7 +2,7 @@
  * routes by extension, ignoring case, before this handler is chosen), sent
  * from their descriptor with sendfile (small ones from a buffer, in one
  * write with the headers). GET and HEAD only; validators and
- * 304s (cond.c), one byte range (range.c), Content-Type from mime.types
+ * 304s and 412s (cond.c), one byte range (range.c), Content-Type from mime.types
  * (mime.c). A folder is its index.html (found by the core), else 403:
  * never a listing. */
 #include "alloc.h"
@@ -269,6 +269,9 @@ static int respond_file(struct plxd_request *r)
 	clock_gettime(CLOCK_REALTIME, &now);
 	struct cond_validators v;
 	cond_validators(&v, &r->st, &now);
+	if (cond_precondition_failed(&v, plxd_request_header(r, MHD_HTTP_HEADER_IF_MATCH),
+			    plxd_request_header(r, MHD_HTTP_HEADER_IF_UNMODIFIED_SINCE)))
+		return plxd_respond_error(r, 412);
 	if (cond_not_modified(&v, plxd_request_header(r, MHD_HTTP_HEADER_IF_NONE_MATCH),
 			    plxd_request_header(r, MHD_HTTP_HEADER_IF_MODIFIED_SINCE))) {
 		/* With the size a 200 would have: libmicrohttpd sends no body

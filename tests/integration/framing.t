@@ -36,7 +36,18 @@ my $smuggled = "GET /smuggled.txt HTTP/1.1\r\nHost: plxd.test\r\n\r\n";
 my $len = length $smuggled;
 
 # name => [ request bytes, expected status ]
+my $chunked = "POST /x.pl HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n";
 my @cases = (
+    # A chunked body's lines must end in CRLF too (RFC 9112 7.1):
+    # libmicrohttpd takes a bare LF for one; plxd sees it in its buffer.
+    [ 'a chunk-size line ending in a bare LF',
+      "${chunked}5\nhello\r\n0\r\n\r\n$smuggled", 400 ],
+    [ 'a chunk-size line with an extension ending in a bare LF',
+      "${chunked}5;x=y\nhello\r\n0\r\n\r\n$smuggled", 400 ],
+    [ "a chunk's data followed by a bare LF",
+      "${chunked}5\r\nhello\n3\r\nabc\r\n0\r\n\r\n$smuggled", 400 ],
+    [ 'a later chunk-size line ending in a bare LF',
+      "${chunked}5\r\nhello\r\n3\nabc\r\n0\r\n\r\n$smuggled", 400 ],
     [ 'two Content-Length, the first 0',
       "POST /x.pl HTTP/1.1\r\nHost: a\r\nContent-Length: 0\r\nContent-Length: $len\r\n\r\n$smuggled", 400 ],
     [ 'two Content-Length, the second 0',
@@ -123,6 +134,23 @@ is(scalar @ok, 3, 'well-framed pipelined requests: three answers');
 like($ok[0]{body}, qr/^body\nhello\z/m, 'a Content-Length body');
 like($ok[1]{body}, qr/^body\nabcde\z/m, 'a chunked body');
 is($ok[2]{body}, "a\n", 'tabs and empty values are fine');
+# A chunked body written piece by piece, each size line, data and CRLF in a
+# write of its own: plxd sees less of the framing, and refuses none of it.
+{
+    my $sock = $s->connect;
+    $sock->syswrite("POST /x.pl HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n"
+        . "Connection: close\r\n\r\n");
+    my $want = '';
+    for my $piece (map { ([ sprintf("%x\r\n", $_) ], [ 'd' x $_ ], [ "\r\n" ]) } 1, 2, 30, 1, 7) {
+        $want .= $piece->[0] if $piece->[0] =~ /^d/;
+        select(undef, undef, undef, 0.02);
+        $sock->syswrite($piece->[0]);
+    }
+    select(undef, undef, undef, 0.02);
+    $sock->syswrite("0\r\n\r\n");
+    my @pieces = responses(PlxdTest::read_until_closed($sock, 10));
+    like($pieces[0]{body} // '', qr/^body\n\Q$want\E\z/m, 'a chunked body written piece by piece is read whole');
+}
 my @r10 = responses($s->raw("GET /a.txt HTTP/1.0\r\n\r\n", 10));
 is($r10[0]{status}, 200, 'HTTP/1.0 needs no Host');
 my @opt = responses($s->raw("OPTIONS /x.pl HTTP/1.1\r\nHost: [::1]:8080\r\nConnection: close\r\n\r\n", 10));
@@ -216,6 +244,14 @@ like($ok[1]{body}, qr/^body\nhi\z/m, 'bare LF throughout: the body');
     @r = responses($raw);
     like($r[0]{body} // '', qr/^header X-A: b\nheader Content-Length: 5\n.*^body\nhello\z/ms,
         'out of reach: NUL and a bare LF end a line; the next line is a field of its own');
+    # A chunked body's last line ("0") and its trailers are read after the
+    # last data plxd is handed, so their line ends are libmicrohttpd's to
+    # judge: a bare LF there passes, and what follows is the next request.
+    $raw = $s->raw("${chunked}5\r\nhello\r\n0\n\r\n"
+        . "GET /smuggled.txt HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n", 10);
+    @r = responses($raw);
+    is(join(' ', map { $_->{status} } @r), '200 200',
+        "out of reach: the last chunk's line in a bare LF; the request behind is one of its own");
 }
 
 # ---- Content-Length, max_body and 2^64 ----------------------------------------

@@ -64,6 +64,25 @@ for my $from ('go.pl', 'go.plx') {
     }
 }
 
+# The limit of 10 local redirects in a row, at exactly its value: hop.pl?N
+# redirects to hop.pl?N-1 until 0, which answers. 10 redirects are served,
+# 11 give 500 and the log line; for a .pl and a .plx alike.
+for my $ext ('pl', 'plx') {
+    PlxdTest::write_file($s->root . "/hop.$ext", <<"EOF");
+my \$n = \$ENV{QUERY_STRING};
+if (\$n > 0) { print "Location: /hop.$ext?", \$n - 1, "\\n\\n"; exit }
+print "Content-Type: text/plain\\n\\nlanded\\n";
+EOF
+    my $res = ask("/hop.$ext?10", '');
+    is($res->{status}, 200, "hop.$ext: a chain of exactly 10 local redirects is served");
+    is($res->{body}, "landed\n", '... with the last target\'s body');
+    unlike($s->error_log, qr{/hop\.\Q$ext\E\?10: more than}, '... and no limit logged');
+    $res = ask("/hop.$ext?11", '');
+    is($res->{status}, 500, "hop.$ext: 11 local redirects give 500");
+    ok($s->wait_log(qr{/hop\.\Q$ext\E\?11: more than 10 local redirects, last to /hop\.\Q$ext\E\?0}),
+        '... and the log line');
+}
+
 # Still serving, and nothing of the bodies above reached a later request.
 my $res = ask('/t.plx', '');
 is($res->{body}, "method=GET length=unset type=unset stdin=0\n", 'a later GET to the same worker reads no body');

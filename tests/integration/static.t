@@ -30,9 +30,12 @@ my $s = PlxdTest->start(
         'dir/other.txt'   => "other\n",
         'a b/index.html'  => "spaced\n",
         'script.pl'       => "print 'source';\n",
+        'site.pl/index.html'  => "<p>site.pl index</p>\n",
+        'site.plx/index.html' => "<p>site.plx index</p>\n",
+        'site.plt/index.html' => "<p>site.plt index</p>\n",
         %edge,
     },
-    handlers => { '.pl' => 'echo' },
+    handlers => { '.pl' => 'echo', '.plx' => 'echo', '.plt' => 'echo' },
 );
 my $root = $s->root;
 mkdir "$root/empty" or die "mkdir: $!";
@@ -104,6 +107,50 @@ is(get_raw('/hello.txt', 'If-None-Match: "other"', "If-Modified-Since: $lm")->{s
 $r = one(request_bytes('HEAD', '/hello.txt', 'Connection: close', "If-None-Match: $etag"),
     head => [0]);
 is($r->{status}, 304, 'HEAD gets 304 too');
+
+
+# If-Match and If-Unmodified-Since (RFC 9110 13.1.1, 13.1.4), in the order
+# of 13.2.2: If-Match, then If-Unmodified-Since only without it, then
+# If-None-Match, then If-Modified-Since, then Range and If-Range.
+(my $weak = $etag) =~ s/^/W\//;
+my $before = 'Sat, 01 Jan 2000 00:00:00 GMT';    # before the file's time
+my $after = 'Fri, 01 Jan 2100 00:00:00 GMT';
+my @preconditions = (
+    [ "If-Match: $etag" => 200, 'If-Match with the ETag: 200' ],
+    [ qq{If-Match: "x", $etag} => 200, 'If-Match with the ETag in a list: 200' ],
+    [ 'If-Match: *' => 200, 'If-Match *: 200' ],
+    [ 'If-Match: "x"' => 412, 'If-Match with another ETag: 412' ],
+    [ qq{If-Match: "x", "y"} => 412, 'If-Match with a list of others: 412' ],
+    [ "If-Match: $weak" => 412, 'If-Match with the ETag marked weak: 412 (strong comparison)' ],
+    [ qq{If-Match: "x", $weak} => 412, '... also in a list' ],
+    [ "If-Unmodified-Since: $lm" => 200, 'If-Unmodified-Since the Last-Modified date: 200' ],
+    [ "If-Unmodified-Since: $after" => 200, 'If-Unmodified-Since a later date: 200' ],
+    [ "If-Unmodified-Since: $before" => 412, 'If-Unmodified-Since an earlier date: 412' ],
+    [ 'If-Unmodified-Since: junk' => 200, 'If-Unmodified-Since not a date: ignored' ],
+    [ [ "If-Match: $etag", "If-Unmodified-Since: $before" ] => 200,
+        'If-Match holding: If-Unmodified-Since is not looked at' ],
+    [ [ 'If-Match: "x"', "If-None-Match: $etag" ] => 412, 'If-Match comes before If-None-Match' ],
+    [ [ "If-Unmodified-Since: $before", "If-None-Match: $etag" ] => 412,
+        'If-Unmodified-Since comes before If-None-Match' ],
+    [ [ "If-Match: $etag", "If-None-Match: $etag" ] => 304, 'If-Match holding, If-None-Match: 304' ],
+    [ [ "If-Unmodified-Since: $lm", "If-Modified-Since: $lm" ] => 304,
+        'If-Unmodified-Since holding, If-Modified-Since: 304' ],
+    [ [ 'If-Match: "x"', 'Range: bytes=0-4' ] => 412, 'If-Match comes before Range' ],
+    [ [ "If-Match: $etag", 'Range: bytes=0-4', "If-Range: $etag" ] => 206,
+        'If-Match holding, then Range with If-Range: 206' ],
+);
+for my $case (@preconditions) {
+    my ($fields, $want, $name) = @$case;
+    is(get_raw('/hello.txt', ref $fields ? @$fields : $fields)->{status}, $want, $name);
+}
+$r = one(request_bytes('HEAD', '/hello.txt', 'Connection: close', 'If-Match: "x"'), head => [0]);
+is($r->{status}, 412, 'HEAD gets 412 too');
+{
+    my @two = responses($s->raw(request_bytes('GET', '/hello.txt', 'If-Match: "x"')
+        . request_bytes('GET', '/hello.txt', 'Connection: close'), 10));
+    is(join(' ', map { $_->{status} } @two), '412 200', 'a 412 keeps the connection for the next request');
+}
+is(get_raw('/missing.txt', 'If-Match: *')->{status}, 404, 'If-Match * on a missing file: 404');
 
 # Rewritten in place (same inode, same size) within the same second.
 open my $fh, '+<', "$root/hello.txt" or die;
@@ -207,6 +254,19 @@ unlike(get_raw('/empty/')->{body}, qr/index of/i, 'no listing in the page');
 is(get_raw('/empty')->{status}, 301, 'without its slash it is still redirected first');
 is(get_raw('/')->{status}, 403, 'the root without index.html: 403');
 is(get_raw('/dir/other.txt')->{body}, "other\n", 'a file in a folder');
+# A folder named like a script is a folder: the redirect to its slash, then
+# its index, as for any other.
+for my $ext (qw(pl plx plt)) {
+    $r = get_raw("/site.$ext");
+    is($r->{status}, 301, "a folder named site.$ext, without its slash: 301");
+    is($r->{headers}{location}, "/site.$ext/", '... to the folder with its slash');
+    is(get_raw("/site.$ext?a=1&b=%20")->{headers}{location}, "/site.$ext/?a=1&b=%20",
+        '... the query kept');
+    is(get_raw("/site.$ext/")->{body}, "<p>site.$ext index</p>\n", '... where its index.html is served');
+}
+mkdir "$root/bare.pl" or die;
+is(get_raw('/bare.pl')->{status}, 301, 'a folder bare.pl without index.html: 301 first');
+is(get_raw('/bare.pl/')->{status}, 403, '... then 403, no listing');
 mkdir "$root/dir2" or die;
 mkdir "$root/dir2/index.html" or die;
 is(get_raw('/dir2/')->{status}, 403, 'a folder named index.html is not an index');

@@ -109,6 +109,39 @@ int main(void)
 	ok(!cond_not_modified(&v, NULL, text), "an earlier date: 200");
 	ok(!cond_not_modified(&v, NULL, "garbage"), "a bad date: 200");
 
+	/* If-Match and If-Unmodified-Since (RFC 9110 13.1.1, 13.1.4). */
+	ok(!cond_precondition_failed(&v, NULL, NULL), "no precondition: none fails");
+	ok(!cond_precondition_failed(&v, v.etag, NULL), "If-Match with the ETag: holds");
+	snprintf(list, sizeof list, "\"x\", %s", v.etag);
+	ok(!cond_precondition_failed(&v, list, NULL), "If-Match with the ETag in a list: holds");
+	ok(!cond_precondition_failed(&v, "*", NULL), "If-Match *: holds for a file");
+	ok(!cond_precondition_failed(&w, "*", NULL), "... also without validators");
+	ok(cond_precondition_failed(&v, "\"x\"", NULL), "If-Match with another tag: 412");
+	ok(cond_precondition_failed(&v, "\"x\", \"y\"", NULL), "... a list of others: 412");
+	snprintf(list, sizeof list, "W/%s", v.etag);
+	ok(cond_precondition_failed(&v, list, NULL),
+			"If-Match with the ETag marked weak: 412 (strong comparison)");
+	snprintf(list, sizeof list, "\"x\", W/%s", v.etag);
+	ok(cond_precondition_failed(&v, list, NULL), "... also in a list");
+	ok(cond_precondition_failed(&w, v.etag, NULL),
+			"If-Match with a tag while the file has no validators: 412");
+	ok(cond_precondition_failed(&v, "junk", NULL), "If-Match malformed: 412");
+	ok(!cond_precondition_failed(&v, NULL, v.last_modified),
+			"If-Unmodified-Since the Last-Modified date: holds");
+	cond_format_date(v.mtime + 10, text, sizeof text);
+	ok(!cond_precondition_failed(&v, NULL, text), "... a later date: holds");
+	cond_format_date(v.mtime - 1, text, sizeof text);
+	ok(cond_precondition_failed(&v, NULL, text), "... a second before the modification: 412");
+	ok(cond_precondition_failed(&w, NULL, text),
+			"... also while the file has no validators (modified since)");
+	ok(!cond_precondition_failed(&v, NULL, "garbage"), "an invalid date is ignored");
+	snprintf(list, sizeof list, "%s, %s", v.last_modified, v.last_modified);
+	ok(!cond_precondition_failed(&v, NULL, list), "... so is a list of dates");
+	ok(!cond_precondition_failed(&v, v.etag, text),
+			"If-Match holding: If-Unmodified-Since is not looked at");
+	ok(cond_precondition_failed(&v, "\"x\"", v.last_modified),
+			"If-Match failing: 412, whatever If-Unmodified-Since says");
+
 	ok(cond_range_allowed(&v, v.etag), "If-Range with the ETag");
 	snprintf(list, sizeof list, "W/%s", v.etag);
 	ok(!cond_range_allowed(&v, list), "If-Range with a weak tag never matches");

@@ -7,6 +7,7 @@
 #include "tap.h"
 
 #include <stdio.h>
+#include <string.h>
 
 #define MAX_HEADERS 6
 
@@ -240,9 +241,69 @@ static void raw_requests(void)
 	ok(framing_end(&f, &why) == 400, "no head size: 400");
 }
 
+/* A chunked body as libmicrohttpd 0.9.75 leaves it in its read buffer: one
+ * read of it (buf, from the byte after the head) and the pieces of data it
+ * hands over, each at its offset in buf; prev is where the piece before
+ * ended (-1: in an earlier read, left as a stale pointer past buf's end). */
+struct chunk_piece {
+	size_t at, len;
+};
+struct chunk_row {
+	const char *name;
+	const char *buf;
+	struct chunk_piece pieces[4];
+	int refused; /* index of the piece refused, -1 none */
+};
+
+/* clang-format off */
+static const struct chunk_row chunk_rows[] = {
+	{ "CRLF everywhere", "5\r\nhello\r\n3\r\nabc\r\n0\r\n\r\n",
+	  { { 3, 5 }, { 13, 3 } }, -1 },
+	{ "a chunk extension", "5;a=b\r\nhello\r\n3;x\r\nabc\r\n0\r\n\r\n",
+	  { { 7, 5 }, { 19, 3 } }, -1 },
+	{ "the first size line in a bare LF", "5\nhello\r\n0\r\n\r\n", { { 2, 5 } }, 0 },
+	{ "a later size line in a bare LF", "5\r\nhello\r\n3\nabc\r\n0\r\n\r\n",
+	  { { 3, 5 }, { 12, 3 } }, 1 },
+	{ "a chunk's data followed by a bare LF", "5\r\nhello\n3\r\nabc\r\n0\r\n\r\n",
+	  { { 3, 5 }, { 12, 3 } }, 1 },
+	{ "... whose data ends in CR", "5\r\nhell\r\n3\r\nabc\r\n0\r\n\r\n",
+	  { { 3, 5 }, { 12, 3 } }, 1 },
+	{ "a read that begins with the chunk's CRLF", "\r\n3\r\nabc\r\n0\r\n\r\n",
+	  { { 5, 3 } }, -1 },
+	{ "... with a bare LF", "\n3\r\nabc\r\n0\r\n\r\n", { { 4, 3 } }, 0 },
+	{ "a read that begins with data: its framing came before", "llo\r\n3\r\nabc\r\n",
+	  { { 0, 3 }, { 8, 3 } }, -1 },
+	{ "... and a 1-byte rest, then a bare LF", "o\n3\r\nabc\r\n", { { 0, 1 }, { 5, 3 } }, 1 },
+};
+/* clang-format on */
+
+static void chunk_framing(void)
+{
+	for (size_t i = 0; i < sizeof chunk_rows / sizeof chunk_rows[0]; i++) {
+		const struct chunk_row *c = &chunk_rows[i];
+		char buf[128];
+		size_t len = strlen(c->buf);
+		memcpy(buf, c->buf, len);
+		/* A stale end from an earlier read, somewhere in the buffer. */
+		const char *prev = buf + 100;
+		int refused = -1;
+		for (int k = 0; k < 4 && c->pieces[k].len; k++) {
+			const char *data = buf + c->pieces[k].at;
+			const char *why = framing_chunk_data(buf, data, prev);
+			if (why && refused < 0)
+				refused = k;
+			prev = data + c->pieces[k].len;
+		}
+		ok(refused == c->refused, "chunked: %s: %s", c->name,
+				c->refused < 0 ? "accepted" : "refused");
+	}
+	ok(!framing_chunk_data(NULL, "x", NULL), "no chunked body: nothing to check");
+}
+
 int main(void)
 {
 	raw_requests();
+	chunk_framing();
 
 	for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
 		const struct row *r = &rows[i];
