@@ -74,6 +74,7 @@ static atomic_uint open_connections;
 static unsigned connection_cap;       /* max_connections and the 503 margin */
 static unsigned connection_timeout_s; /* as libmicrohttpd was given it */
 static unsigned long per_ip_limit;
+static struct http_handlers callbacks; /* request.c's, from http_start */
 
 /* Quiescing: the main thread waits until every loop has let go of the
  * listening socket before it closes it. */
@@ -597,7 +598,7 @@ static void *thread_main(void *arg)
 	/* Stopping: what requests were waiting on is ended (request.c), and
 	 * stopping the daemon closes every connection, calling their
 	 * handlers' finished() on this thread. */
-	request_abort_all(th->loop);
+	callbacks.abort_all(th->loop);
 	MHD_run(th->daemon);
 	loop_timer_stop(th->loop, &th->tick);
 	loop_timer_stop(th->loop, &th->resume_accept);
@@ -655,8 +656,10 @@ static void raise_fd_limit(unsigned connections)
 				(unsigned long long)want, connections);
 }
 
-int http_start(int fd, const struct server_conf *server, char *err, size_t errlen)
+int http_start(int fd, const struct server_conf *server, const struct http_handlers *handlers,
+		char *err, size_t errlen)
 {
+	callbacks = *handlers;
 	per_ip_limit = server->per_ip_connections;
 	/* Past max_connections plxd still answers, with 503, up to this many
 	 * more; beyond, a connection is closed at once. */
@@ -687,13 +690,13 @@ int http_start(int fd, const struct server_conf *server, char *err, size_t errle
 		th->daemon = MHD_start_daemon(
 			MHD_USE_EPOLL | MHD_USE_NO_LISTEN_SOCKET | MHD_ALLOW_SUSPEND_RESUME
 				| MHD_USE_ERROR_LOG,
-			0, NULL, NULL, request_access, NULL,
+			0, NULL, NULL, callbacks.access, NULL,
 			MHD_OPTION_EXTERNAL_LOGGER, log_from_mhd, NULL,
 			MHD_OPTION_CONNECTION_LIMIT, connection_cap,
 			MHD_OPTION_CONNECTION_TIMEOUT, timeout_s,
 			MHD_OPTION_CONNECTION_MEMORY_LIMIT,
 				http_connection_memory(server->max_header_size),
-			MHD_OPTION_NOTIFY_COMPLETED, request_completed, NULL,
+			MHD_OPTION_NOTIFY_COMPLETED, callbacks.completed, NULL,
 			MHD_OPTION_NOTIFY_CONNECTION, on_connection, th,
 			MHD_OPTION_URI_LOG_CALLBACK, on_uri, NULL,
 			MHD_OPTION_END);

@@ -1,7 +1,7 @@
 /* The engine: event threads, each running a loop and a libmicrohttpd
  * daemon, with plxd's connection accounting (max and per-IP connections,
- * header and body deadlines). request.c handles what arrives on each
- * connection. */
+ * header and body deadlines). What arrives on each connection goes to the
+ * callbacks it is started with (request.c), which it never calls by name. */
 #ifndef PLXD_HTTP_H
 #define PLXD_HTTP_H
 
@@ -47,9 +47,21 @@ int http_listen(const char *listen, char *err, size_t errlen);
 /* The address a socket is bound to, as an http:// URL. */
 void http_url(int fd, char *out, size_t outlen);
 
+/* What the engine calls for the requests of every connection (request.c
+ * fills it; the engine knows nothing else of a request). */
+struct loop;
+struct http_handlers {
+	MHD_AccessHandlerCallback access;
+	MHD_RequestCompletedCallback completed;
+	/* At a stop, on each event thread before its daemon stops: ends the
+	 * requests of that thread's loop that wait for their handler. */
+	void (*abort_all)(struct loop *loop);
+};
+
 /* Starts the event threads serving listen_fd (the engine owns it from
- * here). */
-int http_start(int listen_fd, const struct server_conf *server, char *err, size_t errlen);
+ * here), each calling handlers. */
+int http_start(int listen_fd, const struct server_conf *server,
+		const struct http_handlers *handlers, char *err, size_t errlen);
 
 /* Stops accepting new connections, and closes the listening socket. */
 void http_quiesce(void);
@@ -84,16 +96,5 @@ void http_request_ended(struct conn *c);
 void http_body_started(struct conn *c);
 void http_body_progress(struct conn *c, size_t len);
 void http_body_ended(struct conn *c);
-
-/* The access handler and completion callback, in request.c. */
-enum MHD_Result request_access(void *cls, struct MHD_Connection *connection, const char *url,
-		const char *method, const char *version, const char *upload_data,
-		size_t *upload_data_size, void **con_cls);
-void request_completed(void *cls, struct MHD_Connection *connection, void **con_cls,
-		enum MHD_RequestTerminationCode toe);
-/* Ends every request of loop's thread that waits for its handler (or its
- * stream): at a stop, before the daemon is stopped. */
-struct loop;
-void request_abort_all(struct loop *loop);
 
 #endif

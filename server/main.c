@@ -4,6 +4,7 @@
 #include "config.h"
 #include "help.h"
 #include "modules.h"
+#include "request.h"
 #include "http.h"
 #include "log.h"
 #include "site.h"
@@ -268,7 +269,12 @@ static int serve(const struct options *o, struct config *config)
 	unsigned long shutdown_ms = site->config->server.shutdown_timeout_ms;
 	char url[128];
 	http_url(listen_fd, url, sizeof url);
-	if (http_start(listen_fd, &site->config->server, err, sizeof err) < 0) {
+	static const struct http_handlers handlers = {
+		.access = request_access,
+		.completed = request_completed,
+		.abort_all = request_abort_all,
+	};
+	if (http_start(listen_fd, &site->config->server, &handlers, err, sizeof err) < 0) {
 		plxd_log(PLXD_LOG_ERROR, "%s", err);
 		close(listen_fd);
 		modules_stop_all();

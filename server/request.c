@@ -20,6 +20,7 @@
 #include "log.h"
 #include "loop.h"
 #include "path.h"
+#include "request.h"
 #include "resolve.h"
 #include "resolve_cache.h"
 #include "site.h"
