@@ -73,43 +73,17 @@ static void slot_busy(struct slot *s, const char *script)
 	s->script_since_us = clock_us();
 }
 
-/* With the lock held: the worker goes to the longest-waiting request,
- * which is returned (the caller sends its request with serve_waiter once
- * the lock is released), or it becomes idle. Handing it over directly keeps
- * the queue fair and spares the waiter a second round for the lock. */
 struct perl_waiter *pool_slot_idle(struct perl_pool *p, struct slot *s)
 {
-	struct perl_waiter *wt = p->first;
+	struct perl_waiter *wt = perl_queue_give(&p->queue, &s->w);
 	if (wt) {
-		p->first = wt->next;
-		if (!p->first)
-			p->last = NULL;
-		wt->next = NULL;
-		p->waiting--;
 		slot_busy(s, wt->script);
-		wt->given = &s->w;
-		wt->queued = 0;
 		return wt;
 	}
 	s->state = SLOT_IDLE;
 	s->script[0] = '\0';
 	p->idle++;
 	return NULL;
-}
-
-static void waiter_ready(void *arg)
-{
-	struct perl_waiter *wt = arg;
-	wt->ready(wt);
-}
-
-/* Without the lock: sends the waiter's request on the worker it was given,
- * then tells its loop. The loop's queue lock orders what was written here
- * before ready runs. */
-void pool_serve_waiter(struct perl_waiter *wt)
-{
-	wt->send_errno = wt->send(wt->ctx, wt->given) < 0 ? errno : 0;
-	loop_post(wt->loop, waiter_ready, wt);
 }
 
 /* ---- the pool ---- */
@@ -186,16 +160,9 @@ void perl_pool_destroy(struct perl_pool *p)
 		return;
 	pthread_mutex_lock(&p->lock);
 	p->stopping = 1;
-	for (struct perl_waiter *wt = p->first, *next; wt; wt = next) {
-		next = wt->next; /* wt may be gone once posted */
-		wt->queued = 0;
-		wt->stopping = 1;
-		loop_post(wt->loop, waiter_ready, wt);
-	}
-	p->waiting = 0;
 	/* (No request can be waiting here: plxd stops its handlers after the
 	 * last request ends. This only keeps a stray one from hanging.) */
-	p->first = p->last = NULL;
+	perl_queue_stop(&p->queue);
 	pthread_cond_broadcast(&p->keeper_cond);
 	pthread_mutex_unlock(&p->lock);
 	if (p->keeper_running)
@@ -224,21 +191,6 @@ void perl_pool_destroy(struct perl_pool *p)
 	free(p);
 }
 
-static void waiter_remove(struct perl_pool *p, struct perl_waiter *wt)
-{
-	struct perl_waiter **pp = &p->first, *prev = NULL;
-	while (*pp && *pp != wt) {
-		prev = *pp;
-		pp = &(*pp)->next;
-	}
-	if (!*pp)
-		return;
-	*pp = wt->next;
-	if (p->last == wt)
-		p->last = prev;
-	p->waiting--;
-}
-
 enum perl_acquire perl_pool_acquire(struct perl_pool *p, unsigned long queue,
 		struct perl_waiter *wt, struct perl_worker **out, int *send_errno)
 {
@@ -261,20 +213,11 @@ enum perl_acquire perl_pool_acquire(struct perl_pool *p, unsigned long queue,
 		*send_errno = wt->send(wt->ctx, *out) < 0 ? errno : 0;
 		return PERL_ACQUIRED;
 	}
-	if (p->waiting >= queue) {
+	if (p->queue.waiting >= queue) {
 		pthread_mutex_unlock(&p->lock);
 		return PERL_QUEUE_FULL;
 	}
-	wt->next = NULL;
-	wt->given = NULL;
-	wt->stopping = 0;
-	wt->queued = 1;
-	if (p->last)
-		p->last->next = wt;
-	else
-		p->first = wt;
-	p->last = wt;
-	p->waiting++;
+	perl_queue_push(&p->queue, wt);
 	pthread_mutex_unlock(&p->lock);
 	return PERL_QUEUED;
 }
@@ -282,11 +225,7 @@ enum perl_acquire perl_pool_acquire(struct perl_pool *p, unsigned long queue,
 int perl_pool_cancel(struct perl_pool *p, struct perl_waiter *wt)
 {
 	pthread_mutex_lock(&p->lock);
-	int queued = wt->queued;
-	if (queued) {
-		waiter_remove(p, wt);
-		wt->queued = 0;
-	}
+	int queued = perl_queue_remove(&p->queue, wt);
 	pthread_mutex_unlock(&p->lock);
 	return queued;
 }
@@ -294,7 +233,7 @@ int perl_pool_cancel(struct perl_pool *p, struct perl_waiter *wt)
 int perl_pool_saturated(struct perl_pool *p, unsigned long queue)
 {
 	pthread_mutex_lock(&p->lock);
-	int full = p->idle == 0 && p->waiting >= queue;
+	int full = p->idle == 0 && p->queue.waiting >= queue;
 	pthread_mutex_unlock(&p->lock);
 	return full;
 }
@@ -336,7 +275,7 @@ void perl_pool_release(struct perl_pool *p, struct perl_worker *w, enum perl_rel
 	}
 	pthread_mutex_unlock(&p->lock);
 	if (wt)
-		pool_serve_waiter(wt);
+		perl_queue_serve(wt);
 }
 
 size_t perl_pool_view(struct perl_pool *p, struct perl_worker_view *out, size_t max)

@@ -457,7 +457,7 @@ static int keeper_spare(struct perl_pool *p, uint64_t now, uint64_t *next)
 			struct perl_waiter *wt = pool_slot_idle(p, s);
 			if (wt) {
 				pthread_mutex_unlock(&p->lock);
-				pool_serve_waiter(wt);
+				perl_queue_serve(wt);
 				pthread_mutex_lock(&p->lock);
 			}
 		} else if (!slot_old(p, SLOT_BUSY)) {
@@ -562,7 +562,7 @@ void *pool_keeper_main(void *arg)
 				struct perl_waiter *wt = pool_slot_idle(p, s);
 				if (wt) {
 					pthread_mutex_unlock(&p->lock);
-					pool_serve_waiter(wt);
+					perl_queue_serve(wt);
 					pthread_mutex_lock(&p->lock);
 				}
 			}

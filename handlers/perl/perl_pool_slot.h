@@ -6,6 +6,7 @@
 
 #include "log.h"
 #include "perl_pool.h"
+#include "perl_queue.h"
 
 #include <pthread.h>
 
@@ -63,9 +64,8 @@ struct perl_pool {
 	struct slot *slots;
 	unsigned n;
 	unsigned idle;
-	unsigned long waiting;
-	struct perl_waiter *first, *last; /* waiting requests, first come first served */
-	struct slot spare;                /* its end says how to end an ENDING one */
+	struct perl_queue queue; /* waiting requests */
+	struct slot spare;       /* its end says how to end an ENDING one */
 	enum spare_state spare_state;
 	int stopping;
 	unsigned generation;
@@ -76,13 +76,10 @@ struct perl_pool {
 struct settings *pool_settings_copy(const struct perl_pool_settings *s);
 void pool_settings_free(struct settings *s);
 /* With the lock held: the worker goes to the longest-waiting request,
- * which is returned (the caller sends its request with pool_serve_waiter
- * once the lock is released), or it becomes idle. Handing it over directly
- * keeps the queue fair and spares the waiter a second round for the lock. */
+ * which is returned (the caller serves it with perl_queue_serve once the
+ * lock is released), or it becomes idle. Handing it over directly keeps
+ * the queue fair and spares the waiter a second round for the lock. */
 struct perl_waiter *pool_slot_idle(struct perl_pool *p, struct slot *s);
-/* Without the lock: sends the waiter's request on the worker it was given,
- * then tells its loop. */
-void pool_serve_waiter(struct perl_waiter *wt);
 
 /* perl_pool_keeper.c */
 /* Starts a worker process for slot s. Returns 0, or -1 with err. */

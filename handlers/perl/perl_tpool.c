@@ -1,8 +1,9 @@
-/* The interpreter threads, lent to requests one at a time, with the worker
- * pool's queue: a request finding every thread busy waits (at most queue
- * of them), and the thread that frees an interpreter sends the next
- * waiting request on it. */
+/* The interpreter threads, lent to requests one at a time, with the queue
+ * the worker pool uses too (perl_queue.c): a request finding every thread
+ * busy waits (at most queue of them), and the thread that frees an
+ * interpreter sends the next waiting request on it. */
 #include "perl_tpool.h"
+#include "perl_queue.h"
 #include "alloc.h"
 #include "clock.h"
 #include "log.h"
@@ -31,8 +32,7 @@ struct perl_tpool {
 	pthread_mutex_t lock; /* guards the slots' busy state and the queue */
 	struct tslot *slots;
 	unsigned n;
-	unsigned long waiting;
-	struct perl_waiter *first, *last;
+	struct perl_queue queue;
 };
 
 /* The parent interpreter's @INC additions, split as the workers get them. */
@@ -147,20 +147,11 @@ enum perl_acquire perl_tpool_acquire(struct perl_tpool *p, unsigned long queue,
 		*send_errno = wt->send(wt->ctx, *out) < 0 ? errno : 0;
 		return PERL_ACQUIRED;
 	}
-	if (p->waiting >= queue) {
+	if (p->queue.waiting >= queue) {
 		pthread_mutex_unlock(&p->lock);
 		return PERL_QUEUE_FULL;
 	}
-	wt->next = NULL;
-	wt->given = NULL;
-	wt->stopping = 0;
-	wt->queued = 1;
-	if (p->last)
-		p->last->next = wt;
-	else
-		p->first = wt;
-	p->last = wt;
-	p->waiting++;
+	perl_queue_push(&p->queue, wt);
 	pthread_mutex_unlock(&p->lock);
 	return PERL_QUEUED;
 }
@@ -168,19 +159,7 @@ enum perl_acquire perl_tpool_acquire(struct perl_tpool *p, unsigned long queue,
 int perl_tpool_cancel(struct perl_tpool *p, struct perl_waiter *wt)
 {
 	pthread_mutex_lock(&p->lock);
-	int queued = wt->queued;
-	if (queued) {
-		struct perl_waiter **pp = &p->first, *prev = NULL;
-		while (*pp != wt) {
-			prev = *pp;
-			pp = &(*pp)->next;
-		}
-		*pp = wt->next;
-		if (p->last == wt)
-			p->last = prev;
-		p->waiting--;
-		wt->queued = 0;
-	}
+	int queued = perl_queue_remove(&p->queue, wt);
 	pthread_mutex_unlock(&p->lock);
 	return queued;
 }
@@ -188,17 +167,11 @@ int perl_tpool_cancel(struct perl_tpool *p, struct perl_waiter *wt)
 int perl_tpool_saturated(struct perl_tpool *p, unsigned long queue)
 {
 	pthread_mutex_lock(&p->lock);
-	int full = p->waiting >= queue;
+	int full = p->queue.waiting >= queue;
 	for (unsigned i = 0; i < p->n && full; i++)
 		full = p->slots[i].busy;
 	pthread_mutex_unlock(&p->lock);
 	return full;
-}
-
-static void waiter_ready(void *arg)
-{
-	struct perl_waiter *wt = arg;
-	wt->ready(wt);
 }
 
 void perl_tpool_release(struct perl_tpool *p, struct perl_worker *w)
@@ -209,25 +182,16 @@ void perl_tpool_release(struct perl_tpool *p, struct perl_worker *w)
 	/* What its DONE said (done_received), as a worker's slot counts it. */
 	s->compiled += w->compiled;
 	w->compiled = 0;
-	struct perl_waiter *wt = p->first;
+	struct perl_waiter *wt = perl_queue_give(&p->queue, w);
 	if (wt) {
-		p->first = wt->next;
-		if (!p->first)
-			p->last = NULL;
-		p->waiting--;
-		wt->next = NULL;
-		wt->queued = 0;
-		wt->given = w;
 		slot_take(s, wt->script);
 	} else {
 		s->busy = 0;
 		s->script[0] = '\0';
 	}
 	pthread_mutex_unlock(&p->lock);
-	if (wt) {
-		wt->send_errno = wt->send(wt->ctx, w) < 0 ? errno : 0;
-		loop_post(wt->loop, waiter_ready, wt);
-	}
+	if (wt)
+		perl_queue_serve(wt);
 }
 
 size_t perl_tpool_view(struct perl_tpool *p, struct perl_worker_view *out, size_t max)
