@@ -22,7 +22,6 @@
 #include "alloc.h"
 #include "clock.h"
 #include "log.h"
-#include "loop.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -34,7 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
-struct settings *pool_settings_copy(const struct perl_pool_settings *s)
+struct settings *pool_settings_copy(const struct perl_backend_settings *s)
 {
 	struct settings *c = xcalloc(1, sizeof *c);
 	c->worker_path = xstrdup(s->worker_path);
@@ -75,7 +74,7 @@ static void slot_busy(struct slot *s, const char *script)
 
 struct perl_waiter *pool_slot_idle(struct perl_pool *p, struct slot *s)
 {
-	struct perl_waiter *wt = perl_queue_give(&p->queue, &s->w);
+	struct perl_waiter *wt = perl_queue_give(&p->queue, &s->w.r);
 	if (wt) {
 		slot_busy(s, wt->script);
 		return wt;
@@ -88,7 +87,7 @@ struct perl_waiter *pool_slot_idle(struct perl_pool *p, struct slot *s)
 
 /* ---- the pool ---- */
 
-struct perl_pool *perl_pool_create(const struct perl_pool_settings *ps, char *err, size_t errlen)
+struct perl_pool *perl_pool_create(const struct perl_backend_settings *ps, char *err, size_t errlen)
 {
 	struct perl_pool *p = xcalloc(1, sizeof *p);
 	pthread_condattr_t ca;
@@ -104,14 +103,14 @@ struct perl_pool *perl_pool_create(const struct perl_pool_settings *ps, char *er
 		struct slot *s = &p->slots[i];
 		s->index = i;
 		s->w.pid = -1;
-		s->w.ctl = s->w.err = s->w.out = s->w.pidfd = -1;
+		s->w.ctl = s->w.r.err = s->w.r.out = s->w.pidfd = -1;
 		/* DONE carries at most a PerlIO buffer (8 KiB) of output. */
 		s->w.rx_cap = 64 * 1024;
 		s->w.rx = xmalloc(s->w.rx_cap);
 		s->state = SLOT_DOWN;
 	}
 	p->spare.w.pid = -1;
-	p->spare.w.ctl = p->spare.w.err = p->spare.w.out = p->spare.w.pidfd = -1;
+	p->spare.w.ctl = p->spare.w.r.err = p->spare.w.r.out = p->spare.w.pidfd = -1;
 	p->spare_state = SPARE_EMPTY;
 	/* Start them all, then wait: their interpreters load in parallel. */
 	int failed = 0;
@@ -138,7 +137,7 @@ struct perl_pool *perl_pool_create(const struct perl_pool_settings *ps, char *er
 	return p;
 }
 
-void perl_pool_reconfigure(struct perl_pool *p, const struct perl_pool_settings *s)
+void perl_pool_reconfigure(struct perl_pool *p, const struct perl_backend_settings *s)
 {
 	struct settings *fresh = pool_settings_copy(s);
 	pthread_mutex_lock(&p->lock);
@@ -192,7 +191,7 @@ void perl_pool_destroy(struct perl_pool *p)
 }
 
 enum perl_acquire perl_pool_acquire(struct perl_pool *p, unsigned long queue,
-		struct perl_waiter *wt, struct perl_worker **out, int *send_errno)
+		struct perl_waiter *wt, struct perl_runner **out, int *send_errno)
 {
 	pthread_mutex_lock(&p->lock);
 	if (p->stopping) {
@@ -209,7 +208,7 @@ enum perl_acquire perl_pool_acquire(struct perl_pool *p, unsigned long queue,
 			}
 		}
 		pthread_mutex_unlock(&p->lock);
-		*out = &got->w;
+		*out = &got->w.r;
 		*send_errno = wt->send(wt->ctx, *out) < 0 ? errno : 0;
 		return PERL_ACQUIRED;
 	}
@@ -238,10 +237,11 @@ int perl_pool_saturated(struct perl_pool *p, unsigned long queue)
 	return full;
 }
 
-void perl_pool_release(struct perl_pool *p, struct perl_worker *w, enum perl_release how,
+void perl_pool_release(struct perl_pool *p, struct perl_runner *r, enum perl_release how,
 		const char *why)
 {
-	struct slot *s = (struct slot *)w;
+	struct slot *s = (struct slot *)(void *)r;
+	struct perl_worker *w = &s->w;
 	if (how == PERL_RELEASE_KILL) {
 		/* Now, not when the keeper gets to it: a runaway script should
 		 * stop burning CPU at once. */
@@ -249,12 +249,15 @@ void perl_pool_release(struct perl_pool *p, struct perl_worker *w, enum perl_rel
 			plxd_log(PLXD_LOG_WARN, "perl worker %d killed: %s", (int)w->pid, why);
 		kill(-w->pid, SIGKILL);
 		kill(w->pid, SIGKILL);
+	} else if (how == PERL_RELEASE_RETIRING) {
+		plxd_log(PLXD_LOG_INFO, "perl worker %d retires after %llu requests: %s",
+				(int)w->pid, (unsigned long long)r->served, why ? why : "");
 	}
 	struct perl_waiter *wt = NULL;
 	pthread_mutex_lock(&p->lock);
-	s->served = w->served;
-	s->compiled += w->compiled;
-	w->compiled = 0;
+	s->served = r->served;
+	s->compiled += r->compiled;
+	r->compiled = 0;
 	s->script[0] = '\0';
 	if (how == PERL_RELEASE_IDLE && !p->stopping) {
 		/* A worker of an older generation serves on until a spare of
@@ -278,7 +281,27 @@ void perl_pool_release(struct perl_pool *p, struct perl_worker *w, enum perl_rel
 		perl_queue_serve(wt);
 }
 
-size_t perl_pool_view(struct perl_pool *p, struct perl_worker_view *out, size_t max)
+/* Resident size of a process, in KB, from /proc/PID/statm; 0 when it
+ * cannot be read (gone already). */
+static uint64_t rss_kb(pid_t pid)
+{
+	char path[64], buf[128];
+	snprintf(path, sizeof path, "/proc/%d/statm", (int)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	unsigned long long size, resident;
+	if (sscanf(buf, "%llu %llu", &size, &resident) != 2)
+		return 0;
+	return (uint64_t)resident * (uint64_t)sysconf(_SC_PAGESIZE) / 1024;
+}
+
+size_t perl_pool_view(struct perl_pool *p, struct perl_runner_view *out, size_t max)
 {
 	static const char *const names[] = {
 		[SLOT_IDLE] = "idle",
@@ -291,7 +314,7 @@ size_t perl_pool_view(struct perl_pool *p, struct perl_worker_view *out, size_t 
 	for (unsigned i = 0; i < p->n && i < max; i++) {
 		struct slot *s = &p->slots[i];
 		int live = s->state == SLOT_IDLE || s->state == SLOT_BUSY;
-		out[i] = (struct perl_worker_view){
+		out[i] = (struct perl_runner_view){
 			/* The keeper writes pid unlocked while it starts one. */
 			.pid = live ? s->w.pid : 0,
 			.state = names[s->state],
@@ -305,5 +328,8 @@ size_t perl_pool_view(struct perl_pool *p, struct perl_worker_view *out, size_t 
 	}
 	size_t n = p->n;
 	pthread_mutex_unlock(&p->lock);
+	for (size_t i = 0; i < n && i < max; i++)
+		if (out[i].pid)
+			out[i].rss_kb = rss_kb(out[i].pid);
 	return n;
 }

@@ -144,8 +144,8 @@ int pool_spawn(struct slot *s, const struct settings *st, char *err, size_t errl
 	fcntl(op[0], F_SETFL, O_NONBLOCK);
 	s->w.pid = pid;
 	s->w.ctl = sv[0];
-	s->w.err = ep[0];
-	s->w.out = op[0];
+	s->w.r.err = ep[0];
+	s->w.r.out = op[0];
 	s->lines.len = 0;
 	if (send_init(s->w.ctl, st) < 0) {
 		snprintf(err, errlen, "cannot send settings to perl worker %d: %s", (int)pid,
@@ -188,7 +188,7 @@ int pool_await_ready(struct slot *s, unsigned long timeout_ms, char *err, size_t
 		/* clang-format off */
 		struct pollfd p[2] = {
 			{ .fd = s->w.ctl, .events = POLLIN },
-			{ .fd = s->w.err, .events = POLLIN },
+			{ .fd = s->w.r.err, .events = POLLIN },
 		};
 		/* clang-format on */
 		int rc = poll(p, 2, (int)(deadline - now));
@@ -287,12 +287,12 @@ void pool_end_process(struct slot *s, enum slot_end how, unsigned long grace_ms)
 		log_exit(s, status, how);
 	}
 	close(s->w.pidfd);
-	close(s->w.err);
-	if (s->w.out >= 0)
-		close(s->w.out);
+	close(s->w.r.err);
+	if (s->w.r.out >= 0)
+		close(s->w.r.out);
 	s->w.pidfd = -1;
-	s->w.err = -1;
-	s->w.out = -1;
+	s->w.r.err = -1;
+	s->w.r.out = -1;
 	s->w.pid = -1;
 }
 
@@ -302,8 +302,8 @@ static void relay(struct slot *s, const char *label, int flush, size_t limit)
 {
 	char buf[8192];
 	size_t total = 0;
-	while (s->w.err >= 0 && total < limit) {
-		ssize_t n = read(s->w.err, buf, sizeof buf);
+	while (s->w.r.err >= 0 && total < limit) {
+		ssize_t n = read(s->w.r.err, buf, sizeof buf);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
@@ -380,13 +380,13 @@ void pool_spare_take(struct perl_pool *p, struct slot *s, enum slot_end end)
 	s->w.pid = sp->w.pid;
 	s->w.pidfd = sp->w.pidfd;
 	s->w.ctl = sp->w.ctl;
-	s->w.out = sp->w.out;
-	s->w.err = sp->w.err;
+	s->w.r.out = sp->w.r.out;
+	s->w.r.err = sp->w.r.err;
 	sp->w.pid = w.pid;
 	sp->w.pidfd = w.pidfd;
 	sp->w.ctl = w.ctl;
-	sp->w.out = w.out;
-	sp->w.err = w.err;
+	sp->w.r.out = w.r.out;
+	sp->w.r.err = w.r.err;
 	struct log_lines lines = s->lines;
 	s->lines = sp->lines;
 	sp->lines = lines;
@@ -395,8 +395,8 @@ void pool_spare_take(struct perl_pool *p, struct slot *s, enum slot_end end)
 	s->failures = 0;
 	s->end = END_NONE;
 	s->served = s->compiled = 0;
-	s->w.served = 0;
-	s->w.compiled = 0;
+	s->w.r.served = 0;
+	s->w.r.compiled = 0;
 	s->script[0] = '\0';
 	sp->end = end;
 	p->spare_state = SPARE_ENDING;
@@ -407,7 +407,7 @@ void pool_spare_take(struct perl_pool *p, struct slot *s, enum slot_end end)
  * keeper to use once it lets go of the lock. */
 static struct settings *settings_now(struct perl_pool *p)
 {
-	return pool_settings_copy(&(struct perl_pool_settings){
+	return pool_settings_copy(&(struct perl_backend_settings){
 			.worker_path = p->settings->worker_path,
 			.start_timeout_ms = p->settings->start_timeout_ms,
 			.max_requests = p->settings->max_requests,
@@ -551,8 +551,8 @@ void *pool_keeper_main(void *arg)
 			s->generation = generation;
 			s->failures = 0;
 			s->served = s->compiled = 0;
-			s->w.served = 0;
-			s->w.compiled = 0;
+			s->w.r.served = 0;
+			s->w.r.compiled = 0;
 			if (p->stopping) {
 				s->state = SLOT_DOWN;
 				s->end = END_STOP;

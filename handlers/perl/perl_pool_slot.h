@@ -73,7 +73,7 @@ struct perl_pool {
 };
 
 /* perl_pool.c */
-struct settings *pool_settings_copy(const struct perl_pool_settings *s);
+struct settings *pool_settings_copy(const struct perl_backend_settings *s);
 void pool_settings_free(struct settings *s);
 /* With the lock held: the worker goes to the longest-waiting request,
  * which is returned (the caller serves it with perl_queue_serve once the

@@ -1,6 +1,5 @@
-/* The queue of requests waiting for a worker or an interpreter thread:
- * see perl_queue.h. A waiting request holds no thread; the thread that
- * frees one serves it. */
+/* The queue of requests waiting for a runner: see perl_queue.h. A waiting
+ * request holds no thread; the thread that frees a runner serves it. */
 #include "perl_queue.h"
 #include "loop.h"
 
@@ -20,7 +19,7 @@ void perl_queue_push(struct perl_queue *q, struct perl_waiter *wt)
 	q->waiting++;
 }
 
-struct perl_waiter *perl_queue_give(struct perl_queue *q, struct perl_worker *w)
+struct perl_waiter *perl_queue_give(struct perl_queue *q, struct perl_runner *r)
 {
 	struct perl_waiter *wt = q->first;
 	if (!wt)
@@ -31,7 +30,7 @@ struct perl_waiter *perl_queue_give(struct perl_queue *q, struct perl_worker *w)
 	q->waiting--;
 	wt->next = NULL;
 	wt->queued = 0;
-	wt->given = w;
+	wt->given = r;
 	return wt;
 }
 
