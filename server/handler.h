@@ -58,10 +58,12 @@
  *   posts     server/loop.c       functions posted to a loop from elsewhere,
  *                                 and whether it waits (to be woken)
  *   spawn     handlers/cgi        CGI spawns waiting for the spawner
- *   pool      handlers/perl       idle workers and the requests queued
+ *   pool      handlers/perl       idle workers and the requests queued for
+ *                                 one (its perl_queue.c queue)
  *   scripts   handlers/perl       the per-script figures of the status page
  *   threads   handlers/perl       which interpreter threads are busy, and the
- *                                 requests queued for one
+ *                                 requests queued for one (its perl_queue.c
+ *                                 queue)
  *   job       handlers/perl       the request handed to one interpreter thread
  *   clone     handlers/perl       the parent interpreter while it is cloned
  *

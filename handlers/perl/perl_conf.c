@@ -1,6 +1,8 @@
 /* The [perl] keys; see perl_conf.h. */
 #include "perl_conf.h"
+#include "perl_backend.h"
 #include "perl_interp.h"
+#include "log.h"
 
 #include <stddef.h>
 #include <string.h>
@@ -49,7 +51,7 @@ const struct conf_key perl_conf_keys[] = {
 		.max = 3600 * 1000,
 		.help = "a new worker must have loaded Perl and the preload file within this",
 		.limit = "the worker is killed and logged; at start-up, plxd does not start",
-		.tests = "code:handlers/perl/perl_pool.c"),
+		.tests = "code:handlers/perl/perl_pool_keeper.c"),
 	PERL_KEY("max_requests", CONF_UINT, max_requests, "0", .max = 1ul << 40,
 		.help = "requests a worker serves at most; 0: no limit",
 		.limit = "the worker is replaced after its request",
@@ -76,10 +78,10 @@ const struct conf_key perl_conf_keys[] = {
 	PERL_KEY("path", CONF_STRING, path, "/usr/local/bin:/usr/bin:/bin",
 		.help = "PATH in the scripts' environment (nothing else of plxd's environment "
 			"is passed)",
-		.tests = "unit/test_cgi_env.c code:handlers/perl/perl_handler.c"),
+		.tests = "unit/test_cgi_env.c code:handlers/perl/perl_req.c"),
 	PERL_KEY("pass_authorization", CONF_BOOL, pass_authorization, "no",
 		.help = "pass the Authorization header to scripts as HTTP_AUTHORIZATION",
-		.tests = "unit/test_cgi_env.c code:handlers/perl/perl_handler.c"),
+		.tests = "unit/test_cgi_env.c code:handlers/perl/perl_req.c"),
 	PERL_KEY("max_script_header_size", CONF_SIZE, max_script_header_size, "64K", .min = 1024,
 		.max = 16 * 1024 * 1024,
 		.help = "the header block a script prints at most; also bounded by what [server] "
@@ -140,7 +142,20 @@ unsigned perl_conf_taint(const struct perl_conf *c)
 	return strcmp(c->taint, "warn") == 0 ? PERL_TAINT_WARN : PERL_TAINT_REFUSE;
 }
 
-int perl_conf_threaded(const struct perl_conf *c)
+const struct perl_backend *perl_conf_backend(const struct perl_conf *c)
 {
-	return c->isolation && strcmp(c->isolation, "thread") == 0;
+	if (c->isolation && strcmp(c->isolation, "thread") == 0)
+		return &perl_backend_thread;
+	return &perl_backend_process;
+}
+
+void perl_conf_warn_restart(const struct perl_conf *c, unsigned long workers,
+		const struct perl_backend *be)
+{
+	if (c->workers != workers)
+		plxd_log(PLXD_LOG_WARN,
+				"[perl] workers changed: it takes effect only after a restart");
+	if (be != perl_conf_backend(c))
+		plxd_log(PLXD_LOG_WARN,
+				"[perl] isolation changed: it takes effect only after a restart");
 }

@@ -5,6 +5,8 @@
 
 #include "conf_key.h"
 
+struct perl_backend;
+
 struct perl_conf {
 	char *isolation;       /* "process" or "thread" */
 	unsigned long workers; /* 0: one per CPU core */
@@ -26,8 +28,14 @@ struct perl_conf {
 
 extern const struct conf_key perl_conf_keys[];
 
-/* Whether c runs scripts in interpreter threads inside plxd. */
-int perl_conf_threaded(const struct perl_conf *c);
+/* Where c's scripts run ([perl] isolation): worker processes, or
+ * interpreter threads inside plxd. The one place the mode is read. */
+const struct perl_backend *perl_conf_backend(const struct perl_conf *c);
+
+/* Logs the settings of a reload's c that take effect only after a restart:
+ * the workers and the backend it started with. */
+void perl_conf_warn_restart(const struct perl_conf *c, unsigned long workers,
+		const struct perl_backend *be);
 
 /* What c's scripts with -T or -t on their #! line get: an enum
  * perl_taint (perl_interp.h). */

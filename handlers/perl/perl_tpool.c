@@ -1,8 +1,12 @@
-/* The interpreter threads, lent to requests one at a time, with the worker
- * pool's queue: a request finding every thread busy waits (at most queue
- * of them), and the thread that frees an interpreter sends the next
- * waiting request on it. */
-#include "perl_tpool.h"
+/* The interpreter threads as a backend (perl_backend.h, [perl] isolation =
+ * thread): each slot a thread of plxd with its clone of the interpreter,
+ * lent to one request at a time with the queue every backend shares
+ * (perl_queue.h), the request handed over in memory. It opens
+ * plxd-perl-threads.so when made (with plxd_plugin_load, which makes
+ * libperl global), so that a plxd with no instance in thread mode never
+ * loads Perl. No perl.h. */
+#include "perl_queue.h"
+#include "perl_req.h"
 #include "alloc.h"
 #include "clock.h"
 #include "log.h"
@@ -16,8 +20,12 @@
 #include <string.h>
 #include <unistd.h>
 
+/* How often an interpreter thread is asked again to end its script: the
+ * signal that interrupts a system call can come just before one. */
+#define RECANCEL_MS 100
+
 struct tslot {
-	struct perl_worker w; /* first member: the handler holds &w */
+	struct perl_runner r; /* first member: the handler holds &r */
 	struct perl_thread *t;
 	int busy;
 	char script[PERL_VIEW_SCRIPT];
@@ -31,8 +39,7 @@ struct perl_tpool {
 	pthread_mutex_t lock; /* guards the slots' busy state and the queue */
 	struct tslot *slots;
 	unsigned n;
-	unsigned long waiting;
-	struct perl_waiter *first, *last;
+	struct perl_queue queue;
 };
 
 /* The parent interpreter's @INC additions, split as the workers get them. */
@@ -56,9 +63,12 @@ static char **split_inc(const char *inc)
 	return v;
 }
 
-struct perl_tpool *perl_tpool_create(const char *lib, unsigned threads, const char *preload,
-		const char *inc, enum perl_taint taint, char *err, size_t errlen)
+static void tpool_destroy(void *b);
+
+static void *tpool_create(const struct perl_backend_settings *s, char *err, size_t errlen)
 {
+	const char *lib = s->threads_lib, *preload = s->preload, *inc = s->inc;
+	unsigned threads = s->workers;
 	struct perl_tpool *p = xcalloc(1, sizeof *p);
 	char **incv = NULL;
 	pthread_mutex_init(&p->lock, NULL);
@@ -70,25 +80,22 @@ struct perl_tpool *perl_tpool_create(const char *lib, unsigned threads, const ch
 	struct perl_interp_options o = { .preload = preload && *preload ? preload : NULL,
 		.inc = incv,
 		.threaded = 1,
-		.taint = taint };
+		.taint = (enum perl_taint)s->taint };
 	p->threads = p->api->create(&o, threads, err, errlen);
 	if (!p->threads)
 		goto fail;
 	p->n = threads;
 	p->slots = xcalloc(threads, sizeof *p->slots);
 	for (unsigned i = 0; i < threads; i++) {
-		struct tslot *s = &p->slots[i];
-		s->t = p->api->get(p->threads, i);
-		s->w = (struct perl_worker){
-			.pid = getpid(),
-			.pidfd = -1,
-			.ctl = -1,
+		struct tslot *t = &p->slots[i];
+		t->t = p->api->get(p->threads, i);
+		t->r = (struct perl_runner){
 			/* Copies the handler may replace (a new pipe after a
 			 * script that started processes) and close. */
-			.out = fcntl(p->api->out(s->t), F_DUPFD_CLOEXEC, 3),
-			.err = fcntl(p->api->err(s->t), F_DUPFD_CLOEXEC, 3),
+			.out = fcntl(p->api->out(t->t), F_DUPFD_CLOEXEC, 3),
+			.err = fcntl(p->api->err(t->t), F_DUPFD_CLOEXEC, 3),
 		};
-		if (s->w.out < 0 || s->w.err < 0) {
+		if (t->r.out < 0 || t->r.err < 0) {
 			snprintf(err, errlen, "interpreter thread pipes: %s", strerror(errno));
 			goto fail;
 		}
@@ -96,6 +103,7 @@ struct perl_tpool *perl_tpool_create(const char *lib, unsigned threads, const ch
 	for (size_t i = 0; incv[i]; i++)
 		free(incv[i]);
 	free(incv);
+	plxd_log(PLXD_LOG_INFO, "perl: %u interpreter threads started in plxd (%s)", threads, lib);
 	return p;
 
 fail:
@@ -104,21 +112,32 @@ fail:
 			free(incv[i]);
 		free(incv);
 	}
-	perl_tpool_destroy(p);
+	tpool_destroy(p);
 	return NULL;
 }
 
-void perl_tpool_destroy(struct perl_tpool *p)
+/* The interpreters were cloned from the preload: they keep it. */
+static void tpool_reconfigure(void *b, const struct perl_backend_settings *s)
 {
+	(void)b;
+	(void)s;
+	plxd_log(PLXD_LOG_INFO,
+			"perl: interpreter threads keep their settings until a "
+			"restart; scripts that changed are compiled again");
+}
+
+static void tpool_destroy(void *b)
+{
+	struct perl_tpool *p = b;
 	if (!p)
 		return;
 	if (p->threads)
 		p->api->destroy(p->threads);
 	for (unsigned i = 0; p->slots && i < p->n; i++) {
-		if (p->slots[i].w.out >= 0)
-			close(p->slots[i].w.out);
-		if (p->slots[i].w.err >= 0)
-			close(p->slots[i].w.err);
+		if (p->slots[i].r.out >= 0)
+			close(p->slots[i].r.out);
+		if (p->slots[i].r.err >= 0)
+			close(p->slots[i].r.err);
 	}
 	free(p->slots);
 	pthread_mutex_destroy(&p->lock);
@@ -132,9 +151,10 @@ static void slot_take(struct tslot *s, const char *script)
 	snprintf(s->script, sizeof s->script, "%s", script ? script : "");
 }
 
-enum perl_acquire perl_tpool_acquire(struct perl_tpool *p, unsigned long queue,
-		struct perl_waiter *wt, struct perl_worker **out, int *send_errno)
+static enum perl_acquire tpool_acquire(void *b, unsigned long queue, struct perl_waiter *wt,
+		struct perl_runner **out, int *send_errno)
 {
+	struct perl_tpool *p = b;
 	pthread_mutex_lock(&p->lock);
 	struct tslot *got = NULL;
 	for (unsigned i = 0; i < p->n && !got; i++)
@@ -143,101 +163,73 @@ enum perl_acquire perl_tpool_acquire(struct perl_tpool *p, unsigned long queue,
 	if (got) {
 		slot_take(got, wt->script);
 		pthread_mutex_unlock(&p->lock);
-		*out = &got->w;
+		*out = &got->r;
 		*send_errno = wt->send(wt->ctx, *out) < 0 ? errno : 0;
 		return PERL_ACQUIRED;
 	}
-	if (p->waiting >= queue) {
+	if (p->queue.waiting >= queue) {
 		pthread_mutex_unlock(&p->lock);
 		return PERL_QUEUE_FULL;
 	}
-	wt->next = NULL;
-	wt->given = NULL;
-	wt->stopping = 0;
-	wt->queued = 1;
-	if (p->last)
-		p->last->next = wt;
-	else
-		p->first = wt;
-	p->last = wt;
-	p->waiting++;
+	perl_queue_push(&p->queue, wt);
 	pthread_mutex_unlock(&p->lock);
 	return PERL_QUEUED;
 }
 
-int perl_tpool_cancel(struct perl_tpool *p, struct perl_waiter *wt)
+static int tpool_cancel(void *b, struct perl_waiter *wt)
 {
+	struct perl_tpool *p = b;
 	pthread_mutex_lock(&p->lock);
-	int queued = wt->queued;
-	if (queued) {
-		struct perl_waiter **pp = &p->first, *prev = NULL;
-		while (*pp != wt) {
-			prev = *pp;
-			pp = &(*pp)->next;
-		}
-		*pp = wt->next;
-		if (p->last == wt)
-			p->last = prev;
-		p->waiting--;
-		wt->queued = 0;
-	}
+	int queued = perl_queue_remove(&p->queue, wt);
 	pthread_mutex_unlock(&p->lock);
 	return queued;
 }
 
-int perl_tpool_saturated(struct perl_tpool *p, unsigned long queue)
+static int tpool_saturated(void *b, unsigned long queue)
 {
+	struct perl_tpool *p = b;
 	pthread_mutex_lock(&p->lock);
-	int full = p->waiting >= queue;
+	int full = p->queue.waiting >= queue;
 	for (unsigned i = 0; i < p->n && full; i++)
 		full = p->slots[i].busy;
 	pthread_mutex_unlock(&p->lock);
 	return full;
 }
 
-static void waiter_ready(void *arg)
+/* Gives a thread back once its script has returned (its job's done
+ * came): how and why do not matter, a thread is never killed. */
+static void tpool_release(void *b, struct perl_runner *r, enum perl_release how, const char *why)
 {
-	struct perl_waiter *wt = arg;
-	wt->ready(wt);
-}
-
-void perl_tpool_release(struct perl_tpool *p, struct perl_worker *w)
-{
-	struct tslot *s = (struct tslot *)(void *)w;
+	(void)how;
+	(void)why;
+	struct perl_tpool *p = b;
+	struct tslot *s = (struct tslot *)(void *)r;
 	pthread_mutex_lock(&p->lock);
 	s->served++;
-	/* What its DONE said (done_received), as a worker's slot counts it. */
-	s->compiled += w->compiled;
-	w->compiled = 0;
-	struct perl_waiter *wt = p->first;
+	/* What its done said (perl_req_done), as a worker's slot counts it. */
+	s->compiled += r->compiled;
+	r->compiled = 0;
+	struct perl_waiter *wt = perl_queue_give(&p->queue, r);
 	if (wt) {
-		p->first = wt->next;
-		if (!p->first)
-			p->last = NULL;
-		p->waiting--;
-		wt->next = NULL;
-		wt->queued = 0;
-		wt->given = w;
 		slot_take(s, wt->script);
 	} else {
 		s->busy = 0;
 		s->script[0] = '\0';
 	}
 	pthread_mutex_unlock(&p->lock);
-	if (wt) {
-		wt->send_errno = wt->send(wt->ctx, w) < 0 ? errno : 0;
-		loop_post(wt->loop, waiter_ready, wt);
-	}
+	if (wt)
+		perl_queue_serve(wt);
 }
 
-size_t perl_tpool_view(struct perl_tpool *p, struct perl_worker_view *out, size_t max)
+static size_t tpool_view(void *b, struct perl_runner_view *out, size_t max)
 {
+	struct perl_tpool *p = b;
 	pthread_mutex_lock(&p->lock);
 	uint64_t now = clock_us();
 	for (unsigned i = 0; i < p->n && i < max; i++) {
 		struct tslot *s = &p->slots[i];
-		out[i] = (struct perl_worker_view){
-			.pid = s->w.pid,
+		out[i] = (struct perl_runner_view){
+			.pid = getpid(), /* a thread's RSS is plxd's: none */
 			.state = s->busy ? "busy" : "idle",
 			.script_us = s->busy ? now - s->since_us : 0,
 			.requests = s->served,
@@ -251,12 +243,179 @@ size_t perl_tpool_view(struct perl_tpool *p, struct perl_worker_view *out, size_
 	return n;
 }
 
-struct perl_thread *perl_tpool_thread(struct perl_worker *w)
+/* ---- a request on an interpreter thread ---- */
+
+static struct perl_thread *thread_of(struct perl_req *q)
 {
-	return ((struct tslot *)(void *)w)->t;
+	return ((struct tslot *)(void *)q->w)->t;
 }
 
-const struct perl_threads_api *perl_tpool_api(struct perl_tpool *p)
+static const struct perl_threads_api *api_of(struct perl_req *q)
 {
-	return p->api;
+	return ((struct perl_tpool *)q->st->backend)->api;
 }
+
+/* On the request's loop: the script returned (job.done posted it). */
+static void thread_done_post(void *arg)
+{
+	struct perl_req *q = arg;
+	if (q->phase < PERL_REQ_RUNNING) {
+		/* A queued request's ready was posted after the thread took
+		 * it: it is handed over first, then this. */
+		q->done_early = 1;
+		q->fresh = q->b.thread.job.fresh_out;
+		return;
+	}
+	if (q->phase == PERL_REQ_ENDING) {
+		/* Ended by its interpreter: the request was over already. What
+		 * it printed before is drained, so that the thread's next
+		 * request starts clean. */
+		q->phase = PERL_REQ_DONE;
+		/* It may have returned on its own before the cancel reached
+		 * it, with a new pipe (it forked): the thread writes there now. */
+		q->fresh = q->b.thread.job.fresh_out;
+		loop_timer_stop(q->loop, &q->timer);
+		perl_req_on_drain(&q->drain_w, 0);
+		return;
+	}
+	perl_req_done(q, q->b.thread.job.fresh_out);
+}
+
+/* On the interpreter thread, as the script returns: what DONE would say,
+ * and the output still buffered, copied before the thread goes on. */
+static void thread_done(struct perl_job *job, const struct perl_run *run)
+{
+	struct perl_req *q = job->ctx;
+	q->result = (struct perl_wire_done){
+		.type = PERL_WIRE_DONE,
+		.outcome = perl_wire_outcome(run->outcome),
+		.exit_status = run->exit_status,
+		.flags = run->compiled ? PERL_WIRE_COMPILED : 0,
+		.compile_us = run->compile_us,
+		.run_us = run->run_us,
+		.requests = q->b.thread.given->served + 1,
+	};
+	q->tail_len = run->tail_len;
+	if (run->tail_len) {
+		q->tail = xmalloc(run->tail_len);
+		memcpy(q->tail, run->tail, run->tail_len);
+	}
+	loop_post(q->loop, thread_done_post, q);
+}
+
+/* On the interpreter thread: compiled, about to run (for the timing
+ * header of a response whose headers go out before the script ends). */
+static void thread_running_post(void *arg)
+{
+	struct perl_req *q = arg;
+	q->running = 1;
+}
+
+/* The script's first flushed bytes can reach the request's loop before the
+ * post does, so run_info is also published with run_known, which
+ * peek_running reads when the headers go out first. */
+static void thread_running(struct perl_job *job, const struct perl_run *run)
+{
+	struct perl_req *q = job->ctx;
+	q->run_info = (struct perl_wire_running){
+		.type = PERL_WIRE_RUNNING,
+		.flags = run->compiled ? PERL_WIRE_COMPILED : 0,
+		.compile_us = run->compile_us,
+	};
+	q->run_at_us = clock_us();
+	atomic_store_explicit(&q->b.thread.run_known, 1, memory_order_release);
+	loop_post(q->loop, thread_running_post, q);
+}
+
+/* A perl_send_fn for a thread: the request is handed over in memory, its
+ * body (if any) through a pipe, as to a worker. */
+static int send_thread(void *ctx, struct perl_runner *r)
+{
+	struct perl_req *q = ctx;
+	int inp[2] = { -1, -1 };
+	if (q->has_body && perl_req_body_pipe(inp) < 0)
+		return -1;
+	q->in = inp[1];
+	q->b.thread.given = r;
+	q->b.thread.job = (struct perl_job){
+		.run = { .script = q->script,
+				.dev = q->wire.dev,
+				.ino = q->wire.ino,
+				.size = q->wire.size,
+				.mtime_sec = q->wire.mtime_sec,
+				.mtime_nsec = q->wire.mtime_nsec,
+				.env = q->env,
+				.stdin_fd = inp[0],
+				.want_running = (q->wire.flags & PERL_WIRE_TIMING) != 0 },
+		.running = thread_running,
+		.done = thread_done,
+		.ctx = q,
+		.fresh_out = -1,
+	};
+	struct tslot *s = (struct tslot *)(void *)r;
+	api_of(q)->submit(s->t, &q->b.thread.job);
+	return 0;
+}
+
+/* The thread reads the request's environment in place, until done. */
+static void started(struct perl_req *q)
+{
+	(void)q;
+}
+
+/* The thread published it before the script ran. */
+static void peek_running(struct perl_req *q)
+{
+	if (atomic_load_explicit(&q->b.thread.run_known, memory_order_acquire))
+		q->running = 1;
+}
+
+static void on_recancel(struct loop_timer *t)
+{
+	struct perl_req *q =
+			(struct perl_req *)(void *)((char *)t - offsetof(struct perl_req, timer));
+	if (api_of(q)->cancel(thread_of(q), &q->b.thread.job))
+		loop_timer_set(q->loop, t, clock_ms() + RECANCEL_MS, on_recancel);
+}
+
+/* A thread cannot be killed: its script is ended at its next Perl op, and
+ * the thread comes back with its done. */
+static int end_script(struct perl_req *q, const char *why)
+{
+	plxd_log(PLXD_LOG_WARN, "%s: its interpreter ends it: %s", q->script,
+			why ? why : "its script must end");
+	api_of(q)->cancel(thread_of(q), &q->b.thread.job);
+	loop_timer_set(q->loop, &q->timer, clock_ms() + RECANCEL_MS, on_recancel);
+	/* What it prints meanwhile is drained: a script blocked writing to a
+	 * full pipe would never reach its next op. */
+	loop_watch_del(q->loop, &q->drain_w);
+	loop_watch_add(q->loop, &q->drain_w, q->w->out, LOOP_IN, perl_req_on_drain);
+	return 1;
+}
+
+static void unwatch(struct perl_req *q)
+{
+	(void)q;
+}
+
+const struct perl_backend perl_backend_thread = {
+	.create = tpool_create,
+	.reconfigure = tpool_reconfigure,
+	.destroy = tpool_destroy,
+	.acquire = tpool_acquire,
+	.cancel = tpool_cancel,
+	.saturated = tpool_saturated,
+	.release = tpool_release,
+	.view = tpool_view,
+	.send = send_thread,
+	.started = started,
+	.peek_running = peek_running,
+	.end_script = end_script,
+	.unwatch = unwatch,
+	.drain_unbounded = 1,
+	/* An interpreter thread's children are plxd's: none is ended, so
+	 * the log does not say so. */
+	.held_cut = "exited, but a background process held its output past linger; the "
+		    "response was ended; the process was left running",
+	.ran_on_log = NULL, /* end_script logs it */
+};
