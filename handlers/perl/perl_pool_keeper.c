@@ -415,6 +415,7 @@ static struct settings *settings_now(struct perl_pool *p)
 			.max_memory = p->settings->max_memory,
 			.preload = p->settings->preload,
 			.inc = p->settings->inc,
+			.taint = p->settings->taint,
 	});
 }
 

@@ -166,16 +166,20 @@ ok(wait_for(sub { $w->error_log =~ /"-T" is on the #! line: the script runs with
     'and a line in the log, once per compile');
 $w->stop;
 
-# taint = refuse: 500, and the reason in the log.
+# taint = refuse: 500, and the reason in the log. A worker retires after
+# each request (max_requests = 1): those started in its place keep the
+# setting.
 my $r = PlxdTest->start(
     files    => \%files,
     handlers => { '.plx' => 'perl' },
-    sections => { perl => { workers => 1, taint => 'refuse' } },
+    sections => { perl => { workers => 1, taint => 'refuse', max_requests => 1 } },
 );
 is($r->get('/taint.plx')->{status}, 500, 'taint = refuse: 500');
 ok(wait_for(sub { $r->error_log =~ /"-T" is on the #! line, and \[perl\] taint = refuse/ }),
     'and the reason in the log');
 is(answer($r->request('POST', '/plain.plx?q=1', %post)), "200 $plain", 'a script without it runs');
+is($r->get('/taint.plx')->{status}, 500, 'taint = refuse: 500 from a worker started in place of one retired')
+    for 1 .. 2;
 $r->stop;
 
 done_testing;
