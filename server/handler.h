@@ -292,6 +292,10 @@ int plxd_module_dir(const void *symbol, char *out, size_t outlen);
 
 /* A request header's value, or NULL. Names are case-insensitive. */
 const char *plxd_request_header(struct plxd_request *r, const char *name);
+/* A list header's value (If-Match, Cache-Control, ...): its field lines
+ * joined with ", ", as RFC 9110 5.3 combines them; NULL when absent. Valid
+ * until the next call for r, or its end. */
+const char *plxd_request_header_list(struct plxd_request *r, const char *name);
 
 /* Reads the spooled request body sequentially. Returns bytes read, 0 at the
  * end, or -1 with errno. */

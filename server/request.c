@@ -86,6 +86,7 @@ struct request {
 	char *script_name;
 	char *route_name;
 	char *local_target; /* plxd_serve_local's target */
+	char *header_list;  /* plxd_request_header_list's last answer */
 	unsigned redirects; /* plxd_serve_local calls so far */
 	uint64_t start_us;
 	struct body body; /* the spooled request body */
@@ -276,6 +277,48 @@ int plxd_respond_error(struct plxd_request *pub, unsigned status)
 const char *plxd_request_header(struct plxd_request *pub, const char *name)
 {
 	return MHD_lookup_connection_value(pub->connection, MHD_HEADER_KIND, name);
+}
+
+/* Counts the field lines named name, and once text is set (room for
+ * them all), joins them there, ", " between two. */
+struct header_join {
+	const char *name;
+	unsigned lines;
+	size_t len;
+	char *text;
+};
+
+static enum MHD_Result header_join_line(void *cls, enum MHD_ValueKind kind, const char *key,
+		const char *value)
+{
+	(void)kind;
+	struct header_join *j = cls;
+	if (strcasecmp(key, j->name) != 0 || !value)
+		return MHD_YES;
+	size_t n = strlen(value);
+	if (j->text) {
+		if (j->lines)
+			memcpy(j->text + j->len, ", ", 2);
+		memcpy(j->text + j->len + (j->lines ? 2 : 0), value, n + 1);
+	}
+	j->len += n + (j->lines ? 2 : 0);
+	j->lines++;
+	return MHD_YES;
+}
+
+const char *plxd_request_header_list(struct plxd_request *pub, const char *name)
+{
+	struct request *r = REQUEST_OF(pub);
+	struct header_join j = { .name = name };
+	MHD_get_connection_values(pub->connection, MHD_HEADER_KIND, header_join_line, &j);
+	if (j.lines < 2)
+		return plxd_request_header(pub, name); /* most requests: no copy */
+	char *text = xmalloc(j.len + 1);
+	j = (struct header_join){ .name = name, .text = text };
+	MHD_get_connection_values(pub->connection, MHD_HEADER_KIND, header_join_line, &j);
+	free(r->header_list);
+	r->header_list = text;
+	return text;
 }
 
 ssize_t plxd_body_read(struct plxd_request *pub, void *buf, size_t len)
@@ -971,6 +1014,7 @@ void request_completed(void *cls, struct MHD_Connection *connection, void **con_
 	free(r->script_name);
 	free(r->route_name);
 	free(r->local_target);
+	free(r->header_list);
 	site_release(r->site);
 	free(r);
 }

@@ -269,10 +269,10 @@ static int respond_file(struct plxd_request *r)
 	clock_gettime(CLOCK_REALTIME, &now);
 	struct cond_validators v;
 	cond_validators(&v, &r->st, &now);
-	if (cond_precondition_failed(&v, plxd_request_header(r, MHD_HTTP_HEADER_IF_MATCH),
+	if (cond_precondition_failed(&v, plxd_request_header_list(r, MHD_HTTP_HEADER_IF_MATCH),
 			    plxd_request_header(r, MHD_HTTP_HEADER_IF_UNMODIFIED_SINCE)))
 		return plxd_respond_error(r, 412);
-	if (cond_not_modified(&v, plxd_request_header(r, MHD_HTTP_HEADER_IF_NONE_MATCH),
+	if (cond_not_modified(&v, plxd_request_header_list(r, MHD_HTTP_HEADER_IF_NONE_MATCH),
 			    plxd_request_header(r, MHD_HTTP_HEADER_IF_MODIFIED_SINCE))) {
 		/* With the size a 200 would have: libmicrohttpd sends no body
 		 * for a 304 but writes its Content-Length, which RFC 9110 8.6

@@ -138,6 +138,12 @@ my @preconditions = (
     [ [ 'If-Match: "x"', 'Range: bytes=0-4' ] => 412, 'If-Match comes before Range' ],
     [ [ "If-Match: $etag", 'Range: bytes=0-4', "If-Range: $etag" ] => 206,
         'If-Match holding, then Range with If-Range: 206' ],
+    # Repeated field lines are one list (RFC 9110 5.3).
+    [ [ 'If-Match: "x"', "If-Match: $etag" ] => 200, 'If-Match on two lines, the ETag on the second: 200' ],
+    [ [ 'If-Match: "x"', 'If-Match: "y"' ] => 412, 'If-Match on two lines, neither the ETag: 412' ],
+    [ [ 'If-None-Match: "a"', "If-None-Match: $etag" ] => 304,
+        'If-None-Match on two lines, the ETag on the second: 304' ],
+    [ [ 'If-None-Match: "a"', 'If-None-Match: "b"' ] => 200, 'If-None-Match on two lines, neither: 200' ],
 );
 for my $case (@preconditions) {
     my ($fields, $want, $name) = @$case;
