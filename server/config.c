@@ -72,8 +72,9 @@ const struct conf_key server_keys[] = {
 		.flags = CONF_RESTART,
 		.help = "open connections at most from one client address, 0 for no limit; never "
 			"applies to trusted_proxies",
-		.limit = "a new connection from that address is closed at accept, unanswered, and "
-			"logged",
+		.limit = "a new connection from that address is held a quarter of a second (one "
+			"its client closed may not be counted off yet), then, still over, closed "
+			"unanswered and logged",
 		.tests = "integration/limits.t"),
 	SERVER_KEY("connection_timeout", CONF_DURATION, connection_timeout_ms, "30s",
 		.min = 1000, .max = 3600 * 1000, .flags = CONF_RESTART,

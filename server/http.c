@@ -43,6 +43,13 @@
 /* After accept failed for want of descriptors, how long to leave the
  * listening socket alone (it stays readable: it would wake us for ever). */
 #define ACCEPT_PAUSE_MS 100
+/* A connection over its client's per_ip_connections is held this long,
+ * checked again every PER_IP_RECHECK_MS, before it is refused: a client
+ * that closed a connection and at once opened another finds the first
+ * still counted until its event thread has seen the close, which may be
+ * another thread, busy. */
+#define PER_IP_GRACE_MS   250
+#define PER_IP_RECHECK_MS 10
 
 struct evthread {
 	pthread_t thread;
@@ -53,6 +60,8 @@ struct evthread {
 	struct loop_watch listen; /* the shared listening socket */
 	struct loop_timer tick;   /* deadlines */
 	struct loop_timer resume_accept;
+	struct loop_timer recheck;  /* the held connections' next check */
+	struct conn *held;          /* over per_ip_connections, for a while */
 	struct conn *conns;         /* this thread's connections */
 	struct conn *conns_pending; /* accepted, for on_connection to take */
 	/* The tick's poll for clients that shut their side (on_tick). */
@@ -235,31 +244,33 @@ static unsigned ip_count_add(const struct sockaddr *sa, int delta, unsigned long
 
 /* ---- accepting ------------------------------------------------------------- */
 
+enum admission { ADMIT_NO, ADMIT_YES, ADMIT_HOLD };
+
+/* Counts c against its client's per_ip_connections. Returns 0, or the
+ * count it found at the limit. */
+static unsigned admit_ip(struct conn *c)
+{
+	if (!per_ip_limit || is_trusted_proxy((struct sockaddr *)&c->peer))
+		return 0;
+	unsigned before = ip_count_add((struct sockaddr *)&c->peer, 1, per_ip_limit);
+	if (before >= per_ip_limit)
+		return before;
+	c->ip_counted = 1;
+	return 0;
+}
+
 /* Whether a new connection from peer may be served; counts it when so.
  * Past max_connections plxd still answers, with 503, up to a margin (see
- * request.c); past the margin, and past a client's per_ip_connections, the
- * socket is closed at once, before it costs anything. */
-static int admit(struct conn *c)
+ * request.c); past the margin the socket is closed at once, before it
+ * costs anything. One over its client's per_ip_connections is held
+ * (PER_IP_GRACE_MS), counted as open. */
+static enum admission admit(struct conn *c)
 {
 	if (atomic_fetch_add(&open_connections, 1) >= connection_cap) {
 		atomic_fetch_sub(&open_connections, 1);
-		return 0;
+		return ADMIT_NO;
 	}
-	if (per_ip_limit && !is_trusted_proxy((struct sockaddr *)&c->peer)) {
-		unsigned before = ip_count_add((struct sockaddr *)&c->peer, 1, per_ip_limit);
-		if (before >= per_ip_limit) {
-			char text[INET6_ADDRSTRLEN];
-			log_format_addr((struct sockaddr *)&c->peer, text, sizeof text);
-			plxd_log(PLXD_LOG_WARN,
-					"refused a connection from %s: %u open, "
-					"per_ip_connections is %lu",
-					text, before, per_ip_limit);
-			atomic_fetch_sub(&open_connections, 1);
-			return 0;
-		}
-		c->ip_counted = 1;
-	}
-	return 1;
+	return admit_ip(c) ? ADMIT_HOLD : ADMIT_YES;
 }
 
 static int bound_to_one_address(int fd, struct sockaddr_storage *ss)
@@ -281,6 +292,10 @@ static void accept_resume(struct loop_timer *t)
 	if (!th->stop && th->listen.fd >= 0)
 		loop_watch_set(th->loop, &th->listen, LOOP_IN | LOOP_EXCLUSIVE);
 }
+
+static void serve(struct evthread *th, struct conn *c);
+static void hold(struct evthread *th, struct conn *c);
+static void on_recheck(struct loop_timer *t);
 
 static void on_listen(struct loop_watch *w, unsigned events)
 {
@@ -308,33 +323,94 @@ static void on_listen(struct loop_watch *w, unsigned events)
 				continue;
 			return;
 		}
-		if (!admit(c)) {
+		c->fd = fd;
+		c->peer_len = len;
+		enum admission a = admit(c);
+		if (a == ADMIT_NO) {
 			close(fd);
 			free(c);
-			continue;
-		}
-		c->fd = fd;
-		c->thread = th;
-		socklen_t llen = sizeof c->local;
-		if (listen_local_known)
-			c->local = listen_local;
-		else
-			getsockname(fd, (struct sockaddr *)&c->local, &llen);
-		/* on_connection takes c from here (libmicrohttpd calls it
-		 * inside MHD_add_connection). */
-		th->conns_pending = c;
-		if (MHD_add_connection(th->daemon, fd, (struct sockaddr *)&c->peer, len)
-				!= MHD_YES) {
-			/* libmicrohttpd closed the socket. */
-			if (th->conns_pending == c) {
-				th->conns_pending = NULL;
-				if (c->ip_counted)
-					ip_count_add((struct sockaddr *)&c->peer, -1, 0);
-				atomic_fetch_sub(&open_connections, 1);
-				free(c);
-			}
+		} else if (a == ADMIT_HOLD) {
+			hold(th, c);
+		} else {
+			serve(th, c);
 		}
 	}
+}
+
+/* Hands the admitted connection c to libmicrohttpd. */
+static void serve(struct evthread *th, struct conn *c)
+{
+	c->thread = th;
+	socklen_t llen = sizeof c->local;
+	if (listen_local_known)
+		c->local = listen_local;
+	else
+		getsockname(c->fd, (struct sockaddr *)&c->local, &llen);
+	/* on_connection takes c from here (libmicrohttpd calls it inside
+	 * MHD_add_connection). */
+	th->conns_pending = c;
+	if (MHD_add_connection(th->daemon, c->fd, (struct sockaddr *)&c->peer, c->peer_len)
+			!= MHD_YES) {
+		/* libmicrohttpd closed the socket. */
+		if (th->conns_pending == c) {
+			th->conns_pending = NULL;
+			if (c->ip_counted)
+				ip_count_add((struct sockaddr *)&c->peer, -1, 0);
+			atomic_fetch_sub(&open_connections, 1);
+			free(c);
+		}
+	}
+}
+
+/* Ends a held connection: refused, or at a stop. */
+static void held_close(struct conn *c, unsigned open_count)
+{
+	if (open_count) {
+		char text[INET6_ADDRSTRLEN];
+		log_format_addr((struct sockaddr *)&c->peer, text, sizeof text);
+		plxd_log(PLXD_LOG_WARN,
+				"refused a connection from %s: %u open, per_ip_connections is "
+				"%lu",
+				text, open_count, per_ip_limit);
+	}
+	close(c->fd);
+	atomic_fetch_sub(&open_connections, 1);
+	free(c);
+}
+
+static void hold(struct evthread *th, struct conn *c)
+{
+	c->held_until = clock_ms() + PER_IP_GRACE_MS;
+	c->next = th->held;
+	th->held = c;
+	if (!loop_timer_armed(&th->recheck))
+		loop_timer_set(th->loop, &th->recheck, clock_ms() + PER_IP_RECHECK_MS, on_recheck);
+}
+
+/* Each held connection is served once its client is under the limit, or
+ * refused when its grace is over. */
+static void on_recheck(struct loop_timer *t)
+{
+	struct evthread *th =
+			(struct evthread *)(void *)((char *)t - offsetof(struct evthread, recheck));
+	uint64_t now = clock_ms();
+	struct conn **pp = &th->held;
+	while (*pp) {
+		struct conn *c = *pp;
+		unsigned open_count = admit_ip(c);
+		if (open_count && now < c->held_until) {
+			pp = &c->next;
+			continue;
+		}
+		*pp = c->next;
+		c->next = NULL;
+		if (open_count)
+			held_close(c, open_count);
+		else
+			serve(th, c);
+	}
+	if (th->held)
+		loop_timer_set(th->loop, &th->recheck, now + PER_IP_RECHECK_MS, on_recheck);
 }
 
 /* ---- connections ----------------------------------------------------------- */
@@ -602,6 +678,12 @@ static void *thread_main(void *arg)
 	MHD_run(th->daemon);
 	loop_timer_stop(th->loop, &th->tick);
 	loop_timer_stop(th->loop, &th->resume_accept);
+	loop_timer_stop(th->loop, &th->recheck);
+	while (th->held) {
+		struct conn *c = th->held;
+		th->held = c->next;
+		held_close(c, 0);
+	}
 	loop_watch_del(th->loop, &th->mhd);
 	MHD_stop_daemon(th->daemon);
 	th->daemon = NULL;
@@ -681,6 +763,7 @@ int http_start(int fd, const struct server_conf *server, const struct http_handl
 		loop_watch_init(&th->listen);
 		loop_timer_init(&th->tick);
 		loop_timer_init(&th->resume_accept);
+		loop_timer_init(&th->recheck);
 		th->loop = loop_create();
 		if (!th->loop) {
 			snprintf(err, errlen, "cannot create an event loop: %s", strerror(errno));

@@ -21,6 +21,8 @@ struct conn {
 	struct MHD_Connection *connection;
 	int fd;
 	int ip_counted; /* counted against per_ip_connections */
+	socklen_t peer_len;
+	uint64_t held_until; /* held over per_ip_connections until then (ms) */
 	struct sockaddr_storage local;
 	struct sockaddr_storage peer;
 	/* Start of the wait for the next request's headers (accept, or the end
