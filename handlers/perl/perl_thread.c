@@ -95,6 +95,8 @@ static int answer_job(void *ctx, struct perl_run *run)
 	}
 	int canceled = run->outcome == PERL_CANCELED;
 	job->done(job, run); /* job may be freed from now on */
+	if (perl_interp_threads_left(pi))
+		return -1; /* the log says so, under its script */
 	int changed = !canceled && perl_interp_modules_changed(pi);
 	if (changed)
 		fprintf(stderr,

@@ -91,6 +91,24 @@ select(undef, undef, undef, 0.02) until (() = glob "$dir/*") >= $n || time > $un
 print "Content-Type: text/plain\n\n", ((() = glob "$dir/*") >= $n ? 'met' : 'alone'), "\n";
 EOF
     'grow.plx' => "my \$x = 'x' x (150 * 1024 * 1024);\nprint \"Content-Type: text/plain\\n\\n\$\$\\n\";\n",
+    'counter.plx' => "our \$n;\n\$n++;\nprint \"Content-Type: text/plain\\n\\n\$n\\n\";\n",
+    # exit while the interpreter is destroyed: CORE::exit in a DESTROY, and
+    # an exit override of the script's own that calls it.
+    'destroy_exit.plx' => <<'EOF',
+package E2;
+sub DESTROY { CORE::exit(0) }
+package main;
+our $obj ||= bless {}, 'E2';
+print "Content-Type: text/plain\n\nkept\n";
+EOF
+    'destroy_override.plx' => <<'EOF',
+package E3;
+BEGIN { no warnings 'once'; *CORE::GLOBAL::exit = sub { CORE::exit($_[0] // 0) } }
+sub DESTROY { exit(3) }
+package main;
+our $obj ||= bless {}, 'E3';
+print "Content-Type: text/plain\n\nkept\n";
+EOF
 );
 
 sub pid_of { my ($s) = @_; my $r = $s->get('/pid.plx'); return $r->{content} =~ /^(\d+)$/ ? $1 : 'none' }
@@ -217,6 +235,34 @@ if (thread_mode()) {
     is($t->get('/loopchild.plx')->{status}, 504, 'a script waiting on a child: 504');
     ok(wait_for(sub { !`pgrep -xf 'sleep 120.25'` }), 'the child went with its worker');
     $t->stop;
+}
+
+# exit while an interpreter is destroyed (a DESTROY, with CORE::exit or an
+# override that calls it) is ignored, with a line naming the script: in
+# thread mode it ended plxd, without a word. Interpreters are destroyed
+# when a timeout replaces one (thread mode) or a worker retires
+# (max_requests).
+{
+    my $d = PlxdTest->start(
+        files    => \%files,
+        handlers => { '.plx' => 'perl' },
+        sections => { perl => { workers => 1, timeout => '1s', max_requests => 2 } },
+    );
+    my $root = $d->root;
+    for my $case (['destroy_exit', 0], ['destroy_override', 3]) {
+        my ($name, $status) = @$case;
+        is($d->get("/$name.plx")->{content}, "kept\n", "$name.plx keeps an object whose DESTROY calls exit");
+        if (thread_mode()) {
+            is($d->get('/loop.plx')->{status}, 504, '... a timeout replaces its interpreter');
+        } else {
+            $d->get("/$name.plx");    # its worker retires (max_requests)
+        }
+        ok($d->wait_log(qr{\Q$root/$name.plx\E line \d+: exit\($status\) ignored: its interpreter is being destroyed}),
+            "... the exit($status) in its DESTROY is ignored, and the log names the script");
+        like(pid_of($d), qr/^\d+$/, '... the next request is served');
+    }
+    is($d->get('/counter.plx')->{content}, "1\n", 'plxd serves on');
+    $d->stop;
 }
 
 # --- recycling ---
