@@ -40,6 +40,7 @@ die "late oops\n";
 EOF
     'loop.plx' => "1 while 1;\n",
     'loopchild.plx' => "system('sleep', '120.25');\n",
+    'sleeping.plx' => "print \"Content-Type: text/plain\\n\\n\";\nsleep 120;\n",
     'segv.plx' => "print \"Content-Type: text/plain\\n\\n\";\nunpack 'p', pack 'Q', 8;\n",
     'big.plx' => <<'EOF',
 my $n = 2 * 1024 * 1024 * 1024 + ($ENV{QUERY_STRING} eq 'never' ? 1 : 0);
@@ -214,6 +215,19 @@ my $t = PlxdTest->start(
     sections => { perl => { workers => 1, timeout => '1s' } },
 );
 my $tw = thread_mode() ? $t->pid : wait_for(sub { my @w = workers_of($t->pid); @w == 1 ? $w[0] : 0 });
+# A timeout costs the script its interpreter: the next request gets a fresh
+# one (a new worker, or a fresh clone of the parent), its globals as new.
+is($t->get('/counter.plx')->{content}, "1\n", 'a global counter: 1');
+is($t->get('/counter.plx')->{content}, "2\n", '... 2 in the same interpreter');
+is($t->get('/loop.plx')->{status}, 504, 'a script past the timeout: 504');
+is($t->get('/counter.plx')->{content}, "1\n", '... then the counter reads 1 again: a fresh interpreter');
+# A script asleep in a system call: in thread mode the cancel's signal to
+# its thread interrupts the sleep, so it ends and frees its thread.
+is($t->get('/sleeping.plx')->{status}, 504, 'a script asleep past the timeout: 504');
+my $t_sleep = time;
+is($t->get('/counter.plx')->{content}, "1\n", '... the next request is served, by a fresh interpreter');
+ok(time - $t_sleep < 20, '... soon, not after the sleep');
+$tw = wait_for(sub { my @w = workers_of($t->pid); @w == 1 ? $w[0] : 0 }) if !thread_mode();
 my $t0 = time;
 is($t->get('/loop.plx')->{status}, 504, 'an endless loop: 504');
 my $took = time - $t0;
