@@ -4,7 +4,8 @@
  * request's variables (the real environment, so programs started with
  * system() see it), fds 0 and 1 are the request body and the response
  * (programs started by the script inherit them and write into the
- * response), the working directory is the script's folder, $^X the perl
+ * response), the working directory is the script's folder, the umask
+ * plxd's at start-up, $^X the perl
  * matching the embedded libperl. What a script changes by accident is put
  * back after each request: STDIN, STDOUT and STDERR (closed, reopened
  * elsewhere in Perl or under it on fds 0-2, layers pushed, tied, their
@@ -196,7 +197,15 @@ struct perl_interp {
 	struct perl_script *script;      /* its script, once compiled */
 	struct perl_script *last_script; /* the script of the request before */
 	struct fcgi_state fcgi;
-	int stop; /* serve no other request */
+	int stop;           /* serve no other request */
+	mode_t start_umask; /* plxd's at start-up: each request's, as under CGI */
+	/* PerlIO's count of handles on each of fd[0-2] after set-up: a Perl
+	 * thread the script started holds one more on each (its clone of
+	 * STDIN, STDOUT and STDERR). */
+	int fd_refs[3];
+	int threads_left; /* ... and some ran on after a request: fd[1] and
+			     fd[2] are theirs, on /dev/null */
+	int destroying;   /* perl_interp_destroy runs: exit is refused */
 };
 
 /* The calling thread's interpreter: the XS exit and the fork hook find it
@@ -255,6 +264,9 @@ static int settings_loaded(pTHX_ struct perl_interp *pi);
 static void settings_apply(pTHX_ struct perl_interp *pi, SV *snapshot);
 static SV *settings_snapshot(pTHX_ struct perl_interp *pi);
 static void report(pTHX_ struct perl_interp *pi, SV *err);
+static void fd_refs_record(struct perl_interp *pi);
+static void threads_check(pTHX_ struct perl_interp *pi);
+static void exit_refused(pTHX_ struct perl_interp *pi, int status);
 static enum perl_outcome ended_by(pTHX_ struct perl_interp *pi, int ret, int saved_errno);
 static AV *overrides_hide(pTHX_ struct perl_interp *pi);
 static void overrides_restore(pTHX_ AV *hidden);
@@ -289,18 +301,60 @@ static void alarm_disarm(struct perl_interp *pi);
 
 /* ---- set-up ---- */
 
-/* CORE::GLOBAL::exit. In the global destruction of an interpreter thread
- * (a DESTROY calling exit as plxd stops, or as a fresh clone replaces the
- * interpreter) no JMPENV of ours is there to catch my_exit, and perl would
- * call exit(), ending plxd: there exit dies instead, which the DESTROY's
- * caller catches ("(in cleanup)"), and destruction goes on. A worker's
- * exit there ends the worker, as it should. */
+/* While an interpreter is destroyed (a DESTROY calling exit as plxd stops,
+ * as a fresh clone replaces the interpreter, as a worker ends) no JMPENV of
+ * ours is there to catch my_exit, and perl would call exit(), ending plxd
+ * or the worker without a word: there exit dies instead, which the
+ * DESTROY's caller catches, and destruction goes on. The log names the
+ * file and line, as the die's "(in cleanup)" warning is shown only under
+ * warnings; in thread mode as plxd's own line, since the interpreter's log
+ * pipe is read under whichever request its thread serves next. */
+static void exit_refused(pTHX_ struct perl_interp *pi, int status)
+{
+	char msg[PATH_MAX + 160];
+	const COP *cop = PL_curcop;
+	const char *file = cop ? CopFILE(cop) : NULL;
+	int n = snprintf(msg, sizeof msg,
+			"%s%s line %u: exit(%d) ignored: its interpreter is being destroyed, "
+			"and exit would end %s\n",
+			pi->cloned ? "perl: " : "", file ? file : "perl",
+			cop ? (unsigned)CopLINE(cop) : 0, status,
+			pi->cloned ? "plxd" : "the worker");
+	ssize_t unused = write(2, msg, n > 0 && (size_t)n < sizeof msg ? (size_t)n : 0);
+	(void)unused;
+	croak("exit %d ignored: the interpreter is being destroyed", status);
+}
+
+/* CORE::exit (the exit op) checks the same: perl_interp_create points
+ * every exit op compiled from then on here (ck_exit). */
+static OP *pp_exit_guarded(pTHX)
+{
+	struct perl_interp *pi = current;
+	if (pi && pi->destroying && !forked_child) {
+		dSP;
+		exit_refused(aTHX_ pi, MAXARG >= 1 && TOPs ? (int)SvIV(TOPs) : 0);
+	}
+	return PL_ppaddr[OP_EXIT](aTHX);
+}
+
+static Perl_check_t ck_exit_next;
+
+static OP *ck_exit(pTHX_ OP *o)
+{
+	o = ck_exit_next(aTHX_ o);
+	if (o->op_type == OP_EXIT)
+		o->op_ppaddr = pp_exit_guarded;
+	return o;
+}
+
+/* CORE::GLOBAL::exit: the request ends, not the process (see above while
+ * the interpreter is destroyed). */
 XS(xs_exit)
 {
 	dXSARGS;
 	int status = items > 0 ? (int)SvIV(ST(0)) : 0;
-	if (current && current->cloned && !forked_child && PL_phase == PERL_PHASE_DESTRUCT)
-		croak("exit %d ignored: an interpreter thread of plxd is being destroyed", status);
+	if (current && current->destroying && !forked_child)
+		exit_refused(aTHX_ current, status);
 	if (current) {
 		current->exit_called = 1;
 		current->exit_status = status;
@@ -1002,6 +1056,8 @@ static struct perl_interp *interp_create(const struct perl_interp_options *o, in
 	perl_construct(my_perl);
 	/* perl_destruct runs the END blocks of loaded modules. */
 	PL_exit_flags |= PERL_EXIT_DESTRUCT_END;
+	/* Before any code compiles (once per process: it checks). */
+	wrap_op_checker(OP_EXIT, ck_exit, &ck_exit_next);
 	if (perl_parse(my_perl, xs_init, tainted ? 4 : 3, tainted ? tainted_args : args, NULL) != 0
 			|| perl_run(my_perl) != 0) {
 		snprintf(err, errlen, "the Perl interpreter did not start");
@@ -1009,6 +1065,8 @@ static struct perl_interp *interp_create(const struct perl_interp_options *o, in
 	}
 	current = pi;
 
+	pi->start_umask = umask(0);
+	umask(pi->start_umask);
 	pi->devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
 	pi->stderr_fd = fcntl(2, F_DUPFD_CLOEXEC, 10);
 	pi->stdout_fd = fcntl(1, F_DUPFD_CLOEXEC, 10);
@@ -1069,6 +1127,7 @@ static struct perl_interp *interp_create(const struct perl_interp_options *o, in
 	if (interp_bind(aTHX_ pi, err, errlen) < 0)
 		goto fail;
 	modules_record(aTHX_ pi);
+	fd_refs_record(pi);
 	return pi;
 
 fail:
@@ -1262,6 +1321,7 @@ struct perl_interp *perl_interp_clone(struct perl_interp *parent, const int fds[
 	pi->cloned = 1;
 	pi->parent = parent;
 	pi->opts.taint = parent->opts.taint;
+	pi->start_umask = parent->start_umask;
 	pi->births[0] = pi->births[1] = -1;
 	pi->stdout_fd = fds[1];
 	pi->stderr_fd = fds[2];
@@ -1328,6 +1388,7 @@ struct perl_interp *perl_interp_clone(struct perl_interp *parent, const int fds[
 	modules_record(aTHX_ pi);
 	for (size_t i = 0; i < pi->nmodules; i++)
 		pi->modules[i].inherited = 1;
+	fd_refs_record(pi);
 	return pi;
 
 fail:
@@ -1342,6 +1403,8 @@ void perl_interp_destroy(struct perl_interp *pi)
 	perl_interp_destroy(pi->twin);
 	perl_interp_destroy(pi->taint_parent);
 	options_free(&pi->opts);
+	pi->destroying = 1;
+	current = pi; /* for exit, which DESTROY methods may call */
 	if (pi->perl) {
 		dTHXa(pi->perl);
 		PERL_SET_CONTEXT(pi->perl);
@@ -1366,9 +1429,16 @@ void perl_interp_destroy(struct perl_interp *pi)
 	for (int i = 0; pi->cloned && i < 3; i++) {
 		if (pi->fd[i] < 0)
 			continue;
+		/* A Perl thread that runs on holds the number: /dev/null, and
+		 * perl closes it with the thread's last handle on it. Closed
+		 * here, the number could be a client's connection next. */
+		if (pi->threads_left)
+			dup2(pi->devnull, pi->fd[i]);
+		int held = 0;
 		if (pi->fd_held && PerlIOUnix_refcnt(pi->fd[i]) > 0)
-			PerlIOUnix_refcnt_dec(pi->fd[i]);
-		close(pi->fd[i]);
+			held = PerlIOUnix_refcnt_dec(pi->fd[i]);
+		if (!pi->threads_left || held <= 0)
+			close(pi->fd[i]);
 	}
 	if (pi->alarm_timer_ok) {
 		pi->alarm_armed = 0;
@@ -1728,7 +1798,10 @@ static void stdio_begin(pTHX_ struct perl_interp *pi, struct perl_run *run)
 
 void perl_interp_set_stdout(struct perl_interp *pi, int fd)
 {
-	dup2(fd, pi->fd[1]);
+	/* fd[1] of an interpreter whose Perl threads run on stays theirs,
+	 * on /dev/null: the next interpreter gets the channel. */
+	if (!pi->threads_left)
+		dup2(fd, pi->fd[1]);
 	if (pi->stdout_fd >= 0)
 		close(pi->stdout_fd);
 	pi->stdout_fd = fd;
@@ -1805,6 +1878,47 @@ static void stdio_end(pTHX_ struct perl_interp *pi, struct perl_run *run, int in
 		std_unbuffer(aTHX_ pi);
 	if (PL_defoutgv != out_gv)
 		setdefout(out_gv);
+}
+
+/* PerlIO's counts of the handles on the standard descriptors, once the
+ * interpreter is set up. */
+static void fd_refs_record(struct perl_interp *pi)
+{
+	for (int i = 0; i < 3; i++)
+		pi->fd_refs[i] = PerlIOUnix_refcnt(pi->fd[i]);
+}
+
+/* A Perl thread (threads.pm) the script started and left running, detached
+ * or not joined, has handles of its own on the interpreter's standard
+ * descriptors, which the next request's response, body and log use: what
+ * it printed would reach other requests, of any script. Once the request's
+ * output is out of the descriptors (run->tail aside, which travels with
+ * the answer), they point at /dev/null, and the interpreter serves no
+ * other request. Costs nothing until a script loads threads.pm. */
+static void threads_check(pTHX_ struct perl_interp *pi)
+{
+	if (pi->threads_left || !hv_exists(GvHVn(PL_incgv), "threads.pm", 10))
+		return;
+	int held = 0;
+	for (int i = 0; i < 3 && !held; i++)
+		held = PerlIOUnix_refcnt(pi->fd[i]) > pi->fd_refs[i];
+	if (!held)
+		return;
+	report(aTHX_ pi,
+			sv_2mortal(newSVpvf(
+					"Perl threads it started run on after its request: what they "
+					"print from now on is discarded, and %s serves the next request",
+					pi->cloned ? "a fresh interpreter" : "a new worker")));
+	pi->threads_left = 1;
+	pi->stop = 1;
+	dup2(pi->devnull, pi->fd[0]);
+	dup2(pi->devnull, pi->fd[1]);
+	dup2(pi->devnull, pi->fd[2]);
+}
+
+int perl_interp_threads_left(const struct perl_interp *pi)
+{
+	return pi->threads_left;
 }
 
 /* ---- globals ---- */
@@ -2385,6 +2499,9 @@ static void run_request(struct perl_interp *pi, struct perl_run *run)
 	pi->reset_freed = 0;
 	env_sync(aTHX_ pi, run->env);
 	change_dir(run->script);
+	/* A script's umask would outlive its request. In thread mode it is
+	 * the process's, so a script running meanwhile gets it back too. */
+	umask(pi->start_umask);
 	stdio_begin(aTHX_ pi, run);
 	globals_begin(aTHX_ pi, run);
 	f->turn_forks = pi->forks;
@@ -2463,6 +2580,7 @@ static void run_request(struct perl_interp *pi, struct perl_run *run)
 	stdio_end(aTHX_ pi, run, 0);
 	if (f->answered)
 		tail_sent(pi);
+	threads_check(aTHX_ pi);
 	globals_end(aTHX_ pi);
 	FREETMPS;
 	LEAVE;
@@ -2823,6 +2941,7 @@ static void fcgi_turn_begin(pTHX_ struct perl_interp *pi, struct perl_run *run)
 	dup2(pi->stdout_fd, pi->fd[1]);
 	env_sync(aTHX_ pi, run->env);
 	change_dir(run->script);
+	umask(pi->start_umask);
 	stdio_begin(aTHX_ pi, run);
 	PL_basetime = time(NULL);
 	pi->exit_called = 0;

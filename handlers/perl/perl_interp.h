@@ -154,7 +154,17 @@ void perl_interp_set_stdout(struct perl_interp *pi, int fd);
  * would have again as it was. */
 int perl_interp_modules_changed(struct perl_interp *pi);
 
-/* Runs END blocks of loaded modules and frees the interpreter. */
+/* Whether a script left Perl threads (threads.pm) running, still holding
+ * the interpreter's standard descriptors: those now point at /dev/null,
+ * so that nothing the threads print reaches a later response or the log,
+ * and the interpreter must serve no other request (a worker retires, an
+ * interpreter thread gets a fresh clone on descriptors of its own). */
+int perl_interp_threads_left(const struct perl_interp *pi);
+
+/* Runs END blocks of loaded modules and frees the interpreter. An exit
+ * (exit, CORE::exit) in code that runs meanwhile (a DESTROY) is ignored,
+ * with a line in the log naming its file and line: it would end the
+ * process, which in thread mode is plxd. */
 void perl_interp_destroy(struct perl_interp *pi);
 
 #endif

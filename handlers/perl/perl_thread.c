@@ -73,7 +73,8 @@ static struct perl_run *next_job(void *ctx)
 }
 
 /* A canceled script's interpreter serves no more, nor one that loaded a
- * module that changed since: a fresh clone takes its place (thread_main),
+ * module that changed since, nor one whose script left Perl threads
+ * running on its descriptors: a fresh clone takes its place (thread_main),
  * as a worker is replaced, and loads the module again. */
 static int answer_job(void *ctx, struct perl_run *run)
 {
@@ -95,6 +96,8 @@ static int answer_job(void *ctx, struct perl_run *run)
 	}
 	int canceled = run->outcome == PERL_CANCELED;
 	job->done(job, run); /* job may be freed from now on */
+	if (perl_interp_threads_left(pi))
+		return -1; /* the log says so, under its script */
 	int changed = !canceled && perl_interp_modules_changed(pi);
 	if (changed)
 		fprintf(stderr,

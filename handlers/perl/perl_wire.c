@@ -87,6 +87,8 @@ const char *perl_wire_retire_text(uint32_t retire)
 		return "a module it loaded changed";
 	case PERL_RETIRE_FATAL:
 		return "its interpreter could not go on";
+	case PERL_RETIRE_THREADS:
+		return "Perl threads its script started run on";
 	default:
 		return "it was asked to";
 	}

@@ -257,6 +257,8 @@ static int answer(void *ctx, struct perl_run *run)
 		done.rss_kb = peak_rss_kb_past(s->max_rss_kb);
 	if (run->outcome == PERL_FATAL)
 		done.retire = PERL_RETIRE_FATAL;
+	else if (perl_interp_threads_left(w->pi))
+		done.retire = PERL_RETIRE_THREADS;
 	else if (s->max_requests && w->requests >= s->max_requests)
 		done.retire = PERL_RETIRE_MAX_REQUESTS;
 	else if (s->max_rss_kb && done.rss_kb > s->max_rss_kb)

@@ -40,6 +40,7 @@ die "late oops\n";
 EOF
     'loop.plx' => "1 while 1;\n",
     'loopchild.plx' => "system('sleep', '120.25');\n",
+    'sleeping.plx' => "print \"Content-Type: text/plain\\n\\n\";\nsleep 120;\n",
     'segv.plx' => "print \"Content-Type: text/plain\\n\\n\";\nunpack 'p', pack 'Q', 8;\n",
     'big.plx' => <<'EOF',
 my $n = 2 * 1024 * 1024 * 1024 + ($ENV{QUERY_STRING} eq 'never' ? 1 : 0);
@@ -91,6 +92,24 @@ select(undef, undef, undef, 0.02) until (() = glob "$dir/*") >= $n || time > $un
 print "Content-Type: text/plain\n\n", ((() = glob "$dir/*") >= $n ? 'met' : 'alone'), "\n";
 EOF
     'grow.plx' => "my \$x = 'x' x (150 * 1024 * 1024);\nprint \"Content-Type: text/plain\\n\\n\$\$\\n\";\n",
+    'counter.plx' => "our \$n;\n\$n++;\nprint \"Content-Type: text/plain\\n\\n\$n\\n\";\n",
+    # exit while the interpreter is destroyed: CORE::exit in a DESTROY, and
+    # an exit override of the script's own that calls it.
+    'destroy_exit.plx' => <<'EOF',
+package E2;
+sub DESTROY { CORE::exit(0) }
+package main;
+our $obj ||= bless {}, 'E2';
+print "Content-Type: text/plain\n\nkept\n";
+EOF
+    'destroy_override.plx' => <<'EOF',
+package E3;
+BEGIN { no warnings 'once'; *CORE::GLOBAL::exit = sub { CORE::exit($_[0] // 0) } }
+sub DESTROY { exit(3) }
+package main;
+our $obj ||= bless {}, 'E3';
+print "Content-Type: text/plain\n\nkept\n";
+EOF
 );
 
 sub pid_of { my ($s) = @_; my $r = $s->get('/pid.plx'); return $r->{content} =~ /^(\d+)$/ ? $1 : 'none' }
@@ -196,6 +215,19 @@ my $t = PlxdTest->start(
     sections => { perl => { workers => 1, timeout => '1s' } },
 );
 my $tw = thread_mode() ? $t->pid : wait_for(sub { my @w = workers_of($t->pid); @w == 1 ? $w[0] : 0 });
+# A timeout costs the script its interpreter: the next request gets a fresh
+# one (a new worker, or a fresh clone of the parent), its globals as new.
+is($t->get('/counter.plx')->{content}, "1\n", 'a global counter: 1');
+is($t->get('/counter.plx')->{content}, "2\n", '... 2 in the same interpreter');
+is($t->get('/loop.plx')->{status}, 504, 'a script past the timeout: 504');
+is($t->get('/counter.plx')->{content}, "1\n", '... then the counter reads 1 again: a fresh interpreter');
+# A script asleep in a system call: in thread mode the cancel's signal to
+# its thread interrupts the sleep, so it ends and frees its thread.
+is($t->get('/sleeping.plx')->{status}, 504, 'a script asleep past the timeout: 504');
+my $t_sleep = time;
+is($t->get('/counter.plx')->{content}, "1\n", '... the next request is served, by a fresh interpreter');
+ok(time - $t_sleep < 20, '... soon, not after the sleep');
+$tw = wait_for(sub { my @w = workers_of($t->pid); @w == 1 ? $w[0] : 0 }) if !thread_mode();
 my $t0 = time;
 is($t->get('/loop.plx')->{status}, 504, 'an endless loop: 504');
 my $took = time - $t0;
@@ -217,6 +249,34 @@ if (thread_mode()) {
     is($t->get('/loopchild.plx')->{status}, 504, 'a script waiting on a child: 504');
     ok(wait_for(sub { !`pgrep -xf 'sleep 120.25'` }), 'the child went with its worker');
     $t->stop;
+}
+
+# exit while an interpreter is destroyed (a DESTROY, with CORE::exit or an
+# override that calls it) is ignored, with a line naming the script: in
+# thread mode it ended plxd, without a word. Interpreters are destroyed
+# when a timeout replaces one (thread mode) or a worker retires
+# (max_requests).
+{
+    my $d = PlxdTest->start(
+        files    => \%files,
+        handlers => { '.plx' => 'perl' },
+        sections => { perl => { workers => 1, timeout => '1s', max_requests => 2 } },
+    );
+    my $root = $d->root;
+    for my $case (['destroy_exit', 0], ['destroy_override', 3]) {
+        my ($name, $status) = @$case;
+        is($d->get("/$name.plx")->{content}, "kept\n", "$name.plx keeps an object whose DESTROY calls exit");
+        if (thread_mode()) {
+            is($d->get('/loop.plx')->{status}, 504, '... a timeout replaces its interpreter');
+        } else {
+            $d->get("/$name.plx");    # its worker retires (max_requests)
+        }
+        ok($d->wait_log(qr{\Q$root/$name.plx\E line \d+: exit\($status\) ignored: its interpreter is being destroyed}),
+            "... the exit($status) in its DESTROY is ignored, and the log names the script");
+        like(pid_of($d), qr/^\d+$/, '... the next request is served');
+    }
+    is($d->get('/counter.plx')->{content}, "1\n", 'plxd serves on');
+    $d->stop;
 }
 
 # --- recycling ---

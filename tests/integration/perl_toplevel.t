@@ -78,6 +78,18 @@ my $body = do { local $/; <STDIN> };
 print "Content-Type: text/plain\n\nstart=", $start // 'undef', ' body=',
     defined $body ? "'$body'" : 'undef', " line=$.\n";
 EOF
+    # The umask plxd started with, whatever the request before set; the
+    # file it creates gets it too.
+    'umask' => <<'EOF',
+my $start = umask;
+umask 077;
+my $file = "$ENV{DOCUMENT_ROOT}/umask.$$.tmp";
+open my $fh, '>', $file or die "$file: $!";
+my $mode = (stat $file)[2] & 0777;
+unlink $file;
+print "Content-Type: text/plain\n\n";
+printf "umask=%04o then=%04o file=%04o\n", $start, umask, $mode;
+EOF
     # $^X runs perl itself.
     'caretx' => <<'EOF',
 print "Content-Type: text/plain\n\n";
@@ -102,7 +114,7 @@ sub get { my ($path) = @_; my $r = $s->get($path); return $r }
 for my $round (1 .. 3) {
     for my $case (['/top', ''], ['/carp', '?die'], ['/carp', ''], ['/late', ''], ['/late', '?flush'],
                   ['/tell', ''], ['/caretx', ''], ['/coreexit', ''], ['/mask', ''],
-                  ['/slurp', '']) {
+                  ['/slurp', ''], ['/umask', '']) {
         my ($name, $q) = @$case;
         my $pl = get("$name.pl$q");
         my $plx = get("$name.plx$q");
@@ -129,6 +141,9 @@ is(get('/coreexit.plx')->{content}, "core exit\n", 'CORE::exit keeps the output'
 is(get('/slurp.plx')->{content}, "start=undef body='' line=1\n", "\$. and an empty body's slurp: undef and ''");
 is(get('/mask.plx')->{content}, "blocked=0000000000000000 then=some\n",
     'no signal blocked at the start of a request, after one that blocked some');
+my $server_umask = sprintf '%04o', umask;    # plxd inherits the test's
+is(get('/umask.plx')->{content}, "umask=$server_umask then=0077 file=0600\n",
+    "the umask plxd started with ($server_umask) at the start of a request, after one that set 077");
 
 # --- the log: each die message once, END blocks, how each ended ---
 my $root = $s->root;
