@@ -102,6 +102,15 @@ package main;
 our $obj ||= bless {}, 'E2';
 print "Content-Type: text/plain\n\nkept\n";
 EOF
+    # The same in a script run with taint checks (a second interpreter).
+    'destroy_taint.plx' => <<'EOF',
+#!/usr/bin/perl -T
+package E4;
+sub DESTROY { CORE::exit(0) }
+package main;
+our $obj ||= bless {}, 'E4';
+print "Content-Type: text/plain\n\nkept\n";
+EOF
     'destroy_override.plx' => <<'EOF',
 package E3;
 BEGIN { no warnings 'once'; *CORE::GLOBAL::exit = sub { CORE::exit($_[0] // 0) } }
@@ -263,7 +272,7 @@ if (thread_mode()) {
         sections => { perl => { workers => 1, timeout => '1s', max_requests => 2 } },
     );
     my $root = $d->root;
-    for my $case (['destroy_exit', 0], ['destroy_override', 3]) {
+    for my $case (['destroy_exit', 0], ['destroy_override', 3], ['destroy_taint', 0]) {
         my ($name, $status) = @$case;
         is($d->get("/$name.plx")->{content}, "kept\n", "$name.plx keeps an object whose DESTROY calls exit");
         if (thread_mode()) {
