@@ -1774,10 +1774,14 @@ static void std_open(pTHX_ struct perl_interp *pi, int handle)
 
 /* STDERR unbuffered, as perl makes it at start-up, so that a script's
  * message reaches the log with its own request: a handle opened afresh is
- * buffered, so it gets $| (kept on between requests in a clone). */
+ * buffered, so its PerlIO is marked unbuffered as perl marks its first
+ * stderr (stdio_end clears $| in a worker), and it gets $| too (kept on
+ * between requests in a clone). */
 static void std_unbuffer(pTHX_ struct perl_interp *pi)
 {
-	(void)pi;
+	PerlIO *f = std_handle(aTHX_ pi, 2);
+	if (f && *f)
+		PerlIOBase(f)->flags |= PERLIO_F_UNBUF;
 	IO *io = GvIO(PL_stderrgv);
 	if (io)
 		IoFLAGS(io) |= IOf_FLUSH;

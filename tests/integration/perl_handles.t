@@ -194,4 +194,22 @@ for my $name (sort keys %break) {
     };
 }
 
+# After STDERR was reopened, the next request's line reaches the log with
+# that request, under its script's name: the handle put back is unbuffered
+# as perl's first STDERR is (it was buffered in a worker, and the line
+# came out with the request after, under that script's name).
+{
+    my $s = PlxdTest->start(
+        files => { %files, 'tag.plx' => qq{print STDERR "tag-\$ENV{QUERY_STRING}\n";\nprint "Content-Type: text/plain\\n\\nok";\n} },
+        handlers => { '.plx' => 'perl' },
+        sections => { perl => { workers => 1 } },
+    );
+    for my $name (qw(stderr_file stderr_dup stderr_fdopen)) {
+        $s->get("/$name.plx");
+        is($s->get("/tag.plx?$name")->{content}, 'ok', "after $name.plx, a script printing to STDERR answers");
+        ok($s->wait_log(qr/tag\.plx: tag-\Q$name\E$/m, 5), '... and its line is logged with its own request');
+    }
+    $s->stop;
+}
+
 done_testing;
