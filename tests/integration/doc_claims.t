@@ -83,4 +83,21 @@ like($out, qr/links\.md:3: links to #gone, which does not exist/, 'a missing hea
 like($out, qr/links\.md:3: links to nowhere\.md, which does not exist/, 'a missing page');
 unlike($out, qr/links to #top/, 'not a heading that is there');
 
+# The source map: a tree whose doc/hacking.md leaves a source file out
+# fails, naming it; a header counts as named with its module's .c.
+{
+    my $tree = tempdir(CLEANUP => 1);
+    mkdir "$tree/$_" or die "mkdir: $!" for qw(doc server handlers handlers/x);
+    write_file("$tree/server/$_", "/* x */\n") for qw(a.c a.h b.c);
+    write_file("$tree/handlers/x/x.pm", "1;\n");
+    write_file("$tree/doc/hacking.md", "| `server/a.c` | a | \n| `handlers/x/x.pm` | x |\n");
+    my $out = `perl '$script' --map '$tree' 2>&1`;
+    isnt($? >> 8, 0, 'a source file missing from the map fails the check');
+    like($out, qr{^doc/hacking\.md names no server/b\.c$}m, '... naming it');
+    unlike($out, qr{server/a\.h}, '... and a.h counts as named with a.c');
+    write_file("$tree/doc/hacking.md", "`a.c`, `b.c`, `handlers/x/x.pm`\n");
+    $out = `perl '$script' --map '$tree' 2>&1`;
+    is($? >> 8, 0, 'with every file named, it passes') or diag($out);
+}
+
 done_testing;
