@@ -66,6 +66,16 @@
  *                                 queue)
  *   job       handlers/perl       the request handed to one interpreter thread
  *   clone     handlers/perl       the parent interpreter while it is cloned
+ *   abandoned handlers/perl       the interpreter threads a stop left running
+ *                                 (stuck in C code), kept until plxd exits
+ *
+ * Order: one nesting only, pool then posts (a stopping pool posts its
+ * queued requests' answers under its lock); a request is handed to a
+ * worker or thread, and its loop woken, after the pool's or threads' lock
+ * is released. Every other lock is a leaf: nothing else is taken while it
+ * is held. Into libperl, whose own locks (PerlIO's, the op tree's, the
+ * locales' and %ENV's) are taken inside it, plxd calls holding only clone,
+ * around perl_clone; no lock of plxd's is held while a script runs.
  *
  * The status page's request counters (server/stats.c) take no lock: each
  * event thread counts into its own struct, read with relaxed atomics.
