@@ -2722,6 +2722,19 @@ static struct perl_interp *interp_for(struct perl_interp *pi, struct perl_run *r
 	return NULL;
 }
 
+int perl_interp_twin_start(struct perl_interp *pi, char *err, size_t errlen)
+{
+	if (!pi->twin)
+		pi->twin = twin_make(pi, err, errlen);
+	interp_enter(pi);
+	return pi->twin ? 0 : -1;
+}
+
+int perl_interp_has_twin(const struct perl_interp *pi)
+{
+	return pi->twin != NULL;
+}
+
 /* An interpreter started with taint checks, for the scripts that ask for
  * them: in a worker process a second one, set up as the first was (the
  * preload too); in an interpreter thread a clone of plxd's tainted parent,

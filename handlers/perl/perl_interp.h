@@ -161,6 +161,15 @@ int perl_interp_modules_changed(struct perl_interp *pi);
  * interpreter thread gets a fresh clone on descriptors of its own). */
 int perl_interp_threads_left(const struct perl_interp *pi);
 
+/* A worker process's tainted twin (see enum perl_taint), made now rather
+ * than when the first script asking for taint checks comes: its set-up,
+ * the preload, then makes no request wait. Returns 0, or -1 with a
+ * message in err. */
+int perl_interp_twin_start(struct perl_interp *pi, char *err, size_t errlen);
+
+/* Whether pi has its tainted twin (made at start, or for a script). */
+int perl_interp_has_twin(const struct perl_interp *pi);
+
 /* Runs END blocks of loaded modules and frees the interpreter. An exit
  * (exit, CORE::exit) in code that runs meanwhile (a DESTROY) is ignored,
  * with a line in the log naming its file and line: it would end the

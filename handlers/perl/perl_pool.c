@@ -259,6 +259,20 @@ void perl_pool_release(struct perl_pool *p, struct perl_runner *r, enum perl_rel
 	s->compiled += r->compiled;
 	r->compiled = 0;
 	s->script[0] = '\0';
+	int twin_first = w->twin && !p->twin_wanted;
+	if (twin_first) {
+		/* The site has -T scripts: the other workers are replaced, as a
+		 * reload does, by workers that make their tainted interpreter
+		 * before they are ready, so that no later request waits for its
+		 * preload. This one has it, and stays unless a reload is under
+		 * way. */
+		p->twin_wanted = 1;
+		if (s->generation == p->generation++)
+			s->generation = p->generation;
+		p->spare.failures = 0;
+		p->spare.retry_at_ms = 0;
+		pthread_cond_signal(&p->keeper_cond);
+	}
 	if (how == PERL_RELEASE_IDLE && !p->stopping) {
 		/* A worker of an older generation serves on until a spare of
 		 * the current one is ready; then it takes its place here, where
@@ -277,6 +291,11 @@ void perl_pool_release(struct perl_pool *p, struct perl_runner *r, enum perl_rel
 		pthread_cond_signal(&p->keeper_cond);
 	}
 	pthread_mutex_unlock(&p->lock);
+	if (twin_first)
+		plxd_log(PLXD_LOG_INFO,
+				"perl: a script asked for taint checks (-T): the other workers are "
+				"replaced one at a time, and workers started from now on make "
+				"their interpreter with them at start-up");
 	if (wt)
 		perl_queue_serve(wt);
 }

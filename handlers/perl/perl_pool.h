@@ -17,6 +17,7 @@ struct perl_worker {
 	int ctl;   /* control socket (perl_wire.h) */
 	char *rx;  /* room for one message from it */
 	size_t rx_cap;
+	int twin; /* its last DONE said it has a tainted twin (PERL_WIRE_TWIN) */
 };
 
 struct perl_pool;

@@ -73,6 +73,7 @@ static int send_init(int ctl, const struct settings *st)
 		.preload_len = (uint32_t)preload_len,
 		.inc_len = (uint32_t)inc_len,
 		.taint = st->taint,
+		.twin_at_start = (uint32_t)st->twin_at_start,
 	};
 	/* clang-format off */
 	struct iovec iov[3] = {
@@ -407,7 +408,7 @@ void pool_spare_take(struct perl_pool *p, struct slot *s, enum slot_end end)
  * keeper to use once it lets go of the lock. */
 static struct settings *settings_now(struct perl_pool *p)
 {
-	return pool_settings_copy(&(struct perl_backend_settings){
+	struct settings *st = pool_settings_copy(&(struct perl_backend_settings){
 			.worker_path = p->settings->worker_path,
 			.start_timeout_ms = p->settings->start_timeout_ms,
 			.max_requests = p->settings->max_requests,
@@ -417,6 +418,8 @@ static struct settings *settings_now(struct perl_pool *p)
 			.inc = p->settings->inc,
 			.taint = p->settings->taint,
 	});
+	st->twin_at_start = p->twin_wanted;
+	return st;
 }
 
 /* Without the lock: starts s's worker with st (freed here) and waits until

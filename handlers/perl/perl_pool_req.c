@@ -178,6 +178,7 @@ static void on_ctl(struct loop_watch *w, unsigned events)
 		return;
 	}
 	memcpy(&q->result, wk->rx, sizeof q->result);
+	wk->twin = !!(q->result.flags & PERL_WIRE_TWIN);
 	if ((fresh >= 0) != !!(q->result.flags & PERL_WIRE_NEW_STDOUT)) {
 		plxd_log(PLXD_LOG_ERROR, "%s: unexpected message from perl worker %d", q->script,
 				(int)wk->pid);

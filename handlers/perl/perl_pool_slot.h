@@ -54,6 +54,7 @@ struct settings {
 	char *preload;
 	char *inc;
 	unsigned taint;
+	int twin_at_start; /* see struct perl_wire_init */
 };
 
 struct perl_pool {
@@ -70,6 +71,9 @@ struct perl_pool {
 	int stopping;
 	unsigned generation;
 	struct settings *settings; /* current; replaced by reconfigure */
+	/* A worker has made a tainted twin: the site has -T scripts, and
+	 * workers started from now on make theirs before they are ready. */
+	int twin_wanted;
 };
 
 /* perl_pool.c */

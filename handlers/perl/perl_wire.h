@@ -63,7 +63,10 @@ struct perl_wire_init {
 	uint32_t preload_len;
 	uint32_t inc_len;
 	uint32_t taint; /* enum perl_taint ([perl] taint) */
-	uint32_t unused;
+	/* Make the tainted twin before READY: a worker of this pool has made
+	 * one (its DONE said PERL_WIRE_TWIN), so the site has -T scripts,
+	 * and the twin's preload must not run while a request waits. */
+	uint32_t twin_at_start;
 };
 
 /* Followed by message_len bytes of text when ok is 0. */
@@ -101,6 +104,7 @@ enum perl_wire_outcome {
 #define PERL_WIRE_COMPILED   1u /* the script was compiled for this request */
 #define PERL_WIRE_RETIRING   2u /* the worker exits after this message */
 #define PERL_WIRE_NEW_STDOUT 4u /* a descriptor: the new response pipe */
+#define PERL_WIRE_TWIN       8u /* the worker has its tainted twin */
 
 enum perl_wire_retire {
 	PERL_RETIRE_NONE,

@@ -34,6 +34,7 @@ struct worker_settings {
 	char *preload;
 	char **inc;
 	enum perl_taint taint;
+	int twin_at_start;
 };
 
 static int control = CONTROL_FD;
@@ -104,6 +105,7 @@ static int read_init(char *buf, struct worker_settings *s)
 	s->max_memory = init.max_memory;
 	s->taint = init.taint <= PERL_TAINT_REFUSE ? (enum perl_taint)init.taint
 						   : PERL_TAINT_REFUSE;
+	s->twin_at_start = init.twin_at_start != 0;
 	char *p = buf + sizeof init;
 	s->preload = init.preload_len ? xstrndup(p, init.preload_len) : NULL;
 	p += init.preload_len;
@@ -267,6 +269,8 @@ static int answer(void *ctx, struct perl_run *run)
 		done.retire = PERL_RETIRE_MODULES;
 	if (done.retire)
 		done.flags |= PERL_WIRE_RETIRING;
+	if (perl_interp_has_twin(w->pi))
+		done.flags |= PERL_WIRE_TWIN;
 	/* A process the script started may still hold fd 1: the next
 	 * request gets a pipe of its own. */
 	int fresh[2] = { -1, -1 };
@@ -332,6 +336,14 @@ int main(int argc, char **argv)
 		say_ready(0, err);
 		goto out;
 	}
+	/* Without the twin the worker still serves what needs none; a -T
+	 * request tries again and says why it cannot run. */
+	if (settings.twin_at_start && settings.taint == PERL_TAINT_HONOUR
+			&& perl_interp_twin_start(pi, err, sizeof err) < 0)
+		fprintf(stderr,
+				"perl worker %d: no interpreter with taint checks (-T) could be "
+				"started: %s\n",
+				(int)getpid(), err);
 	say_ready(1, NULL);
 	struct worker w = { .pi = pi, .s = &settings, .buf = buf, .env_cap = 64 };
 	w.env = xmalloc(w.env_cap * sizeof *w.env);

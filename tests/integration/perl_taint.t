@@ -13,6 +13,7 @@ use warnings;
 use Test::More;
 use PlxdTest qw(wait_for);
 use File::Temp ();
+use Time::HiRes qw(time);
 
 my $report = <<'EOF';
 use Scalar::Util qw(tainted);
@@ -181,5 +182,81 @@ is(answer($r->request('POST', '/plain.plx?q=1', %post)), "200 $plain", 'a script
 is($r->get('/taint.plx')->{status}, 500, 'taint = refuse: 500 from a worker started in place of one retired')
     for 1 .. 2;
 $r->stop;
+
+# A preload slower than queue_timeout, and -T scripts (doc/perl.md, "Taint
+# checks"): the tainted interpreter runs the preload too, so the first -T
+# request waits for it. Then the other workers are replaced by workers that
+# make theirs at start-up, before they serve, as are all workers started
+# later (here by a reload): two -T requests and four plain ones right
+# behind them are all answered at once, none with 503 (the plain ones would
+# wait past queue_timeout behind -T requests running the preload). In
+# thread mode the first -T request makes the tainted parent once, and a
+# reload keeps it, so the same holds there.
+{
+    my $slow_s = 3;
+    my $p = PlxdTest->start(
+        files => {
+            %files,
+            'startup.pl'  => "select undef, undef, undef, $slow_s; 1;\n",
+            'startup2.pl' => "select undef, undef, undef, $slow_s; 1;\n",
+        },
+        handlers => { '.plx' => 'perl' },
+        sections => { perl => { workers => 2, preload => 'root/startup.pl', queue_timeout => '2s' } },
+    );
+    # The pid of each slot's worker, from the status page.
+    my $slot_pids = sub {
+        my %pid;
+        for my $line (split /\n/, $p->get('/plxd-status?prometheus')->{content} // '') {
+            next unless $line =~ /^plxd_worker_requests\{([^}]*)\}/;
+            my %l = $1 =~ /(\w+)="([^"]*)"/g;
+            $pid{ $l{slot} // '?' } = $l{pid};
+        }
+        return values %pid;
+    };
+    my $burst = sub {
+        my ($when) = @_;
+        my $send = sub {
+            my ($path) = @_;
+            my $c = $p->connect;
+            $c->syswrite("GET $path HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+            return $c;
+        };
+        my $t0 = time;
+        my @tainted = map { $send->('/taint.plx') } 1 .. 2;
+        select undef, undef, undef, 0.2;
+        my @plain = map { $send->('/plain.plx') } 1 .. 4;
+        my (@status, $tainted_s);
+        for my $c (@tainted, @plain) {
+            my $text = PlxdTest::read_until_closed($c, 30);
+            push @status, $text =~ m{^HTTP/1\.1 (\d+)} ? $1 : 'none';
+            $tainted_s = time - $t0 if @status == 2;
+        }
+        is("@status", join(' ', ('200') x 6), "$when: two -T and four plain requests at once, all 200");
+        cmp_ok($tainted_s, '<', $slow_s, '... and the -T ones did not wait for a preload');
+    };
+    my %first = map { $_ => 1 } $slot_pids->();
+    is($p->get('/taint.plx')->{status}, 200, 'slow preload: a -T script runs (its worker makes its tainted interpreter)');
+    if (!PlxdTest::thread_mode()) {
+        ok($p->wait_log(qr/a script asked for taint checks \(-T\): the other workers are replaced/),
+            '... and the pool says the other workers are replaced');
+        ok(wait_for(sub {
+            my @pids = $slot_pids->();
+            return (grep { $_ && !$first{$_} } @pids) == 1 && (grep { $first{$_} } @pids) == 1;
+        }, 60), '... and the other slot comes to hold a new worker, the first one serving on');
+    }
+    $burst->('after the first -T request');
+
+    my %old = map { $_ => 1 } $slot_pids->();
+    my $conf = PlxdTest::read_file($p->conf_file);
+    $conf =~ s{^preload = .*$}{preload = root/startup2.pl}m or die 'no preload line';
+    PlxdTest::write_file($p->conf_file, $conf);
+    $p->signal('HUP');
+    ok($p->wait_log(qr/configuration reloaded/), 'SIGHUP: the configuration is reloaded');
+    ok(wait_for(sub { (grep { $_ && !$old{$_} } $slot_pids->()) == 2 }, 60),
+        '... and every slot comes to hold a new worker') unless PlxdTest::thread_mode();
+    $burst->('after the reload');
+    unlike($p->error_log, qr/no perl worker became free|answered 503/, '... none waited past queue_timeout');
+    $p->stop;
+}
 
 done_testing;
