@@ -1,7 +1,7 @@
 /* The script registry of one interpreter: each script compiled once into a
  * package of its own, derived from its file name without collisions, as
  * the body of a sub; recompiled when the file changes. Part of the worker's
- * Perl runtime (perl_interp.c drives it). */
+ * Perl runtime (perl_run.c drives it). */
 #ifndef PLXD_PERL_REGISTRY_H
 #define PLXD_PERL_REGISTRY_H
 
@@ -55,11 +55,11 @@ struct perl_script {
 				   that differs from the interpreter's set-up:
 				   pairs of signal number (0 __WARN__, -1
 				   __DIE__) and handler (undef: none); NULL: no
-				   difference. Kept by perl_interp.c */
+				   difference. Kept by perl_run.c */
 	SV *settings;                          /* the settings of CGI.pm and CGI::Carp as
 				   the script's compile left them
 				   (PLXD::Worker::settings_snapshot); NULL:
-				   neither was loaded. Kept by perl_interp.c */
+				   neither was loaded. Kept by perl_run.c */
 	unsigned runs;                         /* runs of this compile that were measured */
 	uint32_t grew;                         /* one bit per measured run, newest lowest:
 				   it left more Perl values alive than it found */
