@@ -15,7 +15,7 @@
 #include "perl_source.h"
 
 /* A named sub (or format) of the script that captured one of the script's
- * file-level lexicals: rebound after every run (see perl_registry.c). */
+ * file-level lexicals: rebound after every run (see perl_rebind.c). */
 struct perl_capture {
 	CV *inner;
 	PADOFFSET inner_ix;
@@ -135,8 +135,13 @@ void perl_registry_release_stderr(pTHX_ struct perl_stderr_hold *h, const char *
 #define PERL_GROWTH_MIN    24
 unsigned perl_registry_note_run(struct perl_script *s, int grew, int again);
 
+/* Records, for s just compiled, the file-level lexicals its named subs,
+ * formats and END blocks captured (perl_rebind.c), for
+ * perl_registry_rebind. */
+void perl_registry_captures(pTHX_ struct perl_script *s);
+
 /* Gives the script's named subs the file-level lexicals of the run that
- * just ended's successor (see perl_registry.c for why). Call after every
+ * just ended's successor (see perl_rebind.c for why). Call after every
  * run. */
 void perl_registry_rebind(pTHX_ struct perl_script *s);
 
