@@ -13,17 +13,9 @@
 #include <sys/types.h>
 #include <stdint.h>
 
-struct perl_interp;
+#include "perl_source.h" /* enum perl_taint */
 
-/* What a script with -T or -t on its #! line gets ([perl] taint). */
-enum perl_taint {
-	PERL_TAINT_HONOUR, /* it runs in an interpreter started with taint checks
-			      on, made when first needed (one per worker
-			      process or interpreter thread, beside the plain
-			      one), as perl -T runs it */
-	PERL_TAINT_WARN,   /* it runs without them, after a line in the log */
-	PERL_TAINT_REFUSE  /* it does not run: 500, and a line in the log */
-};
+struct perl_interp;
 
 struct perl_interp_options {
 	const char *preload; /* file required once before serving; NULL: none */

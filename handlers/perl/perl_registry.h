@@ -11,7 +11,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "perl_interp.h"
 #include "perl_source.h"
 
 /* A named sub (or format) of the script that captured one of the script's
