@@ -36,9 +36,9 @@ static void on_thread_alarm(int sig)
 {
 	(void)sig;
 	struct perl_interp *pi = current;
-	if (pi && pi->alarm_armed) {
-		pi->alarm_armed = 0;
-		pi->alarm_fired = 1;
+	if (pi && pi->clone.alarm_armed) {
+		pi->clone.alarm_armed = 0;
+		pi->clone.alarm_fired = 1;
 		pi->perl->Isig_pending = 1;
 	}
 }
@@ -62,7 +62,7 @@ static void alarm_create(struct perl_interp *pi)
 	ev.sigev_notify = SIGEV_THREAD_ID;
 	ev.sigev_signo = SIGALRM;
 	ev._sigev_un._tid = (pid_t)syscall(SYS_gettid);
-	pi->alarm_timer_ok = timer_create(CLOCK_MONOTONIC, &ev, &pi->alarm_timer) == 0;
+	pi->clone.alarm_timer_ok = timer_create(CLOCK_MONOTONIC, &ev, &pi->clone.alarm_timer) == 0;
 }
 
 /* Arms the alarm for secs seconds (0: disarms it). Returns the seconds
@@ -73,11 +73,11 @@ static unsigned alarm_arm(struct perl_interp *pi, unsigned secs)
 	memset(&to, 0, sizeof to);
 	memset(&old, 0, sizeof old);
 	to.it_value.tv_sec = secs;
-	pi->alarm_armed = 0; /* a SIGALRM from the old one is late now */
-	if (pi->alarm_timer_ok)
-		timer_settime(pi->alarm_timer, 0, &to, &old);
-	pi->alarm_fired = 0;
-	pi->alarm_armed = secs > 0;
+	pi->clone.alarm_armed = 0; /* a SIGALRM from the old one is late now */
+	if (pi->clone.alarm_timer_ok)
+		timer_settime(pi->clone.alarm_timer, 0, &to, &old);
+	pi->clone.alarm_fired = 0;
+	pi->clone.alarm_armed = secs > 0;
 	unsigned left = (unsigned)old.it_value.tv_sec;
 	if ((left == 0 && old.it_value.tv_nsec > 0) || old.it_value.tv_nsec >= 500000000)
 		left++;
@@ -86,7 +86,7 @@ static unsigned alarm_arm(struct perl_interp *pi, unsigned secs)
 
 static void alarm_disarm(struct perl_interp *pi)
 {
-	if (pi->cloned && (pi->alarm_armed || pi->alarm_fired))
+	if (pi->cloned && (pi->clone.alarm_armed || pi->clone.alarm_fired))
 		(void)alarm_arm(pi, 0);
 }
 
@@ -94,7 +94,7 @@ static void alarm_disarm(struct perl_interp *pi)
  * die (into the script's eval), as perl's own handler would. */
 static void alarm_deliver(pTHX_ struct perl_interp *pi)
 {
-	pi->alarm_fired = 0;
+	pi->clone.alarm_fired = 0;
 	if (!pi->run || forked_child)
 		return;
 	/* As perl's own handler runs: on a stack of its own (this may be the
@@ -127,7 +127,7 @@ XS(xs_alarm_set)
 	}
 	if (!pi || !pi->cloned)
 		XSRETURN_IV(0);
-	if (pi->alarm_fired) /* it went off before this op could run it */
+	if (pi->clone.alarm_fired) /* it went off before this op could run it */
 		alarm_deliver(aTHX_ pi);
 	XSRETURN_IV((IV)alarm_arm(pi, secs > UINT_MAX ? UINT_MAX : (unsigned)secs));
 }
@@ -135,11 +135,12 @@ XS(xs_alarm_set)
 /* Notes pid, a process a clone's script forked, for it to reap. */
 static void child_note(struct perl_interp *pi, pid_t pid)
 {
-	if (pi->nchildren == pi->children_cap) {
-		pi->children_cap = pi->children_cap ? pi->children_cap * 2 : 8;
-		pi->children = xrealloc(pi->children, pi->children_cap * sizeof *pi->children);
+	if (pi->clone.nchildren == pi->clone.children_cap) {
+		pi->clone.children_cap = pi->clone.children_cap ? pi->clone.children_cap * 2 : 8;
+		pi->clone.children = xrealloc(pi->clone.children,
+				pi->clone.children_cap * sizeof *pi->clone.children);
 	}
-	pi->children[pi->nchildren++] = pid;
+	pi->clone.children[pi->clone.nchildren++] = pid;
 }
 
 /* PLXD::Worker::note_child(PID): a clone's script forked PID. */
@@ -155,9 +156,9 @@ XS(xs_note_child)
 /* Forgets pid, a child of the clone's reaped. */
 static void child_forget(struct perl_interp *pi, pid_t pid)
 {
-	for (size_t i = 0; i < pi->nchildren; i++)
-		if (pi->children[i] == pid) {
-			pi->children[i] = pi->children[--pi->nchildren];
+	for (size_t i = 0; i < pi->clone.nchildren; i++)
+		if (pi->clone.children[i] == pid) {
+			pi->clone.children[i] = pi->clone.children[--pi->clone.nchildren];
 			return;
 		}
 }
@@ -167,8 +168,8 @@ static void child_forget(struct perl_interp *pi, pid_t pid)
 static size_t children_own(pTHX_ struct perl_interp *pi, pid_t *pids, size_t cap)
 {
 	size_t n = 0;
-	for (size_t i = 0; i < pi->nchildren && n < cap; i++)
-		pids[n++] = pi->children[i];
+	for (size_t i = 0; i < pi->clone.nchildren && n < cap; i++)
+		pids[n++] = pi->clone.children[i];
 	for (SSize_t fd = 0; PL_fdpid && fd <= AvFILLp(PL_fdpid) && n < cap; fd++) {
 		SV *sv = AvARRAY(PL_fdpid)[fd];
 		if (sv && SvTYPE(sv) >= SVt_IV && SvIVX(sv) > 0) /* my_popen's */
@@ -180,8 +181,8 @@ static size_t children_own(pTHX_ struct perl_interp *pi, pid_t *pids, size_t cap
 /* Whether pid is among them, however many there are. */
 static int child_is_own(pTHX_ struct perl_interp *pi, pid_t pid)
 {
-	for (size_t i = 0; i < pi->nchildren; i++)
-		if (pi->children[i] == pid)
+	for (size_t i = 0; i < pi->clone.nchildren; i++)
+		if (pi->clone.children[i] == pid)
 			return 1;
 	for (SSize_t fd = 0; PL_fdpid && fd <= AvFILLp(PL_fdpid); fd++) {
 		SV *sv = AvARRAY(PL_fdpid)[fd];
@@ -312,15 +313,15 @@ static void clone_child(struct perl_interp *pi)
 		if (fd != i)
 			dup2(fd, i);
 	}
-	if (pi->child_env)
-		environ = pi->child_env;
-	else if (pi->env_array)
-		environ = pi->env_array;
+	if (pi->clone.child_env)
+		environ = pi->clone.child_env;
+	else if (pi->env.env_array)
+		environ = pi->env.env_array;
 	/* A group of its own, as plxd gives a CGI script, so that a timeout
 	 * or a stop ends what it starts too (perl_interp_kill_children). */
 	setpgid(0, 0);
 	pid_t me = getpid();
-	if (write(pi->births[1], &me, sizeof me) < 0) {
+	if (write(pi->clone.births[1], &me, sizeof me) < 0) {
 		/* full (a script that starts thousands): a stop misses it */
 	}
 	close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
@@ -342,7 +343,7 @@ static void clone_child(struct perl_interp *pi)
 	 * ignored nothing in the process for it, as %SIG installs no handler
 	 * outside perl's first interpreter. */
 	for (int sig = 1; sig < NSIG; sig++)
-		if (sigismember(&pi->child_ignore, sig) == 1) {
+		if (sigismember(&pi->clone.child_ignore, sig) == 1) {
 			struct sigaction sa;
 			memset(&sa, 0, sizeof sa);
 			sa.sa_handler = SIG_IGN;
@@ -362,25 +363,25 @@ static void clone_child(struct perl_interp *pi)
 static void clone_child_std(pTHX_ struct perl_interp *pi)
 {
 	int copies[5] = { pi->fd[0], pi->fd[1], pi->fd[2], pi->stdout_fd, pi->stderr_fd };
-	for (int i = 0; pi->open_std && i < 3; i++) {
+	for (int i = 0; pi->stdio.open_std && i < 3; i++) {
 		PerlIO *f = std_handle(aTHX_ pi, i);
 		if (!f || PerlIO_fileno(f) <= 2)
 			continue;
-		IO *io = GvIO(pi->std_gv[i]);
+		IO *io = GvIO(pi->stdio.std_gv[i]);
 		U8 flush = io ? IoFLAGS(io) & IOf_FLUSH : 0; /* $| */
 		pi->fd[i] = i;
 		std_open(aTHX_ pi, i);
-		if ((io = GvIO(pi->std_gv[i])))
+		if ((io = GvIO(pi->stdio.std_gv[i])))
 			IoFLAGS(io) |= flush;
 	}
 	for (int k = 0; k < 5; k++) {
 		if (copies[k] <= 2)
 			continue;
-		if (k < 3 && pi->fd_held && PerlIOUnix_refcnt(copies[k]) > 0)
+		if (k < 3 && pi->clone.fd_held && PerlIOUnix_refcnt(copies[k]) > 0)
 			PerlIOUnix_refcnt_dec(copies[k]);
 		close(copies[k]);
 	}
-	pi->fd_held = 0;
+	pi->clone.fd_held = 0;
 	pi->stdout_fd = pi->stderr_fd = -1;
 }
 
@@ -394,7 +395,7 @@ static void clone_fork_prepare(struct perl_interp *pi)
 	HV *hv = GvHVn(PL_envgv);
 	size_t n = 0, bytes = 0;
 	for (int pass = 0; pass < 2; pass++) {
-		char *p = pi->child_env_buf;
+		char *p = pi->clone.child_env_buf;
 		n = 0;
 		for (STRLEN b = 0; HvARRAY(hv) && b <= HvMAX(hv); b++)
 			for (HE *he = HvARRAY(hv)[b]; he; he = HeNEXT(he)) {
@@ -406,7 +407,7 @@ static void clone_fork_prepare(struct perl_interp *pi)
 					n++;
 					continue;
 				}
-				pi->child_env[n++] = p;
+				pi->clone.child_env[n++] = p;
 				memcpy(p, HeKEY(he), klen);
 				p[klen] = '=';
 				memcpy(p + klen + 1, v, vlen);
@@ -414,25 +415,26 @@ static void clone_fork_prepare(struct perl_interp *pi)
 				p += klen + vlen + 2;
 			}
 		if (pass == 0) {
-			if (bytes > pi->child_env_buf_cap) {
-				free(pi->child_env_buf);
-				pi->child_env_buf_cap = bytes * 2;
-				pi->child_env_buf = xmalloc(pi->child_env_buf_cap);
+			if (bytes > pi->clone.child_env_buf_cap) {
+				free(pi->clone.child_env_buf);
+				pi->clone.child_env_buf_cap = bytes * 2;
+				pi->clone.child_env_buf = xmalloc(pi->clone.child_env_buf_cap);
 			}
-			if (n + 1 > pi->child_env_cap) {
-				free(pi->child_env);
-				pi->child_env_cap = (n + 1) * 2;
-				pi->child_env = xmalloc(pi->child_env_cap * sizeof *pi->child_env);
+			if (n + 1 > pi->clone.child_env_cap) {
+				free(pi->clone.child_env);
+				pi->clone.child_env_cap = (n + 1) * 2;
+				pi->clone.child_env = xmalloc(pi->clone.child_env_cap
+						* sizeof *pi->clone.child_env);
 			}
 		}
 	}
-	pi->child_env[n] = NULL;
-	sigemptyset(&pi->child_ignore);
+	pi->clone.child_env[n] = NULL;
+	sigemptyset(&pi->clone.child_ignore);
 	for (int sig = 1; PL_psig_ptr && sig < SIG_SIZE && sig < NSIG; sig++) {
 		SV *h = PL_psig_ptr[sig];
 		if (h && !SvROK(h) && SvPOK(h) && strEQ(SvPVX(h), "IGNORE") && sig != SIGKILL
 				&& sig != SIGSTOP)
-			sigaddset(&pi->child_ignore, sig);
+			sigaddset(&pi->clone.child_ignore, sig);
 	}
 }
 
@@ -442,12 +444,12 @@ static void clone_fork_prepare(struct perl_interp *pi)
 static void cancel_check(pTHX)
 {
 	struct perl_interp *pi = current;
-	if (pi && pi->run && __atomic_exchange_n(&pi->cancel, 0, __ATOMIC_ACQ_REL)) {
-		pi->canceled = 1;
+	if (pi && pi->run && __atomic_exchange_n(&pi->clone.cancel, 0, __ATOMIC_ACQ_REL)) {
+		pi->clone.canceled = 1;
 		my_exit(255);
 	}
 	Perl_despatch_signals(aTHX);
-	if (pi && pi->alarm_fired)
+	if (pi && pi->clone.alarm_fired)
 		alarm_deliver(aTHX_ pi);
 }
 
@@ -461,14 +463,14 @@ int perl_interp_take_channel(struct perl_interp *pi, int handle)
 
 pid_t *perl_interp_take_children(struct perl_interp *pi, size_t *n)
 {
-	for (size_t i = 0; pi->twin && i < pi->twin->nchildren; i++)
-		child_note(pi, pi->twin->children[i]);
+	for (size_t i = 0; pi->twin && i < pi->twin->clone.nchildren; i++)
+		child_note(pi, pi->twin->clone.children[i]);
 	if (pi->twin)
-		pi->twin->nchildren = 0;
-	pid_t *pids = pi->children;
-	*n = pi->nchildren;
-	pi->children = NULL;
-	pi->nchildren = pi->children_cap = 0;
+		pi->twin->clone.nchildren = 0;
+	pid_t *pids = pi->clone.children;
+	*n = pi->clone.nchildren;
+	pi->clone.children = NULL;
+	pi->clone.nchildren = pi->clone.children_cap = 0;
 	return pids;
 }
 
@@ -484,7 +486,7 @@ void perl_interp_cancel(struct perl_interp *pi)
 	struct perl_interp *on = __atomic_load_n(&pi->on, __ATOMIC_ACQUIRE);
 	if (on)
 		pi = on;
-	int asked_before = __atomic_exchange_n(&pi->cancel, 1, __ATOMIC_ACQ_REL);
+	int asked_before = __atomic_exchange_n(&pi->clone.cancel, 1, __ATOMIC_ACQ_REL);
 	/* Makes perl look, at its next op. */
 	__atomic_store_n(&pi->perl->Isig_pending, 1, __ATOMIC_RELEASE);
 	/* A clone that has reached no op since it was last asked waits in a
@@ -495,7 +497,7 @@ void perl_interp_cancel(struct perl_interp *pi)
 	 * backticks, waitpid) returns as it would, reaping it and closing
 	 * what perl opened for it, rather than unwinding from inside. */
 	if (pi->cloned && asked_before)
-		pthread_kill(pi->thread, SIGALRM);
+		pthread_kill(pi->clone.thread, SIGALRM);
 }
 
 /* Whether pid is a live child of this process (not reaped, not a zombie),
@@ -528,7 +530,7 @@ unsigned perl_interp_kill_children(struct perl_interp *pi)
 	/* Each is a process group of its own (clone_child): what it started
 	 * goes with it, as a worker's whole group does. Only while it lives,
 	 * or its pid could be another's group by now. */
-	while (pi->cloned && (len = read(pi->births[0], born, sizeof born)) > 0)
+	while (pi->cloned && (len = read(pi->clone.births[0], born, sizeof born)) > 0)
 		for (size_t i = 0; i < (size_t)len / sizeof *born; i++)
 			if (live_child(born[i])
 					&& (kill(-born[i], SIGKILL) == 0
@@ -549,7 +551,7 @@ struct perl_interp *perl_interp_clone(struct perl_interp *parent, const int fds[
 	pi->parent = parent;
 	pi->opts.taint = parent->opts.taint;
 	pi->start_umask = parent->start_umask;
-	pi->births[0] = pi->births[1] = -1;
+	pi->clone.births[0] = pi->clone.births[1] = -1;
 	pi->stdout_fd = fds[1];
 	pi->stderr_fd = fds[2];
 	pi->devnull = fds[0];
@@ -557,7 +559,7 @@ struct perl_interp *perl_interp_clone(struct perl_interp *parent, const int fds[
 	pi->fd[1] = fcntl(fds[1], F_DUPFD_CLOEXEC, 3);
 	pi->fd[2] = fcntl(fds[2], F_DUPFD_CLOEXEC, 3);
 	if (pi->fd[0] < 0 || pi->fd[1] < 0 || pi->fd[2] < 0
-			|| pipe2(pi->births, O_CLOEXEC | O_NONBLOCK) < 0) {
+			|| pipe2(pi->clone.births, O_CLOEXEC | O_NONBLOCK) < 0) {
 		snprintf(err, errlen, "cannot copy an interpreter's descriptors: %s",
 				strerror(errno));
 		goto fail;
@@ -576,11 +578,11 @@ struct perl_interp *perl_interp_clone(struct perl_interp *parent, const int fds[
 	PL_ptr_table = NULL;
 	/* Perl's own folders, which no variable holds (so the clone has no
 	 * copy): plain strings, read from the parent while it stays still. */
-	pi->system_inc = newAV();
-	for (SSize_t i = 0; i <= AvFILLp(parent->system_inc); i++) {
-		SV *dir = AvARRAY(parent->system_inc)[i];
+	pi->modwatch.system_inc = newAV();
+	for (SSize_t i = 0; i <= AvFILLp(parent->modwatch.system_inc); i++) {
+		SV *dir = AvARRAY(parent->modwatch.system_inc)[i];
 		if (dir && SvPOK(dir))
-			av_push(pi->system_inc, newSVpvn(SvPVX(dir), SvCUR(dir)));
+			av_push(pi->modwatch.system_inc, newSVpvn(SvPVX(dir), SvCUR(dir)));
 	}
 	pthread_mutex_unlock(&clone_lock);
 	PL_perl_destruct_level = 2;
@@ -588,22 +590,22 @@ struct perl_interp *perl_interp_clone(struct perl_interp *parent, const int fds[
 	current = pi;
 	for (int i = 0; i < 3; i++)
 		PerlIOUnix_refcnt_inc(pi->fd[i]);
-	pi->fd_held = 1;
-	pi->thread = pthread_self();
+	pi->clone.fd_held = 1;
+	pi->clone.thread = pthread_self();
 	alarm_create(pi);
 	/* Its standard handles are clones of plxd's fds 0-2: onto its own.
 	 * Closed first, or perl would reopen them in place, with a dup2 onto
 	 * plxd's own fd 0, 1 or 2 (closing the clone's copy leaves plxd's
 	 * descriptor open: perl counts who holds it). */
-	pi->open_std = get_cv("PLXD::Worker::open_std", 0);
+	pi->stdio.open_std = get_cv("PLXD::Worker::open_std", 0);
 	GV *std_gv[3] = { PL_stdingv, gv_fetchpvs("STDOUT", GV_ADD | GV_NOTQUAL, SVt_PVIO),
 		PL_stderrgv };
-	for (int i = 0; pi->open_std && i < 3; i++) {
+	for (int i = 0; pi->stdio.open_std && i < 3; i++) {
 		if (std_gv[i] && GvIO(std_gv[i]) && IoIFP(GvIO(std_gv[i])))
 			do_close(std_gv[i], FALSE);
 		std_open(aTHX_ pi, i);
 	}
-	if (!pi->open_std || SvTRUE(ERRSV)) {
+	if (!pi->stdio.open_std || SvTRUE(ERRSV)) {
 		snprintf(err, errlen, "cannot open the standard handles of a cloned interpreter");
 		goto fail;
 	}
@@ -613,8 +615,8 @@ struct perl_interp *perl_interp_clone(struct perl_interp *parent, const int fds[
 	/* What the parent loaded (the preload) every fresh clone gets again
 	 * as it was: a change there is not a reason to replace this one. */
 	modules_record(aTHX_ pi);
-	for (size_t i = 0; i < pi->nmodules; i++)
-		pi->modules[i].inherited = 1;
+	for (size_t i = 0; i < pi->modwatch.nmodules; i++)
+		pi->modwatch.modules[i].inherited = 1;
 	fd_refs_record(pi);
 	return pi;
 
@@ -631,18 +633,19 @@ static void clone_children_reap(struct perl_interp *pi)
 {
 	pid_t born[64];
 	/* Only a fork writes there (clone_child). */
-	while (pi->forks != pi->births_read && read(pi->births[0], born, sizeof born) > 0)
+	while (pi->forks != pi->clone.births_read
+			&& read(pi->clone.births[0], born, sizeof born) > 0)
 		; /* the request is over: its processes are no stop's to end */
-	pi->births_read = pi->forks;
+	pi->clone.births_read = pi->forks;
 	size_t kept = 0;
-	for (size_t i = 0; i < pi->nchildren; i++) {
+	for (size_t i = 0; i < pi->clone.nchildren; i++) {
 		pid_t pid;
-		while ((pid = waitpid(pi->children[i], NULL, WNOHANG)) < 0 && errno == EINTR)
+		while ((pid = waitpid(pi->clone.children[i], NULL, WNOHANG)) < 0 && errno == EINTR)
 			;
 		if (pid == 0)
-			pi->children[kept++] = pi->children[i]; /* still running */
+			pi->clone.children[kept++] = pi->clone.children[i]; /* still running */
 	}
-	pi->nchildren = kept;
+	pi->clone.nchildren = kept;
 }
 
 /* A clone's twin: a clone of plxd's tainted parent, which the first
@@ -680,21 +683,21 @@ static void clone_end(struct perl_interp *pi)
 		/* A Perl thread that runs on holds the number: /dev/null, and
 		 * perl closes it with the thread's last handle on it. Closed
 		 * here, the number could be a client's connection next. */
-		if (pi->threads_left)
+		if (pi->stdio.threads_left)
 			dup2(pi->devnull, pi->fd[i]);
 		int held = 0;
-		if (pi->fd_held && PerlIOUnix_refcnt(pi->fd[i]) > 0)
+		if (pi->clone.fd_held && PerlIOUnix_refcnt(pi->fd[i]) > 0)
 			held = PerlIOUnix_refcnt_dec(pi->fd[i]);
-		if (!pi->threads_left || held <= 0)
+		if (!pi->stdio.threads_left || held <= 0)
 			close(pi->fd[i]);
 	}
-	if (pi->alarm_timer_ok) {
-		pi->alarm_armed = 0;
-		timer_delete(pi->alarm_timer);
+	if (pi->clone.alarm_timer_ok) {
+		pi->clone.alarm_armed = 0;
+		timer_delete(pi->clone.alarm_timer);
 	}
 	for (int i = 0; i < 2; i++)
-		if (pi->births[i] >= 0)
-			close(pi->births[i]);
+		if (pi->clone.births[i] >= 0)
+			close(pi->clone.births[i]);
 }
 
 static void clone_xs_init(pTHX)

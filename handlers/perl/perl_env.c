@@ -68,31 +68,31 @@ static void environ_set(struct perl_interp *pi, char *const *env, size_t n)
 	size_t bytes = 0;
 	for (size_t i = 0; i < n; i++)
 		bytes += strlen(env[i]) + 1;
-	if (bytes > pi->env_buf_cap) {
-		free(pi->env_buf);
-		pi->env_buf_cap = bytes * 2;
-		pi->env_buf = xmalloc(pi->env_buf_cap);
+	if (bytes > pi->env.env_buf_cap) {
+		free(pi->env.env_buf);
+		pi->env.env_buf_cap = bytes * 2;
+		pi->env.env_buf = xmalloc(pi->env.env_buf_cap);
 	}
-	if (n + 1 > pi->env_array_cap) {
-		free(pi->env_array);
-		pi->env_array_cap = (n + 1) * 2;
-		pi->env_array = xmalloc(pi->env_array_cap * sizeof *pi->env_array);
+	if (n + 1 > pi->env.env_array_cap) {
+		free(pi->env.env_array);
+		pi->env.env_array_cap = (n + 1) * 2;
+		pi->env.env_array = xmalloc(pi->env.env_array_cap * sizeof *pi->env.env_array);
 	}
 	/* Build into the buffers while environ may still point at them: the
 	 * interpreter reads no environment in between. */
-	char *p = pi->env_buf;
+	char *p = pi->env.env_buf;
 	for (size_t i = 0; i < n; i++) {
 		size_t len = strlen(env[i]) + 1;
 		memcpy(p, env[i], len);
-		pi->env_array[i] = p;
+		pi->env.env_array[i] = p;
 		p += len;
 	}
-	pi->env_array[n] = NULL;
+	pi->env.env_array[n] = NULL;
 	/* A clone shares plxd's environ: its children get the array at the
 	 * fork (on_fork_child), and perl itself leaves environ alone in any
 	 * interpreter but the first (my_setenv). */
 	if (!pi->cloned)
-		environ = pi->env_array;
+		environ = pi->env.env_array;
 }
 
 /* Deletes the keys of %ENV that env does not have. */

@@ -202,7 +202,7 @@ static void fcgi_turn_begin(pTHX_ struct perl_interp *pi, struct perl_run *run)
 		dSP;
 		PUSHMARK(SP);
 		PUTBACK;
-		call_sv((SV *)pi->cgi_pm_reset, G_VOID | G_DISCARD | G_EVAL);
+		call_sv((SV *)pi->globals.cgi_pm_reset, G_VOID | G_DISCARD | G_EVAL);
 	}
 	f->turn_start = clock_us();
 	f->turn_forks = pi->forks;

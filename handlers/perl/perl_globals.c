@@ -60,9 +60,9 @@ void globals_begin(pTHX_ struct perl_interp *pi, const struct perl_run *run)
 	PL_basetime = time(NULL);
 	/* $0 is the script, as under CGI; setting it renames the process, so
 	 * only when it differs. */
-	if (!SvPOK(pi->sv_zero) || strcmp(SvPVX(pi->sv_zero), run->script) != 0) {
-		sv_setpv(pi->sv_zero, run->script);
-		SvSETMAGIC(pi->sv_zero);
+	if (!SvPOK(pi->globals.sv_zero) || strcmp(SvPVX(pi->globals.sv_zero), run->script) != 0) {
+		sv_setpv(pi->globals.sv_zero, run->script);
+		SvSETMAGIC(pi->globals.sv_zero);
 	}
 	SV *x = pi->sv_execname;
 	if (!SvPOK(x) || SvCUR(x) != sizeof PLXD_PERL_PATH - 1
@@ -82,12 +82,13 @@ void globals_begin(pTHX_ struct perl_interp *pi, const struct perl_run *run)
 	 * process. Nor a slurp at EOF (IOf_NOLINE): its first read of an
 	 * empty body is '', not undef. */
 	PL_last_in_gv = NULL;
-	IoLINES(pi->std_io[0]) = 0;
-	IoFLAGS(pi->std_io[0]) &= ~IOf_NOLINE;
-	SvOK_off(pi->sv_line);
+	IoLINES(pi->stdio.std_io[0]) = 0;
+	IoFLAGS(pi->stdio.std_io[0]) &= ~IOf_NOLINE;
+	SvOK_off(pi->globals.sv_line);
 	pi->exit_called = 0;
 	pi->exit_status = 0;
-	__atomic_store_n(&pi->cancel, 0, __ATOMIC_RELAXED); /* one meant for the request before */
+	__atomic_store_n(&pi->clone.cancel, 0,
+			__ATOMIC_RELAXED); /* one meant for the request before */
 }
 
 /* Two handler values are the same: the same code, or equal strings. */
@@ -110,7 +111,7 @@ static void hook_set(pTHX_ struct perl_interp *pi, SV **hook, SV *to, const char
 		return;
 	I32 len = (I32)strlen(name);
 	if (!to) {
-		(void)hv_delete(pi->sig, name, len, G_DISCARD);
+		(void)hv_delete(pi->globals.sig, name, len, G_DISCARD);
 		if (*hook && *hook != PERL_WARNHOOK_FATAL) {
 			SV *old = *hook;
 			*hook = NULL;
@@ -118,7 +119,7 @@ static void hook_set(pTHX_ struct perl_interp *pi, SV **hook, SV *to, const char
 		}
 		return;
 	}
-	SV **svp = hv_fetch(pi->sig, name, len, 1);
+	SV **svp = hv_fetch(pi->globals.sig, name, len, 1);
 	if (svp) {
 		sv_setsv(*svp, to);
 		SvSETMAGIC(*svp);
@@ -133,7 +134,7 @@ static void signal_set(pTHX_ struct perl_interp *pi, int i, SV *to)
 	const char *name = PL_sig_name[i];
 	I32 len = (I32)strlen(name);
 	if (to) {
-		SV **svp = hv_fetch(pi->sig, name, len, 1);
+		SV **svp = hv_fetch(pi->globals.sig, name, len, 1);
 		if (svp) {
 			sv_setsv(*svp, to);
 			SvSETMAGIC(*svp);
@@ -141,14 +142,14 @@ static void signal_set(pTHX_ struct perl_interp *pi, int i, SV *to)
 	} else {
 		/* Deleting the element clears the handler (SIG_DFL). If the
 		 * element is gone (local %SIG), make one first. */
-		(void)hv_delete(pi->sig, name, len, G_DISCARD);
+		(void)hv_delete(pi->globals.sig, name, len, G_DISCARD);
 		if (PL_psig_ptr[i]) {
-			SV **svp = hv_fetch(pi->sig, name, len, 1);
+			SV **svp = hv_fetch(pi->globals.sig, name, len, 1);
 			if (svp) {
 				sv_setpvs(*svp, "DEFAULT");
 				SvSETMAGIC(*svp);
 			}
-			(void)hv_delete(pi->sig, name, len, G_DISCARD);
+			(void)hv_delete(pi->globals.sig, name, len, G_DISCARD);
 		}
 	}
 	if (i == SIGPIPE && !to && !pi->cloned)
@@ -159,10 +160,10 @@ static void signal_set(pTHX_ struct perl_interp *pi, int i, SV *to)
 static void signals_reset(pTHX_ struct perl_interp *pi)
 {
 	for (int i = 1; PL_psig_ptr && i < SIG_SIZE; i++)
-		if (PL_psig_ptr[i] != pi->base_sig[i])
-			signal_set(aTHX_ pi, i, pi->base_sig[i]);
-	hook_set(aTHX_ pi, &PL_warnhook, pi->base_warnhook, "__WARN__");
-	hook_set(aTHX_ pi, &PL_diehook, pi->base_diehook, "__DIE__");
+		if (PL_psig_ptr[i] != pi->globals.base_sig[i])
+			signal_set(aTHX_ pi, i, pi->globals.base_sig[i]);
+	hook_set(aTHX_ pi, &PL_warnhook, pi->globals.base_warnhook, "__WARN__");
+	hook_set(aTHX_ pi, &PL_diehook, pi->globals.base_diehook, "__DIE__");
 	/* A pending alarm would kill the idle worker (SIGALRM's default); a
 	 * thread's would go off in its next request. */
 	if (pi->cloned)
@@ -192,13 +193,13 @@ AV *signals_snapshot(pTHX_ struct perl_interp *pi)
 		SV *now, *base;
 		if (i == -1) {
 			now = PL_diehook;
-			base = pi->base_diehook;
+			base = pi->globals.base_diehook;
 		} else if (i == 0) {
 			now = PL_warnhook == PERL_WARNHOOK_FATAL ? NULL : PL_warnhook;
-			base = pi->base_warnhook;
+			base = pi->globals.base_warnhook;
 		} else {
 			now = PL_psig_ptr ? PL_psig_ptr[i] : NULL;
-			base = pi->base_sig[i];
+			base = pi->globals.base_sig[i];
 		}
 		if (handler_same(aTHX_ now, base))
 			continue;
@@ -233,12 +234,12 @@ void switches_apply(pTHX_ struct perl_interp *pi, const struct perl_script_switc
 	PL_dowarn = sw->dowarn;
 	PL_unsafe = sw->unsafe;
 	if (sw->rs) {
-		sv_setsv(pi->sv_rs, sw->rs);
-		SvSETMAGIC(pi->sv_rs);
+		sv_setsv(pi->globals.sv_rs, sw->rs);
+		SvSETMAGIC(pi->globals.sv_rs);
 	}
 	if (sw->ors) {
-		sv_setsv(pi->sv_ors, sw->ors);
-		SvSETMAGIC(pi->sv_ors);
+		sv_setsv(pi->globals.sv_ors, sw->ors);
+		SvSETMAGIC(pi->globals.sv_ors);
 	}
 	if (sw->inplace) {
 		Safefree(PL_inplace);
@@ -250,24 +251,24 @@ void switches_apply(pTHX_ struct perl_interp *pi, const struct perl_script_switc
 void globals_end(pTHX_ struct perl_interp *pi)
 {
 	signals_reset(aTHX_ pi);
-	SV *rs = pi->sv_rs;
+	SV *rs = pi->globals.sv_rs;
 	if (!(SvPOK(rs) && SvCUR(rs) == 1 && SvPVX(rs)[0] == '\n')) {
 		sv_setpvs(rs, "\n");
 		SvSETMAGIC(rs);
 	}
 	if (PL_ors_sv) {
-		sv_setsv(pi->sv_ors, &PL_sv_undef);
-		SvSETMAGIC(pi->sv_ors);
+		sv_setsv(pi->globals.sv_ors, &PL_sv_undef);
+		SvSETMAGIC(pi->globals.sv_ors);
 	}
-	if (SvOK(pi->sv_ofs))
-		sv_setsv(pi->sv_ofs, &PL_sv_undef);
-	SV *ls = pi->sv_listsep;
+	if (SvOK(pi->globals.sv_ofs))
+		sv_setsv(pi->globals.sv_ofs, &PL_sv_undef);
+	SV *ls = pi->globals.sv_listsep;
 	if (!(SvPOK(ls) && SvCUR(ls) == 1 && SvPVX(ls)[0] == ' '))
 		sv_setpvs(ls, " ");
-	SV *ss = pi->sv_subsep;
+	SV *ss = pi->globals.sv_subsep;
 	if (!(SvPOK(ss) && SvCUR(ss) == 1 && SvPVX(ss)[0] == '\034'))
 		sv_setpvs(ss, "\034");
-	PL_dowarn = pi->base_dowarn;
+	PL_dowarn = pi->globals.base_dowarn;
 	PL_unsafe = FALSE;
 	PL_taint_warn = FALSE;
 	if (PL_inplace) {
@@ -278,11 +279,11 @@ void globals_end(pTHX_ struct perl_interp *pi)
 		dSP;
 		PUSHMARK(SP);
 		PUTBACK;
-		call_sv((SV *)pi->cgi_pm_reset, G_VOID | G_DISCARD | G_EVAL);
+		call_sv((SV *)pi->globals.cgi_pm_reset, G_VOID | G_DISCARD | G_EVAL);
 	}
 	AV *inc = GvAVn(PL_incgv);
-	if (!av_same(aTHX_ inc, pi->base_inc))
-		av_assign(aTHX_ inc, pi->base_inc);
+	if (!av_same(aTHX_ inc, pi->globals.base_inc))
+		av_assign(aTHX_ inc, pi->globals.base_inc);
 }
 
 /* Whether a module whose settings are kept per script is loaded: two
@@ -290,8 +291,8 @@ void globals_end(pTHX_ struct perl_interp *pi)
 int settings_loaded(pTHX_ struct perl_interp *pi)
 {
 	HV *inc = GvHVn(PL_incgv);
-	for (SSize_t i = 0; i <= AvFILLp(pi->settings_modules); i++) {
-		SV *name = AvARRAY(pi->settings_modules)[i];
+	for (SSize_t i = 0; i <= AvFILLp(pi->globals.settings_modules); i++) {
+		SV *name = AvARRAY(pi->globals.settings_modules)[i];
 		if (name && SvPOK(name) && hv_exists(inc, SvPVX(name), (I32)SvCUR(name)))
 			return 1;
 	}
@@ -307,7 +308,7 @@ void settings_apply(pTHX_ struct perl_interp *pi, SV *snapshot)
 	PUSHMARK(SP);
 	XPUSHs(snapshot ? snapshot : &PL_sv_undef);
 	PUTBACK;
-	call_sv((SV *)pi->settings_apply, G_VOID | G_DISCARD | G_EVAL);
+	call_sv((SV *)pi->globals.settings_apply, G_VOID | G_DISCARD | G_EVAL);
 	FREETMPS;
 	LEAVE;
 }
@@ -323,7 +324,7 @@ SV *settings_snapshot(pTHX_ struct perl_interp *pi)
 	PUSHMARK(SP);
 	PUTBACK;
 	SV *snap = NULL;
-	if (call_sv((SV *)pi->settings_snapshot, G_SCALAR | G_EVAL) == 1) {
+	if (call_sv((SV *)pi->globals.settings_snapshot, G_SCALAR | G_EVAL) == 1) {
 		SPAGAIN;
 		SV *got = POPs;
 		if (SvROK(got))

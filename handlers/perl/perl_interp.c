@@ -9,7 +9,8 @@
  * replaced (before any user code compiles) by an XS function that records
  * the call and unwinds with my_exit(), like perl's own exit. Every call
  * into Perl runs under a JMPENV of ours (protect) that catches both
- * unwindings, exit's and a top-level die's; ended_by() tells them apart. */
+ * unwindings, exit's and a top-level die's; ended_by() (perl_run.c) tells them
+ * apart. */
 #include "perl_interp.h"
 #include "perl_interp_int.h"
 #include "perl_source.h"
@@ -343,7 +344,7 @@ struct perl_interp *interp_create(const struct perl_interp_options *o, int taint
 		goto fail;
 	}
 	AV *inc = GvAVn(PL_incgv);
-	pi->system_inc = av_copy(aTHX_ inc);
+	pi->modwatch.system_inc = av_copy(aTHX_ inc);
 	size_t ninc = 0;
 	while (o->inc && o->inc[ninc])
 		ninc++;
@@ -387,17 +388,17 @@ fail:
 int interp_bind(pTHX_ struct perl_interp *pi, char *err, size_t errlen)
 {
 	pi->sv_execname = GvSV(gv_fetchpvs("\030", GV_ADD | GV_NOTQUAL, SVt_PV));
-	pi->open_std = get_cv("PLXD::Worker::open_std", 0);
-	pi->restore_std = get_cv("PLXD::Worker::restore_std", 0);
+	pi->stdio.open_std = get_cv("PLXD::Worker::open_std", 0);
+	pi->stdio.restore_std = get_cv("PLXD::Worker::restore_std", 0);
 	pi->open_data = get_cv("PLXD::Worker::open_data", 0);
-	pi->cgi_pm_reset = get_cv("PLXD::Worker::cgi_pm_reset", 0);
+	pi->globals.cgi_pm_reset = get_cv("PLXD::Worker::cgi_pm_reset", 0);
 	pi->fcgi_install = get_cv("PLXD::Worker::fcgi_install", 0);
-	pi->settings_apply = get_cv("PLXD::Worker::settings_apply", 0);
-	pi->settings_snapshot = get_cv("PLXD::Worker::settings_snapshot", 0);
-	pi->settings_modules = get_av("PLXD::Worker::SETTINGS_MODULES", 0);
+	pi->globals.settings_apply = get_cv("PLXD::Worker::settings_apply", 0);
+	pi->globals.settings_snapshot = get_cv("PLXD::Worker::settings_snapshot", 0);
+	pi->globals.settings_modules = get_av("PLXD::Worker::SETTINGS_MODULES", 0);
 	CV *settings_base = get_cv("PLXD::Worker::settings_base", 0);
-	if (!pi->settings_apply || !pi->settings_snapshot || !pi->settings_modules
-			|| !settings_base) {
+	if (!pi->globals.settings_apply || !pi->globals.settings_snapshot
+			|| !pi->globals.settings_modules || !settings_base) {
 		snprintf(err, errlen, "worker bootstrap failed: no PLXD::Worker::settings_*");
 		return -1;
 	}
@@ -409,15 +410,16 @@ int interp_bind(pTHX_ struct perl_interp *pi, char *err, size_t errlen)
 	}
 	pi->registry = perl_registry_create(aTHX_ pi->opts.taint);
 	AV *inc = GvAVn(PL_incgv);
-	pi->base_inc = av_copy(aTHX_ inc);
+	pi->globals.base_inc = av_copy(aTHX_ inc);
 	/* %SIG's magic (and PL_psig_ptr) comes to life with the glob. */
-	pi->sig = GvHVn(gv_fetchpvs("SIG", GV_ADD | GV_NOTQUAL, SVt_PVHV));
+	pi->globals.sig = GvHVn(gv_fetchpvs("SIG", GV_ADD | GV_NOTQUAL, SVt_PVHV));
 	for (int i = 1; i < SIG_SIZE; i++)
-		pi->base_sig[i] = PL_psig_ptr && PL_psig_ptr[i] ? newSVsv(PL_psig_ptr[i]) : NULL;
-	pi->base_warnhook = PL_warnhook ? newSVsv(PL_warnhook) : NULL;
-	pi->base_diehook = PL_diehook ? newSVsv(PL_diehook) : NULL;
-	pi->base_dowarn = PL_dowarn;
-	pi->base_overrides = newHV();
+		pi->globals.base_sig[i] =
+				PL_psig_ptr && PL_psig_ptr[i] ? newSVsv(PL_psig_ptr[i]) : NULL;
+	pi->globals.base_warnhook = PL_warnhook ? newSVsv(PL_warnhook) : NULL;
+	pi->globals.base_diehook = PL_diehook ? newSVsv(PL_diehook) : NULL;
+	pi->globals.base_dowarn = PL_dowarn;
+	pi->globals.base_overrides = newHV();
 	HV *global = gv_stashpvs("CORE::GLOBAL", 0); /* Worker.pm made it */
 	if (global) {
 		HE *he;
@@ -425,29 +427,30 @@ int interp_bind(pTHX_ struct perl_interp *pi, char *err, size_t errlen)
 		while ((he = hv_iternext(global))) {
 			GV *gv = (GV *)HeVAL(he);
 			if (isGV_with_GP(gv) && GvCV(gv))
-				(void)hv_store(pi->base_overrides, HeKEY(he), HeKLEN(he),
+				(void)hv_store(pi->globals.base_overrides, HeKEY(he), HeKLEN(he),
 						newSViv(PTR2IV(GvCV(gv))), 0);
 		}
 	}
-	pi->sv_zero = GvSV(gv_fetchpvs("0", GV_ADD | GV_NOTQUAL, SVt_PV));
-	pi->sv_rs = GvSV(gv_fetchpvs("/", GV_ADD | GV_NOTQUAL, SVt_PV));
-	pi->sv_ors = GvSV(gv_fetchpvs("\\", GV_ADD | GV_NOTQUAL, SVt_PV));
-	pi->sv_ofs = GvSVn(PL_ofsgv);
-	pi->sv_listsep = GvSV(gv_fetchpvs("\"", GV_ADD | GV_NOTQUAL, SVt_PV));
-	pi->sv_subsep = GvSV(gv_fetchpvs(";", GV_ADD | GV_NOTQUAL, SVt_PV));
-	pi->sv_line = GvSV(gv_fetchpvs(".", GV_ADD | GV_NOTQUAL, SVt_PV));
-	pi->std_gv[0] = PL_stdingv;
-	pi->std_gv[1] = gv_fetchpvs("STDOUT", GV_ADD | GV_NOTQUAL, SVt_PVIO);
-	pi->std_gv[2] = PL_stderrgv;
-	pi->std_keep[0] = gv_fetchpvs("PLXD::Worker::KEEP_STDIN", 0, SVt_PVIO);
-	pi->std_keep[1] = gv_fetchpvs("PLXD::Worker::KEEP_STDOUT", 0, SVt_PVIO);
-	pi->std_keep[2] = gv_fetchpvs("PLXD::Worker::KEEP_STDERR", 0, SVt_PVIO);
+	pi->globals.sv_zero = GvSV(gv_fetchpvs("0", GV_ADD | GV_NOTQUAL, SVt_PV));
+	pi->globals.sv_rs = GvSV(gv_fetchpvs("/", GV_ADD | GV_NOTQUAL, SVt_PV));
+	pi->globals.sv_ors = GvSV(gv_fetchpvs("\\", GV_ADD | GV_NOTQUAL, SVt_PV));
+	pi->globals.sv_ofs = GvSVn(PL_ofsgv);
+	pi->globals.sv_listsep = GvSV(gv_fetchpvs("\"", GV_ADD | GV_NOTQUAL, SVt_PV));
+	pi->globals.sv_subsep = GvSV(gv_fetchpvs(";", GV_ADD | GV_NOTQUAL, SVt_PV));
+	pi->globals.sv_line = GvSV(gv_fetchpvs(".", GV_ADD | GV_NOTQUAL, SVt_PV));
+	pi->stdio.std_gv[0] = PL_stdingv;
+	pi->stdio.std_gv[1] = gv_fetchpvs("STDOUT", GV_ADD | GV_NOTQUAL, SVt_PVIO);
+	pi->stdio.std_gv[2] = PL_stderrgv;
+	pi->stdio.std_keep[0] = gv_fetchpvs("PLXD::Worker::KEEP_STDIN", 0, SVt_PVIO);
+	pi->stdio.std_keep[1] = gv_fetchpvs("PLXD::Worker::KEEP_STDOUT", 0, SVt_PVIO);
+	pi->stdio.std_keep[2] = gv_fetchpvs("PLXD::Worker::KEEP_STDERR", 0, SVt_PVIO);
 	for (int fd = 0; fd < 3; fd++) {
-		if (!pi->std_gv[fd] || !pi->std_keep[fd] || !GvIOp(pi->std_gv[fd])) {
+		if (!pi->stdio.std_gv[fd] || !pi->stdio.std_keep[fd]
+				|| !GvIOp(pi->stdio.std_gv[fd])) {
 			snprintf(err, errlen, "worker bootstrap failed: no standard handle %d", fd);
 			return -1;
 		}
-		pi->std_io[fd] = GvIOp(pi->std_gv[fd]);
+		pi->stdio.std_io[fd] = GvIOp(pi->stdio.std_gv[fd]);
 		std_record(aTHX_ pi, fd);
 	}
 	std_record_target(pi, 0, pi->devnull);
@@ -474,13 +477,13 @@ void perl_interp_destroy(struct perl_interp *pi)
 			PL_curinterp = pi->perl;
 		if (pi->registry)
 			perl_registry_destroy(aTHX_ pi->registry);
-		SvREFCNT_dec(pi->base_inc);
-		SvREFCNT_dec(pi->system_inc);
+		SvREFCNT_dec(pi->globals.base_inc);
+		SvREFCNT_dec(pi->modwatch.system_inc);
 		for (int i = 1; i < SIG_SIZE; i++)
-			SvREFCNT_dec(pi->base_sig[i]);
-		SvREFCNT_dec(pi->base_warnhook);
-		SvREFCNT_dec(pi->base_diehook);
-		SvREFCNT_dec(pi->base_overrides);
+			SvREFCNT_dec(pi->globals.base_sig[i]);
+		SvREFCNT_dec(pi->globals.base_warnhook);
+		SvREFCNT_dec(pi->globals.base_diehook);
+		SvREFCNT_dec(pi->globals.base_overrides);
 		perl_destruct(pi->perl);
 		perl_free(pi->perl);
 		if (pi->sys_init)
@@ -488,18 +491,18 @@ void perl_interp_destroy(struct perl_interp *pi)
 	}
 	if (pi->cloned)
 		perl_clone_hooks->end(pi);
-	if (environ == pi->env_array) {
+	if (environ == pi->env.env_array) {
 		static char *empty[] = { NULL };
 		environ = empty;
 	}
-	free(pi->env_array);
-	free(pi->env_buf);
-	free(pi->child_env);
-	free(pi->child_env_buf);
-	free(pi->children);
-	for (size_t i = 0; i < pi->nmodules; i++)
-		free(pi->modules[i].path);
-	free(pi->modules);
+	free(pi->env.env_array);
+	free(pi->env.env_buf);
+	free(pi->clone.child_env);
+	free(pi->clone.child_env_buf);
+	free(pi->clone.children);
+	for (size_t i = 0; i < pi->modwatch.nmodules; i++)
+		free(pi->modwatch.modules[i].path);
+	free(pi->modwatch.modules);
 	if (pi->devnull >= 0)
 		close(pi->devnull);
 	if (pi->stdout_fd >= 0)

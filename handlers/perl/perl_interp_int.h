@@ -39,7 +39,8 @@ struct module_file {
 	int inherited; /* a clone's copy of its parent's: only a restart loads it again */
 };
 
-/* Where a FastCGI-style script stands in its accept loop. */
+/* Where a FastCGI-style script stands in its accept loop (perl_fcgi.c):
+ * cleared as each run begins. */
 struct fcgi_state {
 	int accepted;                  /* its first accept took the request that
 				   started the run */
@@ -54,6 +55,83 @@ struct fcgi_state {
 	unsigned long turn_forks;
 };
 
+/* The standard handles (perl_stdio.c). */
+struct perl_stdio_state {
+	struct std_state std[3];
+	Off_t std_posn[2]; /* tell(STDIN), tell(STDOUT) when opened */
+	GV *std_gv[3];     /* STDIN, STDOUT, STDERR */
+	GV *std_keep[3];   /* aliases sharing their original GPs */
+	IO *std_io[3];     /* their original IOs (kept by Worker.pm) */
+	CV *open_std;      /* PLXD::Worker::open_std */
+	CV *restore_std;   /* PLXD::Worker::restore_std */
+	/* PerlIO's count of handles on each of fd[0-2] after set-up: a Perl
+	 * thread the script started holds one more on each (its clone of
+	 * STDIN, STDOUT and STDERR). */
+	int fd_refs[3];
+	int threads_left; /* ... and some ran on after a request: fd[1] and
+			     fd[2] are theirs, on /dev/null */
+};
+
+/* The globals every request starts from (perl_globals.c). */
+struct perl_globals_state {
+	AV *base_inc;           /* @INC after set-up */
+	HV *sig;                /* %SIG */
+	SV *base_sig[SIG_SIZE]; /* %SIG after set-up (NULL: default) */
+	SV *base_warnhook, *base_diehook;
+	HV *base_overrides; /* CORE::GLOBAL:: subs after set-up: name -> CV address */
+	U8 base_dowarn;     /* PL_dowarn: its flags (G_WARN_ONCE too), not a boolean */
+	SV *sv_zero, *sv_rs, *sv_ors, *sv_ofs, *sv_listsep, *sv_subsep;
+	SV *sv_line;           /* $. */
+	CV *cgi_pm_reset;      /* PLXD::Worker::cgi_pm_reset */
+	CV *settings_apply;    /* PLXD::Worker::settings_apply */
+	CV *settings_snapshot; /* PLXD::Worker::settings_snapshot */
+	AV *settings_modules;  /* @PLXD::Worker::SETTINGS_MODULES */
+};
+
+/* The process environment during requests (perl_env.c). */
+struct perl_env_state {
+	char **env_array; /* environ during requests */
+	size_t env_array_cap;
+	char *env_buf; /* its strings */
+	size_t env_buf_cap;
+};
+
+/* An interpreter thread's clone only (perl_clone.c). */
+struct perl_clone_state {
+	/* A clone holds one count of perl's own on each fd[i] (PerlIOUnix_refcnt):
+	 * perl never closes them, so no other thread of plxd (an accept) can be
+	 * given the number between perl's close and the dup2 that puts a file
+	 * back there, or a second close at the clone's end. */
+	int fd_held;
+	int cancel;      /* perl_interp_cancel asked for the script's end (atomic) */
+	int canceled;    /* ... and it was ended */
+	pid_t *children; /* what its scripts forked, not yet reaped */
+	size_t nchildren, children_cap;
+	pthread_t thread; /* the thread it serves on */
+	/* Its alarm: a timer whose SIGALRM goes to its thread only. */
+	timer_t alarm_timer;
+	int alarm_timer_ok;
+	volatile sig_atomic_t alarm_armed; /* a SIGALRM now is this alarm's */
+	volatile sig_atomic_t alarm_fired; /* ... and it came: run $SIG{ALRM} */
+	int births[2];                     /* each process its scripts start writes its
+			  pid into [1] (clone_child), for a stop to find */
+	unsigned long births_read;         /* forks whose births were read */
+	char **child_env;                  /* %ENV as its children get it (fork) */
+	size_t child_env_cap;
+	char *child_env_buf;
+	size_t child_env_buf_cap;
+	sigset_t child_ignore; /* ... and the signals %SIG has as 'IGNORE' */
+};
+
+/* The files its modules were loaded from (perl_modwatch.c). */
+struct perl_modwatch_state {
+	struct module_file *modules;
+	size_t nmodules, modules_cap;
+	STRLEN inc_keys_seen;
+	uint64_t next_module_check_ms;
+	AV *system_inc; /* Perl's own folders: modules there are not watched */
+};
+
 struct perl_interp {
 	PerlInterpreter *perl;
 	struct perl_registry *registry;
@@ -66,38 +144,10 @@ struct perl_interp {
 	 * 0-2 are plxd's. The std_* functions index by handle (0-2) and act on
 	 * these. */
 	int fd[3];
-	/* A clone holds one count of perl's own on each fd[i] (PerlIOUnix_refcnt):
-	 * perl never closes them, so no other thread of plxd (an accept) can be
-	 * given the number between perl's close and the dup2 that puts a file
-	 * back there, or a second close at the clone's end. */
-	int fd_held;
-	int cloned;      /* an interpreter thread's, cloned from plxd's parent */
-	int cancel;      /* perl_interp_cancel asked for the script's end (atomic) */
-	int canceled;    /* ... and it was ended */
-	pid_t *children; /* a clone's: what its scripts forked, not yet reaped */
-	size_t nchildren, children_cap;
-	pthread_t thread; /* a clone's: the thread it serves on */
-	/* A clone's alarm: a timer whose SIGALRM goes to its thread only. */
-	timer_t alarm_timer;
-	int alarm_timer_ok;
-	volatile sig_atomic_t alarm_armed; /* a SIGALRM now is this alarm's */
-	volatile sig_atomic_t alarm_fired; /* ... and it came: run $SIG{ALRM} */
-	int births[2];                     /* a clone's: each process its scripts start writes its
-			  pid into [1] (clone_child), for a stop to find */
-	struct std_state std[3];
-	Off_t std_posn[2];     /* tell(STDIN), tell(STDOUT) when opened */
-	GV *std_gv[3];         /* STDIN, STDOUT, STDERR */
-	GV *std_keep[3];       /* aliases sharing their original GPs */
-	IO *std_io[3];         /* their original IOs (kept by Worker.pm) */
-	CV *open_std;          /* PLXD::Worker::open_std */
-	CV *restore_std;       /* PLXD::Worker::restore_std */
-	CV *open_data;         /* PLXD::Worker::open_data */
-	CV *cgi_pm_reset;      /* PLXD::Worker::cgi_pm_reset */
-	CV *settings_apply;    /* PLXD::Worker::settings_apply */
-	CV *settings_snapshot; /* PLXD::Worker::settings_snapshot */
-	AV *settings_modules;  /* @PLXD::Worker::SETTINGS_MODULES */
-	CV *fcgi_install;      /* PLXD::Worker::fcgi_install */
-	int fcgi_installed;
+	int cloned;         /* an interpreter thread's, cloned from plxd's parent */
+	CV *open_data;      /* PLXD::Worker::open_data */
+	CV *fcgi_install;   /* PLXD::Worker::fcgi_install */
+	int fcgi_installed; /* FCGI's accept is plxd's (perl_modwatch.c) */
 	/* -T and -t on a #! line ([perl] taint = honour): taint checks are
 	 * perl's from its start, so such a script runs in a second
 	 * interpreter started with them, made when the first one comes, and
@@ -113,34 +163,9 @@ struct perl_interp {
 	int sys_init;                     /* it ran PERL_SYS_INIT3 */
 	SV *sv_execname;                  /* $^X */
 
-	AV *base_inc;           /* @INC after set-up */
-	AV *system_inc;         /* Perl's own folders: modules there are not watched */
-	HV *sig;                /* %SIG */
-	SV *base_sig[SIG_SIZE]; /* %SIG after set-up (NULL: default) */
-	SV *base_warnhook, *base_diehook;
-	HV *base_overrides; /* CORE::GLOBAL:: subs after set-up: name -> CV address */
-	U8 base_dowarn;     /* PL_dowarn: its flags (G_WARN_ONCE too), not a boolean */
-	SV *sv_zero, *sv_rs, *sv_ors, *sv_ofs, *sv_listsep, *sv_subsep;
-	SV *sv_line; /* $. */
-
-	struct module_file *modules;
-	size_t nmodules, modules_cap;
-	STRLEN inc_keys_seen;
-	uint64_t next_module_check_ms;
-
-	PerlIO *tail;     /* STDOUT, while its buffer is run->tail */
-	char **env_array; /* environ during requests */
-	size_t env_array_cap;
-	char *env_buf;    /* its strings */
-	char **child_env; /* a clone's %ENV as its children get it (fork) */
-	size_t child_env_cap;
-	char *child_env_buf;
-	size_t child_env_buf_cap;
-	sigset_t child_ignore; /* ... and the signals %SIG has as 'IGNORE' */
-	size_t env_buf_cap;
+	PerlIO *tail;               /* STDOUT, while its buffer is run->tail */
 	unsigned long forks;        /* counted by the fork hook */
 	unsigned long forks_reaped; /* forks whose children are all reaped */
-	unsigned long births_read;  /* a clone's: forks whose births were read */
 	int exit_called;            /* the script called exit (our override) */
 	int exit_status;
 	/* Perl values the set-up of the request being served freed (what the
@@ -152,16 +177,17 @@ struct perl_interp {
 	struct perl_run *run;            /* the request being served */
 	struct perl_script *script;      /* its script, once compiled */
 	struct perl_script *last_script; /* the script of the request before */
+	int stop;                        /* serve no other request */
+	mode_t start_umask;              /* plxd's at start-up: each request's, as under CGI */
+	int destroying;                  /* perl_interp_destroy runs: exit is refused */
+
+	/* One group per concern, each used by its file. */
+	struct perl_stdio_state stdio;
+	struct perl_globals_state globals;
+	struct perl_env_state env;
 	struct fcgi_state fcgi;
-	int stop;           /* serve no other request */
-	mode_t start_umask; /* plxd's at start-up: each request's, as under CGI */
-	/* PerlIO's count of handles on each of fd[0-2] after set-up: a Perl
-	 * thread the script started holds one more on each (its clone of
-	 * STDIN, STDOUT and STDERR). */
-	int fd_refs[3];
-	int threads_left; /* ... and some ran on after a request: fd[1] and
-			     fd[2] are theirs, on /dev/null */
-	int destroying;   /* perl_interp_destroy runs: exit is refused */
+	struct perl_modwatch_state modwatch;
+	struct perl_clone_state clone; /* zero in a worker */
 };
 
 /* The calling thread's interpreter: the XS exit and the fork hook find it

@@ -18,8 +18,8 @@ static int modules_changed(struct perl_interp *pi);
 
 static int under_system_inc(pTHX_ struct perl_interp *pi, const char *path)
 {
-	for (Size_t i = 0; i < av_count(pi->system_inc); i++) {
-		SV **svp = av_fetch(pi->system_inc, i, 0);
+	for (Size_t i = 0; i < av_count(pi->modwatch.system_inc); i++) {
+		SV **svp = av_fetch(pi->modwatch.system_inc, i, 0);
 		if (!svp || !SvPOK(*svp) || SvCUR(*svp) == 0)
 			continue;
 		STRLEN len = SvCUR(*svp);
@@ -34,9 +34,9 @@ static int under_system_inc(pTHX_ struct perl_interp *pi, const char *path)
 void modules_record(pTHX_ struct perl_interp *pi)
 {
 	HV *inc = GvHVn(PL_incgv);
-	if (HvUSEDKEYS(inc) == pi->inc_keys_seen)
+	if (HvUSEDKEYS(inc) == pi->modwatch.inc_keys_seen)
 		return;
-	pi->inc_keys_seen = HvUSEDKEYS(inc);
+	pi->modwatch.inc_keys_seen = HvUSEDKEYS(inc);
 	if (!pi->fcgi_installed && hv_exists(inc, "FCGI.pm", 7)) {
 		dSP;
 		ENTER;
@@ -74,19 +74,22 @@ void modules_record(pTHX_ struct perl_interp *pi)
 		if (under_system_inc(aTHX_ pi, path))
 			continue;
 		int known = 0;
-		for (size_t i = 0; i < pi->nmodules && !known; i++)
-			known = strcmp(pi->modules[i].path, path) == 0;
+		for (size_t i = 0; i < pi->modwatch.nmodules && !known; i++)
+			known = strcmp(pi->modwatch.modules[i].path, path) == 0;
 		struct stat st;
 		if (known || stat(path, &st) < 0)
 			continue;
-		if (pi->nmodules == pi->modules_cap) {
-			pi->modules_cap = pi->modules_cap ? pi->modules_cap * 2 : 16;
-			pi->modules = xrealloc(pi->modules, pi->modules_cap * sizeof *pi->modules);
+		if (pi->modwatch.nmodules == pi->modwatch.modules_cap) {
+			pi->modwatch.modules_cap = pi->modwatch.modules_cap
+					? pi->modwatch.modules_cap * 2
+					: 16;
+			pi->modwatch.modules = xrealloc(pi->modwatch.modules,
+					pi->modwatch.modules_cap * sizeof *pi->modwatch.modules);
 		}
-		pi->modules[pi->nmodules].path = xstrdup(path);
-		pi->modules[pi->nmodules].st = st;
-		pi->modules[pi->nmodules].inherited = 0;
-		pi->nmodules++;
+		pi->modwatch.modules[pi->modwatch.nmodules].path = xstrdup(path);
+		pi->modwatch.modules[pi->modwatch.nmodules].st = st;
+		pi->modwatch.modules[pi->modwatch.nmodules].inherited = 0;
+		pi->modwatch.nmodules++;
 	}
 }
 
@@ -110,15 +113,15 @@ static int modules_changed(struct perl_interp *pi)
 	dTHXa(pi->perl);
 	modules_record(aTHX_ pi);
 	uint64_t now = clock_us() / 1000;
-	if (now < pi->next_module_check_ms)
+	if (now < pi->modwatch.next_module_check_ms)
 		return 0;
-	pi->next_module_check_ms = now + 1000;
-	for (size_t i = 0; i < pi->nmodules; i++) {
-		const struct stat *was = &pi->modules[i].st;
+	pi->modwatch.next_module_check_ms = now + 1000;
+	for (size_t i = 0; i < pi->modwatch.nmodules; i++) {
+		const struct stat *was = &pi->modwatch.modules[i].st;
 		struct stat st;
-		if (pi->modules[i].inherited)
+		if (pi->modwatch.modules[i].inherited)
 			continue;
-		if (stat(pi->modules[i].path, &st) < 0 || st.st_ino != was->st_ino
+		if (stat(pi->modwatch.modules[i].path, &st) < 0 || st.st_ino != was->st_ino
 				|| st.st_dev != was->st_dev || st.st_size != was->st_size
 				|| st.st_mtim.tv_sec != was->st_mtim.tv_sec
 				|| st.st_mtim.tv_nsec != was->st_mtim.tv_nsec)

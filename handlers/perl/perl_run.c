@@ -20,11 +20,9 @@
  * The script runs as a top-level program: its sub is called without
  * G_EVAL, so $^S is 0 at its top level and a die there is perl's own
  * top-level die, which prints the message to STDERR and unwinds with
- * my_failure_exit(). exit must end the request, not the process:
- * CORE::GLOBAL::exit is replaced (before any user code compiles) by an XS
- * function that records the call and unwinds with my_exit(), like perl's
- * own exit. Every call into Perl runs under a JMPENV of ours that catches
- * both unwindings; ended_by() tells them apart.
+ * my_failure_exit(). exit ends the request, not the process (see
+ * perl_interp.c): every call into Perl runs under a JMPENV of ours
+ * (protect) that catches both unwindings; ended_by() tells them apart.
  *
  * A script whose #! line asks for taint checks (-T, -t) runs in a twin
  * interpreter started with them (perl -T), made beside the first when the
@@ -160,7 +158,7 @@ static enum perl_outcome ended_by(pTHX_ struct perl_interp *pi, int ret, int sav
 	PL_exit_flags &= ~PERL_EXIT_EXPECTED;
 	if (ret != 2)
 		return PERL_FATAL;
-	if (pi->canceled)
+	if (pi->clone.canceled)
 		return PERL_CANCELED;
 	if (pi->exit_called)
 		return PERL_EXIT;
@@ -261,7 +259,7 @@ static struct perl_script *script_fetch(pTHX_ struct perl_interp *pi, struct per
 	}
 	script = a.script;
 	AV *inc = GvAVn(PL_incgv);
-	if (!av_same(aTHX_ inc, pi->base_inc))
+	if (!av_same(aTHX_ inc, pi->globals.base_inc))
 		script->inc = av_copy(aTHX_ inc);
 	script->sig = signals_snapshot(aTHX_ pi);
 	script->settings = settings_snapshot(aTHX_ pi);
@@ -289,7 +287,7 @@ static AV *overrides_hide(pTHX_ struct perl_interp *pi)
 		GV *gv = (GV *)HeVAL(he);
 		if (!isGV_with_GP(gv) || !GvCV(gv))
 			continue;
-		SV **base = hv_fetch(pi->base_overrides, HeKEY(he), HeKLEN(he), 0);
+		SV **base = hv_fetch(pi->globals.base_overrides, HeKEY(he), HeKLEN(he), 0);
 		if (base && INT2PTR(CV *, SvIV(*base)) == GvCV(gv))
 			continue;
 		if (!hidden)

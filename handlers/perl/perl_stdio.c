@@ -15,7 +15,7 @@
 
 PerlIO *std_handle(pTHX_ struct perl_interp *pi, int fd)
 {
-	IO *io = GvIO(pi->std_gv[fd]);
+	IO *io = GvIO(pi->stdio.std_gv[fd]);
 	if (!io)
 		return NULL;
 	return fd == 0 ? IoIFP(io) : IoOFP(io);
@@ -24,11 +24,11 @@ PerlIO *std_handle(pTHX_ struct perl_interp *pi, int fd)
 void std_record(pTHX_ struct perl_interp *pi, int fd)
 {
 	PerlIO *f = std_handle(aTHX_ pi, fd);
-	pi->std[fd].f = f;
-	pi->std[fd].top = f ? *f : NULL;
-	pi->std[fd].flags = f && *f ? PerlIOBase(f)->flags : 0;
+	pi->stdio.std[fd].f = f;
+	pi->stdio.std[fd].top = f ? *f : NULL;
+	pi->stdio.std[fd].flags = f && *f ? PerlIOBase(f)->flags : 0;
 	if (fd < 2 && f && *f && PerlIOBase(f)->tab == &PerlIO_perlio)
-		pi->std_posn[fd] = PerlIOSelf(f, PerlIOBuf)->posn;
+		pi->stdio.std_posn[fd] = PerlIOSelf(f, PerlIOBuf)->posn;
 }
 
 /* tell(STDIN) and tell(STDOUT) as a fresh process would have them: the
@@ -40,7 +40,7 @@ static void std_rewind(pTHX_ struct perl_interp *pi)
 {
 	for (int fd = 0; fd < 2; fd++) {
 		PerlIO *f = std_handle(aTHX_ pi, fd);
-		if (!f || f != pi->std[fd].f || !*f || PerlIOBase(f)->tab != &PerlIO_perlio)
+		if (!f || f != pi->stdio.std[fd].f || !*f || PerlIOBase(f)->tab != &PerlIO_perlio)
 			continue;
 		PerlIOBuf *b = PerlIOSelf(f, PerlIOBuf);
 		U32 flags = PerlIOBase(f)->flags;
@@ -49,7 +49,7 @@ static void std_rewind(pTHX_ struct perl_interp *pi)
 			continue;
 		b->ptr = b->end = b->buf;
 		PerlIOBase(f)->flags &= ~(PERLIO_F_RDBUF | PERLIO_F_WRBUF);
-		b->posn = pi->std_posn[fd];
+		b->posn = pi->stdio.std_posn[fd];
 	}
 }
 
@@ -59,8 +59,8 @@ void std_record_target(struct perl_interp *pi, int fd, int target)
 	struct stat st;
 	if (fstat(target, &st) < 0)
 		memset(&st, 0, sizeof st); /* matches nothing: fd is restored each time */
-	pi->std[fd].dev = st.st_dev;
-	pi->std[fd].ino = st.st_ino;
+	pi->stdio.std[fd].dev = st.st_dev;
+	pi->stdio.std[fd].ino = st.st_ino;
 }
 
 /* Whether the script gave a standard glob another GP (*STDOUT = *LOG,
@@ -69,9 +69,9 @@ void std_record_target(struct perl_interp *pi, int fd, int target)
  * script's scope is left, by return, die or exit. */
 static int std_glob_changed(pTHX_ struct perl_interp *pi, int fd)
 {
-	GV *gv = pi->std_gv[fd];
+	GV *gv = pi->stdio.std_gv[fd];
 	IO *io = GvGP(gv) ? GvIOp(gv) : NULL;
-	if (GvGP(gv) != GvGP(pi->std_keep[fd]) || io != pi->std_io[fd])
+	if (GvGP(gv) != GvGP(pi->stdio.std_keep[fd]) || io != pi->stdio.std_io[fd])
 		return 1;
 	return SvRMAGICAL((SV *)io) && mg_find((SV *)io, PERL_MAGIC_tiedscalar);
 }
@@ -84,18 +84,19 @@ struct restore_arg {
 static void do_restore_std(pTHX_ void *p)
 {
 	const struct restore_arg *a = p;
-	GV *gv = a->pi->std_gv[a->fd];
-	if (GvGP(gv) != GvGP(a->pi->std_keep[a->fd]) || GvIOp(gv) != a->pi->std_io[a->fd]) {
+	GV *gv = a->pi->stdio.std_gv[a->fd];
+	if (GvGP(gv) != GvGP(a->pi->stdio.std_keep[a->fd])
+			|| GvIOp(gv) != a->pi->stdio.std_io[a->fd]) {
 		dSP;
 		PUSHMARK(SP);
 		mXPUSHi(a->fd);
 		PUTBACK;
-		call_sv((SV *)a->pi->restore_std, G_VOID | G_DISCARD | G_EVAL);
+		call_sv((SV *)a->pi->stdio.restore_std, G_VOID | G_DISCARD | G_EVAL);
 	}
 	/* The magic is unlinked before the tie object is freed, so the
 	 * handle is untied even if its DESTROY dies or exits. UNTIE is not
 	 * called, as when a tied variable is freed. */
-	sv_unmagic((SV *)a->pi->std_io[a->fd], PERL_MAGIC_tiedscalar);
+	sv_unmagic((SV *)a->pi->stdio.std_io[a->fd], PERL_MAGIC_tiedscalar);
 }
 
 /* Puts back the glob and IO (through PLXD::Worker::restore_std) and unties
@@ -123,8 +124,8 @@ static void std_glob_restore(pTHX_ struct perl_interp *pi, int fd, int in_script
 int std_fd_moved(struct perl_interp *pi, int fd)
 {
 	struct stat st;
-	return fstat(pi->fd[fd], &st) < 0 || st.st_dev != pi->std[fd].dev
-			|| st.st_ino != pi->std[fd].ino;
+	return fstat(pi->fd[fd], &st) < 0 || st.st_dev != pi->stdio.std[fd].dev
+			|| st.st_ino != pi->stdio.std[fd].ino;
 }
 
 /* Whether a standard handle is as it was opened: the same PerlIO on the
@@ -133,7 +134,7 @@ int std_fd_moved(struct perl_interp *pi, int fd)
  * place); or changed (reopened). What the fd refers to is std_fd_moved's. */
 static enum std_check std_check(pTHX_ struct perl_interp *pi, int fd)
 {
-	const struct std_state *st = &pi->std[fd];
+	const struct std_state *st = &pi->stdio.std[fd];
 	PerlIO *f = std_handle(aTHX_ pi, fd);
 	if (!f || f != st->f || !*f || *f != st->top || PerlIO_fileno(f) != pi->fd[fd])
 		return STD_REOPEN;
@@ -151,7 +152,7 @@ static enum std_check std_check(pTHX_ struct perl_interp *pi, int fd)
  * closing fd), puts target on fd, and opens the handle afresh on it. */
 static void std_reopen(pTHX_ struct perl_interp *pi, int fd, int target)
 {
-	GV *gv = pi->std_gv[fd];
+	GV *gv = pi->stdio.std_gv[fd];
 	if (GvIO(gv) && IoIFP(GvIO(gv)))
 		do_close(gv, FALSE);
 	dup2(target, pi->fd[fd]);
@@ -172,7 +173,7 @@ void std_open(pTHX_ struct perl_interp *pi, int handle)
 	mXPUSHi(handle);
 	mXPUSHi(pi->fd[handle]);
 	PUTBACK;
-	call_sv((SV *)pi->open_std, G_SCALAR | G_EVAL | G_DISCARD);
+	call_sv((SV *)pi->stdio.open_std, G_SCALAR | G_EVAL | G_DISCARD);
 	FREETMPS;
 	LEAVE;
 }
@@ -209,7 +210,7 @@ void perl_interp_set_stdout(struct perl_interp *pi, int fd)
 {
 	/* fd[1] of an interpreter whose Perl threads run on stays theirs,
 	 * on /dev/null: the next interpreter gets the channel. */
-	if (!pi->threads_left)
+	if (!pi->stdio.threads_left)
 		dup2(fd, pi->fd[1]);
 	if (pi->stdout_fd >= 0)
 		close(pi->stdout_fd);
@@ -239,7 +240,7 @@ void stdio_end(pTHX_ struct perl_interp *pi, struct perl_run *run, int in_script
 		if (std_glob_changed(aTHX_ pi, fd))
 			std_glob_restore(aTHX_ pi, fd, in_script);
 
-	GV *out_gv = pi->std_gv[1];
+	GV *out_gv = pi->stdio.std_gv[1];
 	PerlIO *out = std_handle(aTHX_ pi, 1);
 	enum std_check c = std_fd_moved(pi, 1) ? STD_REOPEN : std_check(aTHX_ pi, 1);
 	run->tail = NULL;
@@ -281,8 +282,8 @@ void stdio_end(pTHX_ struct perl_interp *pi, struct perl_run *run, int in_script
 
 	/* $| and select. */
 	for (int i = 0; i < 3; i++)
-		if (GvIO(pi->std_gv[i]))
-			IoFLAGS(GvIO(pi->std_gv[i])) &= ~IOf_FLUSH;
+		if (GvIO(pi->stdio.std_gv[i]))
+			IoFLAGS(GvIO(pi->stdio.std_gv[i])) &= ~IOf_FLUSH;
 	if (pi->cloned)
 		std_unbuffer(aTHX_ pi);
 	if (PL_defoutgv != out_gv)
@@ -294,7 +295,7 @@ void stdio_end(pTHX_ struct perl_interp *pi, struct perl_run *run, int in_script
 void fd_refs_record(struct perl_interp *pi)
 {
 	for (int i = 0; i < 3; i++)
-		pi->fd_refs[i] = PerlIOUnix_refcnt(pi->fd[i]);
+		pi->stdio.fd_refs[i] = PerlIOUnix_refcnt(pi->fd[i]);
 }
 
 /* A Perl thread (threads.pm) the script started and left running, detached
@@ -306,11 +307,11 @@ void fd_refs_record(struct perl_interp *pi)
  * other request. Costs nothing until a script loads threads.pm. */
 void threads_check(pTHX_ struct perl_interp *pi)
 {
-	if (pi->threads_left || !hv_exists(GvHVn(PL_incgv), "threads.pm", 10))
+	if (pi->stdio.threads_left || !hv_exists(GvHVn(PL_incgv), "threads.pm", 10))
 		return;
 	int held = 0;
 	for (int i = 0; i < 3 && !held; i++)
-		held = PerlIOUnix_refcnt(pi->fd[i]) > pi->fd_refs[i];
+		held = PerlIOUnix_refcnt(pi->fd[i]) > pi->stdio.fd_refs[i];
 	if (!held)
 		return;
 	report(aTHX_ pi,
@@ -318,7 +319,7 @@ void threads_check(pTHX_ struct perl_interp *pi)
 					"Perl threads it started run on after its request: what they "
 					"print from now on is discarded, and %s serves the next request",
 					pi->cloned ? "a fresh interpreter" : "a new worker")));
-	pi->threads_left = 1;
+	pi->stdio.threads_left = 1;
 	pi->stop = 1;
 	dup2(pi->devnull, pi->fd[0]);
 	dup2(pi->devnull, pi->fd[1]);
@@ -327,5 +328,5 @@ void threads_check(pTHX_ struct perl_interp *pi)
 
 int perl_interp_threads_left(const struct perl_interp *pi)
 {
-	return pi->threads_left;
+	return pi->stdio.threads_left;
 }
