@@ -13,7 +13,6 @@
  * apart. */
 #include "perl_interp.h"
 #include "perl_interp_int.h"
-#include "perl_source.h"
 #include "alloc.h"
 #include "perl_worker_pm.h" /* worker_pm: PLXD/Worker.pm */
 

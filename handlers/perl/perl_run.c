@@ -30,7 +30,6 @@
 #include "perl_interp.h"
 #include "perl_interp_int.h"
 #include "clock.h"
-#include "perl_source.h"
 
 #include <errno.h>
 #include <fcntl.h>
