@@ -1,10 +1,11 @@
-/* The Perl runtime of one worker process: an embedded interpreter (with
- * DynaLoader, so XS modules load), its set-up (exit override, @INC,
- * preload), and the request glue that runs one script per request the way
- * a CGI process would (%ENV, stdio on fds 0/1/2, working directory, globals
- * reset), as a top-level program. It knows nothing of how requests reach
- * the process: the caller lends it a transport (perl_worker.c). Callers do
- * not need perl.h. */
+/* The Perl runtime, of a worker process or of an interpreter thread inside
+ * plxd: an embedded interpreter (with DynaLoader, so XS modules load), its
+ * set-up (exit override, @INC, preload), and the request glue that runs one
+ * script per request the way a CGI process would (%ENV, stdio on fds 0/1/2,
+ * working directory, globals reset), as a top-level program. It knows
+ * nothing of how requests reach it: the caller lends it a transport
+ * (perl_worker.c, perl_thread.c). Callers do not need perl.h. Its files:
+ * perl_interp.c, perl_run.c and one per concern (doc/hacking.md). */
 #ifndef PLXD_PERL_INTERP_H
 #define PLXD_PERL_INTERP_H
 
@@ -12,17 +13,9 @@
 #include <sys/types.h>
 #include <stdint.h>
 
-struct perl_interp;
+#include "perl_source.h" /* enum perl_taint */
 
-/* What a script with -T or -t on its #! line gets ([perl] taint). */
-enum perl_taint {
-	PERL_TAINT_HONOUR, /* it runs in an interpreter started with taint checks
-			      on, made when first needed (one per worker
-			      process or interpreter thread, beside the plain
-			      one), as perl -T runs it */
-	PERL_TAINT_WARN,   /* it runs without them, after a line in the log */
-	PERL_TAINT_REFUSE  /* it does not run: 500, and a line in the log */
-};
+struct perl_interp;
 
 struct perl_interp_options {
 	const char *preload; /* file required once before serving; NULL: none */
@@ -84,6 +77,11 @@ struct perl_interp *perl_interp_create(const struct perl_interp_options *o, int 
  * (unshare(CLONE_FS)). Returns NULL with a message in err. */
 struct perl_interp *perl_interp_clone(struct perl_interp *parent, const int fds[3], char *err,
 		size_t errlen);
+
+/* Readies the runtime for interpreter threads (perl_clone.c, which only
+ * what runs them has): call once before perl_interp_create with threaded
+ * set. */
+void perl_interp_threads_init(void);
 
 /* Ends the script a clone runs, from any thread: at its next Perl op
  * it unwinds as exit does, which its own eval cannot catch, and its END

@@ -18,6 +18,7 @@
  * no more than `workers` are ever lent; the cost is one process more than
  * `workers` while a spare starts, and a reload that takes a start per
  * worker. */
+#include "perl_pool.h"
 #include "perl_pool_slot.h"
 #include "alloc.h"
 #include "clock.h"

@@ -11,6 +11,7 @@
  * PERL5OPT...). Its exit is watched through a pidfd, so no SIGCHLD handler
  * is involved and no one else's child is ever reaped. */
 #include "spawn_child.h"
+#include "perl_pool.h"
 #include "perl_pool_slot.h"
 #include "perl_wire.h"
 #include "alloc.h"

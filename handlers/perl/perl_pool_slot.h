@@ -1,11 +1,11 @@
 /* The worker pool's slots, shared by its lending (perl_pool.c) and its
  * keeper thread (perl_pool_keeper.c): what each slot holds, and the pool's
- * lock over them. */
+ * lock over them. Include perl_pool.h first: this header is the pool's
+ * insides, so that the pool's own header does not depend on it. */
 #ifndef PLXD_PERL_POOL_SLOT_H
 #define PLXD_PERL_POOL_SLOT_H
 
 #include "log.h"
-#include "perl_pool.h"
 #include "perl_queue.h"
 
 #include <pthread.h>

@@ -1,7 +1,7 @@
 /* The script registry of one interpreter: each script compiled once into a
  * package of its own, derived from its file name without collisions, as
  * the body of a sub; recompiled when the file changes. Part of the worker's
- * Perl runtime (perl_interp.c drives it). */
+ * Perl runtime (perl_run.c drives it). */
 #ifndef PLXD_PERL_REGISTRY_H
 #define PLXD_PERL_REGISTRY_H
 
@@ -11,11 +11,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "perl_interp.h"
 #include "perl_source.h"
 
 /* A named sub (or format) of the script that captured one of the script's
- * file-level lexicals: rebound after every run (see perl_registry.c). */
+ * file-level lexicals: rebound after every run (see perl_rebind.c). */
 struct perl_capture {
 	CV *inner;
 	PADOFFSET inner_ix;
@@ -55,11 +54,11 @@ struct perl_script {
 				   that differs from the interpreter's set-up:
 				   pairs of signal number (0 __WARN__, -1
 				   __DIE__) and handler (undef: none); NULL: no
-				   difference. Kept by perl_interp.c */
+				   difference. Kept by perl_run.c */
 	SV *settings;                          /* the settings of CGI.pm and CGI::Carp as
 				   the script's compile left them
 				   (PLXD::Worker::settings_snapshot); NULL:
-				   neither was loaded. Kept by perl_interp.c */
+				   neither was loaded. Kept by perl_run.c */
 	unsigned runs;                         /* runs of this compile that were measured */
 	uint32_t grew;                         /* one bit per measured run, newest lowest:
 				   it left more Perl values alive than it found */
@@ -135,8 +134,13 @@ void perl_registry_release_stderr(pTHX_ struct perl_stderr_hold *h, const char *
 #define PERL_GROWTH_MIN    24
 unsigned perl_registry_note_run(struct perl_script *s, int grew, int again);
 
+/* Records, for s just compiled, the file-level lexicals its named subs,
+ * formats and END blocks captured (perl_rebind.c), for
+ * perl_registry_rebind. */
+void perl_registry_captures(pTHX_ struct perl_script *s);
+
 /* Gives the script's named subs the file-level lexicals of the run that
- * just ended's successor (see perl_registry.c for why). Call after every
+ * just ended's successor (see perl_rebind.c for why). Call after every
  * run. */
 void perl_registry_rebind(pTHX_ struct perl_script *s);
 

@@ -94,4 +94,14 @@ struct perl_shebang {
 int perl_source_shebang(const char *src, size_t len, struct perl_shebang *sb);
 void perl_source_shebang_free(struct perl_shebang *sb);
 
+/* What a script with -T or -t on its #! line gets ([perl] taint). */
+enum perl_taint {
+	PERL_TAINT_HONOUR, /* it runs in an interpreter started with taint checks
+			      on, made when first needed (one per worker
+			      process or interpreter thread, beside the plain
+			      one), as perl -T runs it */
+	PERL_TAINT_WARN,   /* it runs without them, after a line in the log */
+	PERL_TAINT_REFUSE  /* it does not run: 500, and a line in the log */
+};
+
 #endif

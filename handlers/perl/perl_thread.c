@@ -242,6 +242,7 @@ struct perl_threads *perl_threads_create(const struct perl_interp_options *o, un
 {
 	static char *argv0[] = { "plxd", NULL };
 	struct perl_threads *p = xcalloc(1, sizeof *p);
+	perl_interp_threads_init();
 	p->parent = perl_interp_create(o, 1, argv0, err, errlen);
 	if (!p->parent) {
 		free(p);

@@ -266,7 +266,7 @@ sub thread_overrides {
         return $pid;
     };
     # alarm is per interpreter thread: a timer of the thread's own
-    # (perl_interp.c) whose SIGALRM reaches that thread only, and runs the
+    # (perl_clone.c) whose SIGALRM reaches that thread only, and runs the
     # script's $SIG{ALRM} at its next op; disarmed when the request ends.
     *CORE::GLOBAL::alarm = sub (_) {
         return CORE::alarm($_[0]) if in_child();
@@ -365,7 +365,7 @@ sub thread_overrides {
     return 1;
 }
 
-# The thread's alarm went off (perl_interp.c calls this at the script's
+# The thread's alarm went off (perl_clone.c calls this at the script's
 # next op): $SIG{ALRM} runs; with none, the request ends, as SIGALRM ends
 # a CGI script.
 sub alarm_fire {

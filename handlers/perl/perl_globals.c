@@ -1,0 +1,336 @@
+/* The runtime's per-request globals: what a script changes by accident
+ * (select, $|, $/, %SIG, alarm, @INC, @ARGV, warnings ...) put back after
+ * each request, its #! switches applied, and modules' settings kept per
+ * script (see PLXD/Worker.pm). */
+#include "perl_interp.h"
+#include "perl_interp_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+AV *av_copy(pTHX_ AV *av)
+{
+	AV *copy = newAV();
+	for (Size_t i = 0; i < av_count(av); i++) {
+		SV **svp = av_fetch(av, i, 0);
+		av_push(copy, svp ? newSVsv(*svp) : newSV(0));
+	}
+	return copy;
+}
+
+/* Same elements: the same SVs (code refs in @INC) or equal strings. */
+int av_same(pTHX_ AV *a, AV *b)
+{
+	if (av_count(a) != av_count(b))
+		return 0;
+	for (Size_t i = 0; i < av_count(a); i++) {
+		SV **x = av_fetch(a, i, 0), **y = av_fetch(b, i, 0);
+		if (!x || !y)
+			return 0;
+		if (*x == *y)
+			continue;
+		if (SvROK(*x) || SvROK(*y)) {
+			if (!SvROK(*x) || !SvROK(*y) || SvRV(*x) != SvRV(*y))
+				return 0;
+			continue;
+		}
+		if (!SvPOK(*x) || !SvPOK(*y) || SvCUR(*x) != SvCUR(*y)
+				|| memcmp(SvPVX(*x), SvPVX(*y), SvCUR(*x)) != 0)
+			return 0;
+	}
+	return 1;
+}
+
+void av_assign(pTHX_ AV *dst, AV *src)
+{
+	av_clear(dst);
+	for (Size_t i = 0; i < av_count(src); i++) {
+		SV **svp = av_fetch(src, i, 0);
+		av_push(dst, svp ? newSVsv(*svp) : newSV(0));
+	}
+}
+
+void globals_begin(pTHX_ struct perl_interp *pi, const struct perl_run *run)
+{
+	PL_basetime = time(NULL);
+	/* $0 is the script, as under CGI; setting it renames the process, so
+	 * only when it differs. */
+	if (!SvPOK(pi->globals.sv_zero) || strcmp(SvPVX(pi->globals.sv_zero), run->script) != 0) {
+		sv_setpv(pi->globals.sv_zero, run->script);
+		SvSETMAGIC(pi->globals.sv_zero);
+	}
+	SV *x = pi->sv_execname;
+	if (!SvPOK(x) || SvCUR(x) != sizeof PLXD_PERL_PATH - 1
+			|| memcmp(SvPVX(x), PLXD_PERL_PATH, sizeof PLXD_PERL_PATH - 1) != 0)
+		sv_setpvs(x, PLXD_PERL_PATH);
+	/* What the request before left in @ARGV and $@ (an exception
+	 * object) is freed here: counted as there at this request's start. */
+	IV live = (IV)PL_sv_count;
+	AV *argv = GvAVn(PL_argvgv);
+	if (av_count(argv) > 0)
+		av_clear(argv);
+	sv_setpvs(ERRSV, "");
+	pi->reset_freed += live - (IV)PL_sv_count;
+	STATUS_ALL_SUCCESS; /* $? */
+	/* No handle read yet: no $., no ", <STDIN> line 3" in messages. $.
+	 * keeps its last value when no handle was read: undef, as in a new
+	 * process. Nor a slurp at EOF (IOf_NOLINE): its first read of an
+	 * empty body is '', not undef. */
+	PL_last_in_gv = NULL;
+	IoLINES(pi->stdio.std_io[0]) = 0;
+	IoFLAGS(pi->stdio.std_io[0]) &= ~IOf_NOLINE;
+	SvOK_off(pi->globals.sv_line);
+	pi->exit_called = 0;
+	pi->exit_status = 0;
+	__atomic_store_n(&pi->clone.cancel, 0,
+			__ATOMIC_RELAXED); /* one meant for the request before */
+}
+
+/* Two handler values are the same: the same code, or equal strings. */
+static int handler_same(pTHX_ SV *a, SV *b)
+{
+	if (a == b)
+		return 1;
+	if (!a || !b || a == PERL_WARNHOOK_FATAL || b == PERL_WARNHOOK_FATAL)
+		return 0;
+	if (SvROK(a) || SvROK(b))
+		return SvROK(a) && SvROK(b) && SvRV(a) == SvRV(b);
+	return sv_eq(a, b);
+}
+
+/* $SIG{__WARN__} and $SIG{__DIE__}: the hook and the %SIG element both hold
+ * the value, so both are set, through the element's magic. */
+static void hook_set(pTHX_ struct perl_interp *pi, SV **hook, SV *to, const char *name)
+{
+	if (handler_same(aTHX_ * hook, to))
+		return;
+	I32 len = (I32)strlen(name);
+	if (!to) {
+		(void)hv_delete(pi->globals.sig, name, len, G_DISCARD);
+		if (*hook && *hook != PERL_WARNHOOK_FATAL) {
+			SV *old = *hook;
+			*hook = NULL;
+			SvREFCNT_dec(old);
+		}
+		return;
+	}
+	SV **svp = hv_fetch(pi->globals.sig, name, len, 1);
+	if (svp) {
+		sv_setsv(*svp, to);
+		SvSETMAGIC(*svp);
+	}
+}
+
+/* Signal i's handler becomes to (NULL: the default). */
+static void signal_set(pTHX_ struct perl_interp *pi, int i, SV *to)
+{
+	if (handler_same(aTHX_ PL_psig_ptr[i], to))
+		return;
+	const char *name = PL_sig_name[i];
+	I32 len = (I32)strlen(name);
+	if (to) {
+		SV **svp = hv_fetch(pi->globals.sig, name, len, 1);
+		if (svp) {
+			sv_setsv(*svp, to);
+			SvSETMAGIC(*svp);
+		}
+	} else {
+		/* Deleting the element clears the handler (SIG_DFL). If the
+		 * element is gone (local %SIG), make one first. */
+		(void)hv_delete(pi->globals.sig, name, len, G_DISCARD);
+		if (PL_psig_ptr[i]) {
+			SV **svp = hv_fetch(pi->globals.sig, name, len, 1);
+			if (svp) {
+				sv_setpvs(*svp, "DEFAULT");
+				SvSETMAGIC(*svp);
+			}
+			(void)hv_delete(pi->globals.sig, name, len, G_DISCARD);
+		}
+	}
+	if (i == SIGPIPE && !to && !pi->cloned)
+		install_sigpipe();
+}
+
+/* %SIG as the interpreter's set-up (the preload) left it. */
+static void signals_reset(pTHX_ struct perl_interp *pi)
+{
+	for (int i = 1; PL_psig_ptr && i < SIG_SIZE; i++)
+		if (PL_psig_ptr[i] != pi->globals.base_sig[i])
+			signal_set(aTHX_ pi, i, pi->globals.base_sig[i]);
+	hook_set(aTHX_ pi, &PL_warnhook, pi->globals.base_warnhook, "__WARN__");
+	hook_set(aTHX_ pi, &PL_diehook, pi->globals.base_diehook, "__DIE__");
+	/* A pending alarm would kill the idle worker (SIGALRM's default); a
+	 * thread's would go off in its next request. */
+	if (pi->cloned)
+		perl_clone_hooks->alarm_disarm(pi);
+	else
+		alarm(0);
+	/* What the script blocked (POSIX::sigprocmask) stays blocked in the
+	 * worker or the thread; there a blocked SIGALRM would keep the next
+	 * script's alarm, and its end at timeout, from waking it. A worker and
+	 * an interpreter thread block nothing while they serve. */
+	sigset_t mask;
+	if (pthread_sigmask(SIG_SETMASK, NULL, &mask) == 0 && !sigisemptyset(&mask)) {
+		sigemptyset(&mask);
+		pthread_sigmask(SIG_SETMASK, &mask, NULL);
+	}
+}
+
+/* Where %SIG differs from the interpreter's set-up right after a script
+ * compiled: the hooks its modules installed as they loaded (CGI::Carp's
+ * __DIE__ and __WARN__), its own BEGIN blocks' handlers. Pairs of signal
+ * number (0: __WARN__, -1: __DIE__) and handler (undef: none); NULL when
+ * nothing differs, the common case. */
+AV *signals_snapshot(pTHX_ struct perl_interp *pi)
+{
+	AV *diff = NULL;
+	for (int i = -1; i < SIG_SIZE; i++) {
+		SV *now, *base;
+		if (i == -1) {
+			now = PL_diehook;
+			base = pi->globals.base_diehook;
+		} else if (i == 0) {
+			now = PL_warnhook == PERL_WARNHOOK_FATAL ? NULL : PL_warnhook;
+			base = pi->globals.base_warnhook;
+		} else {
+			now = PL_psig_ptr ? PL_psig_ptr[i] : NULL;
+			base = pi->globals.base_sig[i];
+		}
+		if (handler_same(aTHX_ now, base))
+			continue;
+		if (!diff)
+			diff = newAV();
+		av_push(diff, newSViv(i));
+		av_push(diff, now ? newSVsv(now) : newSV(0));
+	}
+	return diff;
+}
+
+/* Makes %SIG what signals_snapshot saw, from the interpreter's set-up
+ * (where each request ends). */
+void signals_apply(pTHX_ struct perl_interp *pi, AV *sig)
+{
+	SV **pair = AvARRAY(sig);
+	for (Size_t n = av_count(sig); n >= 2; n -= 2, pair += 2) {
+		IV i = SvIVX(pair[0]);
+		SV *to = SvOK(pair[1]) ? pair[1] : NULL;
+		if (i == -1)
+			hook_set(aTHX_ pi, &PL_diehook, to, "__DIE__");
+		else if (i == 0)
+			hook_set(aTHX_ pi, &PL_warnhook, to, "__WARN__");
+		else if (PL_psig_ptr)
+			signal_set(aTHX_ pi, (int)i, to);
+	}
+}
+
+/* What the script's #! line asks for, each run (globals_end undoes it). */
+void switches_apply(pTHX_ struct perl_interp *pi, const struct perl_script_switches *sw)
+{
+	PL_dowarn = sw->dowarn;
+	PL_unsafe = sw->unsafe;
+	if (sw->rs) {
+		sv_setsv(pi->globals.sv_rs, sw->rs);
+		SvSETMAGIC(pi->globals.sv_rs);
+	}
+	if (sw->ors) {
+		sv_setsv(pi->globals.sv_ors, sw->ors);
+		SvSETMAGIC(pi->globals.sv_ors);
+	}
+	if (sw->inplace) {
+		Safefree(PL_inplace);
+		PL_inplace = savesvpv(sw->inplace);
+	}
+	PL_taint_warn = sw->taint_warn;
+}
+
+void globals_end(pTHX_ struct perl_interp *pi)
+{
+	signals_reset(aTHX_ pi);
+	SV *rs = pi->globals.sv_rs;
+	if (!(SvPOK(rs) && SvCUR(rs) == 1 && SvPVX(rs)[0] == '\n')) {
+		sv_setpvs(rs, "\n");
+		SvSETMAGIC(rs);
+	}
+	if (PL_ors_sv) {
+		sv_setsv(pi->globals.sv_ors, &PL_sv_undef);
+		SvSETMAGIC(pi->globals.sv_ors);
+	}
+	if (SvOK(pi->globals.sv_ofs))
+		sv_setsv(pi->globals.sv_ofs, &PL_sv_undef);
+	SV *ls = pi->globals.sv_listsep;
+	if (!(SvPOK(ls) && SvCUR(ls) == 1 && SvPVX(ls)[0] == ' '))
+		sv_setpvs(ls, " ");
+	SV *ss = pi->globals.sv_subsep;
+	if (!(SvPOK(ss) && SvCUR(ss) == 1 && SvPVX(ss)[0] == '\034'))
+		sv_setpvs(ss, "\034");
+	PL_dowarn = pi->globals.base_dowarn;
+	PL_unsafe = FALSE;
+	PL_taint_warn = FALSE;
+	if (PL_inplace) {
+		Safefree(PL_inplace);
+		PL_inplace = NULL;
+	}
+	if (hv_exists(GvHVn(PL_incgv), "CGI.pm", 6)) {
+		dSP;
+		PUSHMARK(SP);
+		PUTBACK;
+		call_sv((SV *)pi->globals.cgi_pm_reset, G_VOID | G_DISCARD | G_EVAL);
+	}
+	AV *inc = GvAVn(PL_incgv);
+	if (!av_same(aTHX_ inc, pi->globals.base_inc))
+		av_assign(aTHX_ inc, pi->globals.base_inc);
+}
+
+/* Whether a module whose settings are kept per script is loaded: two
+ * hash lookups, so that nothing else runs in an interpreter without it. */
+int settings_loaded(pTHX_ struct perl_interp *pi)
+{
+	HV *inc = GvHVn(PL_incgv);
+	for (SSize_t i = 0; i <= AvFILLp(pi->globals.settings_modules); i++) {
+		SV *name = AvARRAY(pi->globals.settings_modules)[i];
+		if (name && SvPOK(name) && hv_exists(inc, SvPVX(name), (I32)SvCUR(name)))
+			return 1;
+	}
+	return 0;
+}
+
+/* The loaded modules' settings become snapshot's (NULL: the set-up's). */
+void settings_apply(pTHX_ struct perl_interp *pi, SV *snapshot)
+{
+	dSP;
+	ENTER;
+	SAVETMPS;
+	PUSHMARK(SP);
+	XPUSHs(snapshot ? snapshot : &PL_sv_undef);
+	PUTBACK;
+	call_sv((SV *)pi->globals.settings_apply, G_VOID | G_DISCARD | G_EVAL);
+	FREETMPS;
+	LEAVE;
+}
+
+/* The loaded modules' settings now, as a new reference; NULL: none. */
+SV *settings_snapshot(pTHX_ struct perl_interp *pi)
+{
+	if (!settings_loaded(aTHX_ pi))
+		return NULL;
+	dSP;
+	ENTER;
+	SAVETMPS;
+	PUSHMARK(SP);
+	PUTBACK;
+	SV *snap = NULL;
+	if (call_sv((SV *)pi->globals.settings_snapshot, G_SCALAR | G_EVAL) == 1) {
+		SPAGAIN;
+		SV *got = POPs;
+		if (SvROK(got))
+			snap = newSVsv(got);
+		PUTBACK;
+	}
+	FREETMPS;
+	LEAVE;
+	return snap;
+}

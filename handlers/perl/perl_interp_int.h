@@ -1,0 +1,271 @@
+/* The Perl runtime's insides, shared by its files (perl.h needed; include
+ * perl_interp.h first): the interpreter's state, struct perl_interp, and
+ * the calls one concern makes into another. */
+#ifndef PLXD_PERL_INTERP_INT_H
+#define PLXD_PERL_INTERP_INT_H
+
+#include "perl_registry.h"
+
+#include <EXTERN.h>
+#include <perl.h>
+#include <XSUB.h>
+#include <perliol.h>
+
+#include <pthread.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <time.h>
+
+/* Internal to the runtime: never bound to a like-named symbol of plxd's
+ * when the runtime is a plugin (plxd-perl-threads.so). */
+#pragma GCC visibility push(hidden)
+
+/* What a standard handle looked like when it was (re)opened, and what the
+ * worker put on its fd. */
+struct std_state {
+	PerlIO *f;
+	PerlIOl *top; /* the top layer: another means layers were pushed */
+	U32 flags;
+	dev_t dev; /* the fd's file between requests: /dev/null, the */
+	ino_t ino; /* response pipe, the log pipe */
+};
+
+enum std_check { STD_CLEAN, STD_CLEARERR, STD_REOPEN };
+
+/* A file a module was loaded from, as first seen. */
+struct module_file {
+	char *path;
+	struct stat st;
+	int inherited; /* a clone's copy of its parent's: only a restart loads it again */
+};
+
+/* Where a FastCGI-style script stands in its accept loop (perl_fcgi.c):
+ * cleared as each run begins. */
+struct fcgi_state {
+	int accepted;                  /* its first accept took the request that
+				   started the run */
+	int answered;                  /* the current request has been answered: its
+				   output goes nowhere (fd 1 is /dev/null) */
+	int last_call;                 /* FCGI's LastCall: the next accept ends the loop */
+	struct perl_run *pending;      /* a request for another script, which ended
+				     the loop: served once the script returns */
+	struct perl_stderr_hold after; /* fd 2 while the script runs on after
+					  its request was answered */
+	uint64_t turn_start;           /* clock_us() when the current request began */
+	unsigned long turn_forks;
+};
+
+/* The standard handles (perl_stdio.c). */
+struct perl_stdio_state {
+	struct std_state std[3];
+	Off_t std_posn[2]; /* tell(STDIN), tell(STDOUT) when opened */
+	GV *std_gv[3];     /* STDIN, STDOUT, STDERR */
+	GV *std_keep[3];   /* aliases sharing their original GPs */
+	IO *std_io[3];     /* their original IOs (kept by Worker.pm) */
+	CV *open_std;      /* PLXD::Worker::open_std */
+	CV *restore_std;   /* PLXD::Worker::restore_std */
+	/* PerlIO's count of handles on each of fd[0-2] after set-up: a Perl
+	 * thread the script started holds one more on each (its clone of
+	 * STDIN, STDOUT and STDERR). */
+	int fd_refs[3];
+	int threads_left; /* ... and some ran on after a request: fd[1] and
+			     fd[2] are theirs, on /dev/null */
+};
+
+/* The globals every request starts from (perl_globals.c). */
+struct perl_globals_state {
+	AV *base_inc;           /* @INC after set-up */
+	HV *sig;                /* %SIG */
+	SV *base_sig[SIG_SIZE]; /* %SIG after set-up (NULL: default) */
+	SV *base_warnhook, *base_diehook;
+	HV *base_overrides; /* CORE::GLOBAL:: subs after set-up: name -> CV address */
+	U8 base_dowarn;     /* PL_dowarn: its flags (G_WARN_ONCE too), not a boolean */
+	SV *sv_zero, *sv_rs, *sv_ors, *sv_ofs, *sv_listsep, *sv_subsep;
+	SV *sv_line;           /* $. */
+	CV *cgi_pm_reset;      /* PLXD::Worker::cgi_pm_reset */
+	CV *settings_apply;    /* PLXD::Worker::settings_apply */
+	CV *settings_snapshot; /* PLXD::Worker::settings_snapshot */
+	AV *settings_modules;  /* @PLXD::Worker::SETTINGS_MODULES */
+};
+
+/* The process environment during requests (perl_env.c). */
+struct perl_env_state {
+	char **env_array; /* environ during requests */
+	size_t env_array_cap;
+	char *env_buf; /* its strings */
+	size_t env_buf_cap;
+};
+
+/* An interpreter thread's clone only (perl_clone.c). */
+struct perl_clone_state {
+	/* A clone holds one count of perl's own on each fd[i] (PerlIOUnix_refcnt):
+	 * perl never closes them, so no other thread of plxd (an accept) can be
+	 * given the number between perl's close and the dup2 that puts a file
+	 * back there, or a second close at the clone's end. */
+	int fd_held;
+	int cancel;      /* perl_interp_cancel asked for the script's end (atomic) */
+	int canceled;    /* ... and it was ended */
+	pid_t *children; /* what its scripts forked, not yet reaped */
+	size_t nchildren, children_cap;
+	pthread_t thread; /* the thread it serves on */
+	/* Its alarm: a timer whose SIGALRM goes to its thread only. */
+	timer_t alarm_timer;
+	int alarm_timer_ok;
+	volatile sig_atomic_t alarm_armed; /* a SIGALRM now is this alarm's */
+	volatile sig_atomic_t alarm_fired; /* ... and it came: run $SIG{ALRM} */
+	int births[2];                     /* each process its scripts start writes its
+			  pid into [1] (clone_child), for a stop to find */
+	unsigned long births_read;         /* forks whose births were read */
+	char **child_env;                  /* %ENV as its children get it (fork) */
+	size_t child_env_cap;
+	char *child_env_buf;
+	size_t child_env_buf_cap;
+	sigset_t child_ignore; /* ... and the signals %SIG has as 'IGNORE' */
+};
+
+/* The files its modules were loaded from (perl_modwatch.c). */
+struct perl_modwatch_state {
+	struct module_file *modules;
+	size_t nmodules, modules_cap;
+	STRLEN inc_keys_seen;
+	uint64_t next_module_check_ms;
+	AV *system_inc; /* Perl's own folders: modules there are not watched */
+};
+
+struct perl_interp {
+	PerlInterpreter *perl;
+	struct perl_registry *registry;
+	int devnull;
+	int stdout_fd;  /* copy of the response channel, to restore fd 1 */
+	int stderr_fd;  /* copy of the original fd 2, to restore it */
+	int stdin_body; /* fd 0 holds a request body */
+	/* The descriptors STDIN, STDOUT and STDERR live on: 0, 1 and 2 in a
+	 * worker process; an interpreter thread inside plxd has its own, as
+	 * 0-2 are plxd's. The std_* functions index by handle (0-2) and act on
+	 * these. */
+	int fd[3];
+	int cloned;         /* an interpreter thread's, cloned from plxd's parent */
+	CV *open_data;      /* PLXD::Worker::open_data */
+	CV *fcgi_install;   /* PLXD::Worker::fcgi_install */
+	int fcgi_installed; /* FCGI's accept is plxd's (perl_modwatch.c) */
+	/* -T and -t on a #! line ([perl] taint = honour): taint checks are
+	 * perl's from its start, so such a script runs in a second
+	 * interpreter started with them, made when the first one comes, and
+	 * kept: the twin of a worker's interpreter, in the same process, or
+	 * of an interpreter thread's clone, cloned from a tainted parent that
+	 * plxd's parent makes when a first thread needs it. The twin runs only
+	 * what asks for taint checks, this one only what does not. */
+	struct perl_interp *twin;
+	struct perl_interp *on;           /* the one serving the request now (atomic) */
+	struct perl_interp *parent;       /* a clone's */
+	struct perl_interp *taint_parent; /* a parent's tainted one */
+	struct perl_interp_options opts;  /* as created, for making the twin */
+	int sys_init;                     /* it ran PERL_SYS_INIT3 */
+	SV *sv_execname;                  /* $^X */
+
+	PerlIO *tail;               /* STDOUT, while its buffer is run->tail */
+	unsigned long forks;        /* counted by the fork hook */
+	unsigned long forks_reaped; /* forks whose children are all reaped */
+	int exit_called;            /* the script called exit (our override) */
+	int exit_status;
+	/* Perl values the set-up of the request being served freed (what the
+	 * request before left in %ENV, $@, @ARGV): its growth measure counts
+	 * them as there at its start (growth_check). */
+	IV reset_freed;
+
+	const struct perl_transport *transport;
+	struct perl_run *run;            /* the request being served */
+	struct perl_script *script;      /* its script, once compiled */
+	struct perl_script *last_script; /* the script of the request before */
+	int stop;                        /* serve no other request */
+	mode_t start_umask;              /* plxd's at start-up: each request's, as under CGI */
+	int destroying;                  /* perl_interp_destroy runs: exit is refused */
+
+	/* One group per concern, each used by its file. */
+	struct perl_stdio_state stdio;
+	struct perl_globals_state globals;
+	struct perl_env_state env;
+	struct fcgi_state fcgi;
+	struct perl_modwatch_state modwatch;
+	struct perl_clone_state clone; /* zero in a worker */
+};
+
+/* The calling thread's interpreter: the XS exit and the fork hook find it
+ * here (one per worker process; one per interpreter thread in plxd). */
+extern _Thread_local struct perl_interp *current;
+/* This is a process a script forked. */
+extern _Thread_local volatile sig_atomic_t forked_child;
+
+typedef void protected_fn(pTHX_ void *arg);
+
+/* The thread-only code (perl_clone.c), which only what runs interpreter
+ * threads has: the runtime's common code calls it through this table,
+ * for a clone (pi->cloned) or a thread's parent (opts.threaded) only.
+ * NULL in a worker process. */
+struct perl_clone_hooks {
+	void (*xs_init)(pTHX); /* PLXD::Worker's thread-mode XS functions */
+	void (*fork_prepare)(struct perl_interp *pi);
+	void (*fork_child)(struct perl_interp *pi);
+	void (*alarm_disarm)(struct perl_interp *pi);
+	void (*children_reap)(struct perl_interp *pi);
+	/* The tainted twin of clone pi ([perl] taint = honour). */
+	struct perl_interp *(*twin_make)(struct perl_interp *pi, char *err, size_t errlen);
+	/* Frees what a clone holds beyond its interpreter, as it is destroyed. */
+	void (*end)(struct perl_interp *pi);
+};
+extern const struct perl_clone_hooks *perl_clone_hooks;
+
+/* perl_env.c */
+void change_dir(const char *script);
+void env_sync(pTHX_ struct perl_interp *pi, char *const *env);
+
+/* perl_fcgi.c */
+void fcgi_release_stderr(pTHX_ struct perl_interp *pi);
+XS(xs_fcgi_accept);
+XS(xs_fcgi_finish);
+XS(xs_fcgi_flush);
+XS(xs_fcgi_last_call);
+
+/* perl_globals.c */
+void av_assign(pTHX_ AV *dst, AV *src);
+AV *av_copy(pTHX_ AV *av);
+int av_same(pTHX_ AV *a, AV *b);
+void globals_begin(pTHX_ struct perl_interp *pi, const struct perl_run *run);
+void globals_end(pTHX_ struct perl_interp *pi);
+void settings_apply(pTHX_ struct perl_interp *pi, SV *snapshot);
+int settings_loaded(pTHX_ struct perl_interp *pi);
+SV *settings_snapshot(pTHX_ struct perl_interp *pi);
+void signals_apply(pTHX_ struct perl_interp *pi, AV *sig);
+AV *signals_snapshot(pTHX_ struct perl_interp *pi);
+void switches_apply(pTHX_ struct perl_interp *pi, const struct perl_script_switches *sw);
+
+/* perl_interp.c */
+void install_sigpipe(void);
+int interp_bind(pTHX_ struct perl_interp *pi, char *err, size_t errlen);
+struct perl_interp *interp_create(const struct perl_interp_options *o, int tainted, char *err,
+		size_t errlen);
+int protect(pTHX_ protected_fn *fn, void *arg);
+
+/* perl_modwatch.c */
+void modules_record(pTHX_ struct perl_interp *pi);
+
+/* perl_run.c */
+void interp_enter(struct perl_interp *pi);
+void report(pTHX_ struct perl_interp *pi, SV *err);
+void tail_sent(struct perl_interp *pi);
+
+/* perl_stdio.c */
+void fd_refs_record(struct perl_interp *pi);
+int std_fd_moved(struct perl_interp *pi, int fd);
+PerlIO *std_handle(pTHX_ struct perl_interp *pi, int fd);
+void std_open(pTHX_ struct perl_interp *pi, int handle);
+void std_record(pTHX_ struct perl_interp *pi, int fd);
+void std_record_target(struct perl_interp *pi, int fd, int target);
+void std_unbuffer(pTHX_ struct perl_interp *pi);
+void stdio_begin(pTHX_ struct perl_interp *pi, struct perl_run *run);
+void stdio_end(pTHX_ struct perl_interp *pi, struct perl_run *run, int in_script);
+void threads_check(pTHX_ struct perl_interp *pi);
+
+#pragma GCC visibility pop
+
+#endif
