@@ -309,10 +309,13 @@ static enum MHD_Result header_join_line(void *cls, enum MHD_ValueKind kind, cons
 const char *plxd_request_header_list(struct plxd_request *pub, const char *name)
 {
 	struct request *r = REQUEST_OF(pub);
+	const char *first = plxd_request_header(pub, name);
+	if (!first)
+		return NULL; /* most requests: no walk over the headers */
 	struct header_join j = { .name = name };
 	MHD_get_connection_values(pub->connection, MHD_HEADER_KIND, header_join_line, &j);
 	if (j.lines < 2)
-		return plxd_request_header(pub, name); /* most requests: no copy */
+		return first; /* no copy */
 	char *text = xmalloc(j.len + 1);
 	j = (struct header_join){ .name = name, .text = text };
 	MHD_get_connection_values(pub->connection, MHD_HEADER_KIND, header_join_line, &j);
