@@ -171,15 +171,7 @@ static int fcgi_answer(pTHX_ struct perl_interp *pi)
 static void fcgi_turn_begin(pTHX_ struct perl_interp *pi, struct perl_run *run)
 {
 	struct fcgi_state *f = &pi->fcgi;
-	*run = (struct perl_run){ .script = run->script,
-		.dev = run->dev,
-		.ino = run->ino,
-		.size = run->size,
-		.mtime_sec = run->mtime_sec,
-		.mtime_nsec = run->mtime_nsec,
-		.env = run->env,
-		.stdin_fd = run->stdin_fd,
-		.want_running = run->want_running };
+	run_clear_outcome(run);
 	pi->run = run;
 	/* What the script printed after the last request was answered (after
 	 * Finish) goes nowhere, not into this one. */

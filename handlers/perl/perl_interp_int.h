@@ -251,6 +251,7 @@ void modules_record(pTHX_ struct perl_interp *pi);
 
 /* perl_run.c */
 void interp_enter(struct perl_interp *pi);
+void run_clear_outcome(struct perl_run *run);
 void report(pTHX_ struct perl_interp *pi, SV *err);
 void tail_sent(struct perl_interp *pi);
 

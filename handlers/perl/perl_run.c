@@ -314,13 +314,10 @@ static void overrides_restore(pTHX_ AV *hidden)
 	SvREFCNT_dec(hidden);
 }
 
-/* Runs one request's script (and, for a FastCGI-style script, the later
- * requests its accept loop takes: pi->run is the last of them). */
-static void run_request(struct perl_interp *pi, struct perl_run *run)
+/* Clears what a previous turn set in run's outcome, keeping what came in
+ * with the request: for the first run and each FastCGI-style accept. */
+void run_clear_outcome(struct perl_run *run)
 {
-	dTHXa(pi->perl);
-	struct fcgi_state *f = &pi->fcgi;
-	struct perl_run after_loop = { .script = run->script };
 	*run = (struct perl_run){ .script = run->script,
 		.dev = run->dev,
 		.ino = run->ino,
@@ -330,6 +327,16 @@ static void run_request(struct perl_interp *pi, struct perl_run *run)
 		.env = run->env,
 		.stdin_fd = run->stdin_fd,
 		.want_running = run->want_running };
+}
+
+/* Runs one request's script (and, for a FastCGI-style script, the later
+ * requests its accept loop takes: pi->run is the last of them). */
+static void run_request(struct perl_interp *pi, struct perl_run *run)
+{
+	dTHXa(pi->perl);
+	struct fcgi_state *f = &pi->fcgi;
+	struct perl_run after_loop = { .script = run->script };
+	run_clear_outcome(run);
 	pi->run = run;
 	pi->script = NULL;
 	memset(f, 0, sizeof *f);
