@@ -99,11 +99,12 @@ const struct conf_key server_keys[] = {
 		.help = "bytes per second of request body that extend body_timeout; 0: the whole "
 			"body within body_timeout",
 		.tests = "integration/limits.t"),
-	SERVER_KEY("max_header_size", CONF_SIZE, max_header_size, "32K", .min = 4096,
+	SERVER_KEY("max_header_size", CONF_SIZE, max_header_size, "8K", .min = 4096,
 		.max = 1024 * 1024, .flags = CONF_RESTART,
-		.help = "a request line and headers together at most; libmicrohttpd's memory for "
-			"a connection is twice this and 16 KB, so a head at the limit that is all "
-			"cookies, with 200 fields, fits",
+		.help = "a request line and headers together at most (lighttpd's default); "
+			"libmicrohttpd's memory for a connection is twice this and 16 KB, 32 KB "
+			"at least, so a head at the limit that is all cookies, with 200 fields, "
+			"fits; above 8K that memory is mapped and unmapped for every connection",
 		.limit = "served at the limit; one byte more: 414 when the request line is what "
 			 "does not fit, else 431, and the connection closed",
 		.tests = "integration/limits.t integration/attacks.t"),

@@ -180,7 +180,8 @@ void http_url(int fd, char *out, size_t outlen)
 
 size_t http_connection_memory(unsigned long long max_header_size)
 {
-	return (size_t)(2 * max_header_size) + HTTP_FIELDS_ROOM;
+	size_t needed = (size_t)(2 * max_header_size) + HTTP_FIELDS_ROOM;
+	return needed > HTTP_POOL_MALLOC_MAX ? needed : HTTP_POOL_MALLOC_MAX;
 }
 
 /* ---- per-IP limit ---------------------------------------------------------- */

@@ -81,11 +81,16 @@ void http_stop(void);
  * header, HTTP_FIELD_COST bytes for every header line, cookie and query
  * parameter, and then the response's head. Twice max_header_size and
  * HTTP_FIELDS_ROOM: a head at the limit that is all cookie fits, with 200
- * fields; plxd itself enforces max_header_size (request.c). More would
- * cost every keep-alive request: libmicrohttpd clears all of it between
- * two requests. */
-#define HTTP_FIELD_COST  64
-#define HTTP_FIELDS_ROOM (16 * 1024)
+ * fields; plxd itself enforces max_header_size (request.c). Never less
+ * than HTTP_POOL_MALLOC_MAX, which costs no more than less would: up to
+ * there libmicrohttpd 0.9.75 takes the memory from malloc, beyond it from
+ * mmap, an mmap and a munmap for every connection, which halved the
+ * requests per second with a new connection each (8K is the default for
+ * that reason). More memory also costs every keep-alive request:
+ * libmicrohttpd clears what was used between two requests. */
+#define HTTP_FIELD_COST      64
+#define HTTP_FIELDS_ROOM     (16 * 1024)
+#define HTTP_POOL_MALLOC_MAX (32 * 1024)
 size_t http_connection_memory(unsigned long long max_header_size);
 
 /* For request.c and status.c. */
