@@ -3,8 +3,9 @@
  * one libmicrohttpd daemon in external epoll mode inside it: the daemon's
  * epoll descriptor is a watch of the loop, beside the shared listening
  * socket (EPOLLEXCLUSIVE: one thread wakes per connection) and whatever the
- * handlers of its requests watch. A connection stays on the thread that
- * accepted it; an idle one costs its libmicrohttpd memory, not a thread.
+ * handlers of its requests watch. The thread that accepts a connection
+ * hands it to the thread with the fewest, where it stays; an idle one
+ * costs its libmicrohttpd memory, not a thread.
  *
  * plxd accepts the connections itself and hands them to its thread's
  * daemon (MHD_add_connection), so the connection limits are enforced before
@@ -70,6 +71,7 @@ struct evthread {
 	size_t shut_cap;
 	int stop;
 	int busy_at_stop; /* a request's work outlived the stop: keep the loop */
+	atomic_uint load; /* its connections, with those handed to it */
 };
 
 static struct evthread *threads;
@@ -295,6 +297,8 @@ static void accept_resume(struct loop_timer *t)
 }
 
 static void serve(struct evthread *th, struct conn *c);
+static void serve_on(struct evthread *to, struct conn *c);
+static struct evthread *least_loaded(struct evthread *th);
 static void hold(struct evthread *th, struct conn *c);
 static void on_recheck(struct loop_timer *t);
 
@@ -333,9 +337,43 @@ static void on_listen(struct loop_watch *w, unsigned events)
 		} else if (a == ADMIT_HOLD) {
 			hold(th, c);
 		} else {
-			serve(th, c);
+			serve_on(least_loaded(th), c);
 		}
 	}
+}
+
+/* The thread with the fewest connections, th on a tie. The thread that
+ * woke for the listening socket would take every connection that arrives
+ * together (a benchmark's, a browser's): spread, they use every core. */
+static struct evthread *least_loaded(struct evthread *th)
+{
+	struct evthread *best = th;
+	unsigned best_load = atomic_load_explicit(&th->load, memory_order_relaxed);
+	for (unsigned i = 0; i < nthreads; i++) {
+		unsigned load = atomic_load_explicit(&threads[i].load, memory_order_relaxed);
+		if (load < best_load) {
+			best = &threads[i];
+			best_load = load;
+		}
+	}
+	return best;
+}
+
+static void serve_posted(void *arg)
+{
+	struct conn *c = arg;
+	serve(c->thread, c);
+}
+
+/* Serves c on thread to: here, or posted to it. */
+static void serve_on(struct evthread *to, struct conn *c)
+{
+	atomic_fetch_add_explicit(&to->load, 1, memory_order_relaxed);
+	c->thread = to;
+	if (to->loop == loop_current())
+		serve(to, c);
+	else
+		loop_post(to->loop, serve_posted, c);
 }
 
 /* Hands the admitted connection c to libmicrohttpd. */
@@ -355,6 +393,7 @@ static void serve(struct evthread *th, struct conn *c)
 		/* libmicrohttpd closed the socket. */
 		if (th->conns_pending == c) {
 			th->conns_pending = NULL;
+			atomic_fetch_sub_explicit(&th->load, 1, memory_order_relaxed);
 			if (c->ip_counted)
 				ip_count_add((struct sockaddr *)&c->peer, -1, 0);
 			atomic_fetch_sub(&open_connections, 1);
@@ -408,7 +447,7 @@ static void on_recheck(struct loop_timer *t)
 		if (open_count)
 			held_close(c, open_count);
 		else
-			serve(th, c);
+			serve_on(th, c);
 	}
 	if (th->held)
 		loop_timer_set(th->loop, &th->recheck, now + PER_IP_RECHECK_MS, on_recheck);
@@ -448,6 +487,7 @@ static void on_connection(void *cls, struct MHD_Connection *connection, void **s
 		ip_count_add((struct sockaddr *)&c->peer, -1, 0);
 	stats_conn_phase(&c->phase, STATS_IDLE);
 	atomic_fetch_sub(&open_connections, 1);
+	atomic_fetch_sub_explicit(&th->load, 1, memory_order_relaxed);
 	free(c->target);
 	free(c);
 	*socket_context = NULL;
@@ -663,6 +703,8 @@ static void log_from_mhd(void *cls, const char *fmt, va_list ap)
 static void *thread_main(void *arg)
 {
 	struct evthread *th = arg;
+	/* Named, for top -H and the tests (an inline Perl run shows here). */
+	pthread_setname_np(pthread_self(), "plxd-event");
 	stats_thread_attach((unsigned)(th - threads));
 	while (!th->stop) {
 		MHD_UNSIGNED_LONG_LONG mt;
