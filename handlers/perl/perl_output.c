@@ -42,7 +42,10 @@ static ssize_t script_read(struct gw *g, char *buf, size_t len)
 		return -1;
 	}
 	ssize_t n = -1;
-	if (q->drained < DRAIN_MAX && !q->pipe_eof) {
+	if (q->w->out < 0) {
+		/* An inline run: everything it printed is in the tail. */
+		q->pipe_eof = 1;
+	} else if (q->drained < DRAIN_MAX && !q->pipe_eof) {
 		size_t room = DRAIN_MAX - q->drained;
 		while ((n = read(q->w->out, buf, len < room ? len : room)) < 0 && errno == EINTR)
 			;
@@ -117,7 +120,7 @@ void perl_req_on_drain(struct loop_watch *w, unsigned events)
 	 * prints is drained, or it would block on the full pipe before it
 	 * could be ended. */
 	int unbounded = q->be->drain_unbounded && q->phase != PERL_REQ_DONE;
-	while ((unbounded || q->drained < DRAIN_MAX)
+	while (q->w->out >= 0 && (unbounded || q->drained < DRAIN_MAX)
 			&& (n = read(q->w->out, chunk, sizeof chunk)) > 0)
 		q->drained += (size_t)n;
 	if (q->drained >= DRAIN_MAX)
