@@ -192,6 +192,7 @@ static int pipe_take(struct perl_inline_thread *it, int fd, int out, const char 
 static void *watchdog_main(void *arg)
 {
 	struct perl_inline *in = arg;
+	pthread_setname_np(pthread_self(), "plxd-watchdog");
 	pthread_mutex_lock(&in->lock);
 	while (!in->stop) {
 		struct timespec at = clock_deadline(CLOCK_REALTIME, WATCHDOG_MS);
