@@ -129,7 +129,10 @@ void gw_started(struct gw *g, int in_fd, int out_fd, int err_fd)
 	if (g->r)
 		plxd_body_resume(g->r); /* a streamed body waited for stdin */
 	feed(g);
-	pull(g);
+	/* Watched later: what it prints is read at its end or once watched;
+	 * a read now, as it only starts, would almost always find nothing. */
+	if (!later)
+		pull(g);
 }
 
 /* The script runs on: its descriptors are watched from now. What its

@@ -82,8 +82,8 @@ struct gw_settings {
 	/* 0: the script's output and stderr are watched from its start.
 	 * Otherwise only once it has run this long: a handler that also
 	 * learns of the script's end another way (gw_output_ready) spares a
-	 * quick script's watches, and a script that fills a pipe meanwhile
-	 * waits that long at most. */
+	 * quick script's watches and the read of its output at its start,
+	 * and a script that fills a pipe meanwhile waits that long at most. */
 	unsigned watch_after_ms;
 };
 
