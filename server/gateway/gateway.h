@@ -160,8 +160,9 @@ void gw_output_ready(struct gw *g);
 void gw_ended(struct gw *g);
 
 /* The script can write no more to its stderr (a worker answered for it):
- * what is there is relayed now, and what comes later is not its. */
-void gw_stderr_end(struct gw *g);
+ * what is there is relayed now, and what comes later is not its. empty:
+ * the handler has seen that there is nothing (no read is made). */
+void gw_stderr_end(struct gw *g, int empty);
 
 /* The handler is done with the script: the last of its stderr is logged,
  * and the gateway lets go of everything it watched or held. */

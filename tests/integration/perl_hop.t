@@ -1,14 +1,16 @@
 # The hop to a Perl worker process, made as cheap as it can be: what a
 # script's STDOUT still buffers at its end comes back with DONE, in one
-# message, and plxd reads the response pipe once after it (what the script
-# flushed before its end comes first); the control socket is watched with
-# a one-shot watch left in the loop's set, so a request that ends with
-# DONE makes one epoll_ctl and no delete. Checked here: responses exactly
-# at STDOUT's buffer (8 KB, one message) and one byte past it, flushed
-# output before the buffered rest, a streamed response, workers that exit
-# or are killed right after their DONE (their sockets' entries go with
-# them), on two event threads sharing one worker; and, with strace, the
-# system calls of plxd's event thread per request.
+# message; one poll after DONE tells whether the script wrote to the
+# response or stderr pipe itself before its end (most write to neither),
+# and only then is either read, the pipe's bytes before DONE's; the
+# control socket is watched with a one-shot watch left in the loop's set,
+# so a request that ends with DONE makes one epoll_ctl and no delete.
+# Checked here: responses exactly at STDOUT's buffer (8 KB, one message)
+# and one byte past it, flushed output before the buffered rest, stderr
+# with and without output flushed, a streamed response, workers killed or
+# exiting right after their DONE (their sockets' entries go with them), on
+# two event threads sharing one worker; and, with strace, the system calls
+# of plxd's event thread per request.
 use strict;
 use warnings;
 use Test::More;
@@ -35,6 +37,13 @@ my $first = $ENV{QUERY_STRING} || 10;
 print "Content-Type: text/plain\n\n", 'a' x $first;
 STDOUT->flush;
 print 'b' x 10;
+EOF
+    # Its stderr, logged as its own, whether or not it flushed output.
+    'warn.plx' => <<'EOF',
+$| = 1 if $ENV{QUERY_STRING} =~ /flush/;
+print "Content-Type: text/plain\n\n";
+print STDERR "hop-warn $ENV{QUERY_STRING}\n";
+print "body\n";
 EOF
     'stream.plx' => <<'EOF',
 $| = 1;
@@ -90,6 +99,11 @@ sub gone {
             "$first bytes flushed, then 10 buffered: in that order");
     }
 
+    for my $q (qw(plain-1 flush-1 plain-2 flush-2)) {
+        is($ka->get($s->url("/warn.plx?$q"))->{content}, "body\n", "a script that writes to stderr ($q)");
+        ok($s->wait_log(qr/warn\.plx: hop-warn \Q$q\E$/m, 30), '... logged as its own');
+    }
+
     my $sock = $s->connect;
     print $sock "GET /stream.plx HTTP/1.1\r\nHost: x\r\n\r\n";
     my @r = read_responses($sock, 1);
@@ -138,7 +152,7 @@ sub gone {
 SKIP: {
     my $strace = `command -v strace 2>/dev/null`;
     chomp $strace;
-    skip 'no strace', 6 unless $strace;
+    skip 'no strace', 7 unless $strace;
     my $s = PlxdTest->start(
         files    => \%files,
         server   => { threads => 1 },
@@ -155,7 +169,7 @@ SKIP: {
     my $tracer = fork // die "fork: $!";
     if (!$tracer) {
         open STDERR, '>', $s->dir . '/strace.err';
-        exec $strace, '-f', '-yy', '-e', 'trace=epoll_ctl,read,recvmsg,sendmsg', '-o', $trace,
+        exec $strace, '-f', '-yy', '-e', 'trace=epoll_ctl,read,recvmsg,sendmsg,poll', '-o', $trace,
             '-p', $pid;
         POSIX::_exit(127);
     }
@@ -163,7 +177,7 @@ SKIP: {
         my @tasks = glob "/proc/$pid/task/*/status";
         @tasks && !grep { PlxdTest::read_file($_) !~ /^TracerPid:\s*[1-9]/m } @tasks;
     }, 30);
-    skip 'strace cannot attach here', 5 unless $attached;
+    skip 'strace cannot attach here', 6 unless $attached;
     my $n = 20;
     my $answered = 0;
     for (1 .. $n) {
@@ -174,14 +188,19 @@ SKIP: {
     waitpid $tracer, 0;
     is($answered, $n, "$n keep-alive requests answered under strace");
     my @lines = split /\n/, PlxdTest::read_file($trace);
-    my ($ctl_del, $ctl_arm, @after_done, $in_done) = (0, 0);
+    my ($ctl_del, $ctl_arm, @after_done, @polls, $in_done) = (0, 0);
     for (@lines) {
+        if (/^\d+\s+poll\(.*\Q$out\E/ && $in_done) {
+            $polls[-1]++;
+            next;
+        }
         next unless /^\d+\s+(\w+)\((\d+)<([^>]*)>(.*)/;
         my ($call, $fd, $what, $rest) = ($1, $2, $3, $4);
         if ($call eq 'epoll_ctl' && $rest =~ /EPOLL_CTL_(\w+), \d+<UNIX/) {
             $1 eq 'DEL' ? $ctl_del++ : $ctl_arm++;
         } elsif ($call eq 'recvmsg' && $what =~ /^UNIX/) {
             push @after_done, 0;
+            push @polls, 0;
             $in_done = 1;
         } elsif ($call eq 'sendmsg' && $what =~ /^UNIX/) {
             $in_done = 0;
@@ -193,8 +212,11 @@ SKIP: {
         or diag(PlxdTest::read_file($trace));
     is($ctl_del, 0, '... and the control socket never taken out of the loop for them');
     is($ctl_arm, $n, '... one epoll_ctl each to watch it');
-    is(join(',', grep { $_ != 1 } @after_done), '',
-        '... the response pipe read once after each DONE, the drain after the response included');
+    is(join(',', grep { $_ != 1 } @polls), '',
+        '... after each DONE, one poll of the response and stderr pipes')
+        or diag(PlxdTest::read_file($trace));
+    is(join(',', grep { $_ != 0 } @after_done), '',
+        '... and, finding nothing there, no read of the response pipe, the drain after the response included');
 }
 
 done_testing;
