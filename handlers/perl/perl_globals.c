@@ -186,10 +186,14 @@ static void signals_reset(pTHX_ struct perl_interp *pi)
 	 * script's alarm, and its end at timeout, from waking it. A worker and
 	 * an interpreter thread block nothing while they serve. Perl's own
 	 * ops leave the mask as they found it: only C code (POSIX's, another
-	 * module's) can leave a signal blocked, so the mask is read only once
-	 * a module with C code is loaded. */
+	 * module's) can leave a signal blocked, so the mask is read only
+	 * after POSIX::sigprocmask ran (in thread mode, where plxd loads
+	 * POSIX), or while a module with C code is loaded. */
 	sigset_t mask;
-	if (c_code && pthread_sigmask(SIG_SETMASK, NULL, &mask) == 0 && !sigisemptyset(&mask)) {
+	unsigned masks = __atomic_load_n(&script_masks, __ATOMIC_ACQUIRE);
+	int mask_read = c_code || masks != pi->globals.masks_seen;
+	pi->globals.masks_seen = masks;
+	if (mask_read && pthread_sigmask(SIG_SETMASK, NULL, &mask) == 0 && !sigisemptyset(&mask)) {
 		sigemptyset(&mask);
 		pthread_sigmask(SIG_SETMASK, &mask, NULL);
 	}
@@ -197,15 +201,16 @@ static void signals_reset(pTHX_ struct perl_interp *pi)
 
 /* Whether a module with C code of its own is loaded (XSLoader and
  * DynaLoader note each in @DynaLoader::dl_modules; POSIX and Time::HiRes
- * are such modules): C code can change what watch (perl_interp.c) counts
- * without running the ops it watches. */
+ * are such modules), besides those plxd's thread set-up loaded and
+ * watches: C code can change what watch (perl_interp.c) counts without
+ * running the ops it watches. */
 int c_code_loaded(pTHX_ struct perl_interp *pi)
 {
 	if (!pi->globals.dl_modules)
 		pi->globals.dl_modules = gv_fetchpvs("DynaLoader::dl_modules", GV_ADD | GV_ADDMULTI,
 				SVt_PVAV);
 	AV *av = GvAV(pi->globals.dl_modules);
-	return av && av_count(av) > 0;
+	return av && av_count(av) > pi->globals.plxd_c_modules;
 }
 
 /* Where %SIG differs from the interpreter's set-up right after a script

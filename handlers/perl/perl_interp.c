@@ -89,7 +89,8 @@ static OP *ck_exit(pTHX_ OP *o)
  * a request that begins in another thread meanwhile sees the change (the
  * umask, process-wide) and puts it back, as it did before. A die inside
  * the op (a tainted argument) changed nothing. */
-unsigned script_chdirs = 1, script_umasks = 1, script_alarms = 1, script_opens = 1;
+unsigned script_chdirs = 1, script_umasks = 1, script_alarms = 1, script_opens = 1,
+	 script_masks = 1;
 
 static void count(unsigned *n)
 {
@@ -131,7 +132,60 @@ static OP *pp_syscall_watched(pTHX)
 	count(&script_umasks);
 	count(&script_alarms);
 	count(&script_opens);
+	count(&script_masks);
 	return next;
+}
+
+/* POSIX's dup2 and close (a file put on, or taken off, a standard
+ * descriptor under its handle) and sigprocmask, counted before they run:
+ * in thread mode plxd loads POSIX itself, so that its being loaded says
+ * nothing of what a script did. The CVs stay the same (imports, \&, the
+ * prototype): only the C function they call is this one, which calls
+ * POSIX's. */
+static XSUBADDR_t posix_dup2, posix_close, posix_sigprocmask;
+
+static XS(watched_dup2)
+{
+	count(&script_opens);
+	posix_dup2(aTHX_ cv);
+}
+
+static XS(watched_close)
+{
+	count(&script_opens);
+	posix_close(aTHX_ cv);
+}
+
+static XS(watched_sigprocmask)
+{
+	count(&script_masks);
+	posix_sigprocmask(aTHX_ cv);
+}
+
+static int watch_xsub(pTHX_ const char *name, XSUBADDR_t *real, XSUBADDR_t watched)
+{
+	CV *cv = get_cv(name, 0);
+	if (!cv || !CvISXSUB(cv))
+		return -1;
+	if (CvXSUB(cv) != watched) {
+		*real = CvXSUB(cv); /* the same in every interpreter: one POSIX.so */
+		CvXSUB(cv) = watched;
+	}
+	return 0;
+}
+
+/* Once plxd's thread set-up loaded POSIX: what it loaded with C code is
+ * not counted as the scripts' (c_code_loaded), as these are watched. */
+void watch_posix(pTHX_ struct perl_interp *pi)
+{
+	if (watch_xsub(aTHX_ "POSIX::dup2", &posix_dup2, watched_dup2) < 0
+			|| watch_xsub(aTHX_ "POSIX::close", &posix_close, watched_close) < 0
+			|| watch_xsub(aTHX_ "POSIX::sigprocmask", &posix_sigprocmask,
+					   watched_sigprocmask)
+					< 0)
+		return;
+	AV *loaded = get_av("DynaLoader::dl_modules", 0);
+	pi->globals.plxd_c_modules = loaded ? av_count(loaded) : 0;
 }
 
 static Perl_check_t ck_chdir_next, ck_umask_next, ck_alarm_next, ck_syscall_next, ck_open_next,
@@ -439,6 +493,8 @@ struct perl_interp *interp_create(const struct perl_interp_options *o, int taint
 		snprintf(err, errlen, "thread set-up failed: %s", SvPV_nolen(ERRSV));
 		goto fail;
 	}
+	if (o->threaded)
+		watch_posix(aTHX_ pi);
 	AV *inc = GvAVn(PL_incgv);
 	pi->modwatch.system_inc = av_copy(aTHX_ inc);
 	size_t ninc = 0;

@@ -88,7 +88,11 @@ struct perl_globals_state {
 	CV *settings_snapshot; /* PLXD::Worker::settings_snapshot */
 	AV *settings_modules;  /* @PLXD::Worker::SETTINGS_MODULES */
 	GV *dl_modules;        /* *DynaLoader::dl_modules, once looked up */
-	unsigned alarms_seen;  /* script_alarms when alarm(0) last ran */
+	/* What plxd's own thread set-up loaded of them (POSIX, Fcntl), with
+	 * the POSIX functions that matter watched (watch_posix). */
+	Size_t plxd_c_modules;
+	unsigned masks_seen;  /* script_masks when the signal mask was last read */
+	unsigned alarms_seen; /* script_alarms when alarm(0) last ran */
 };
 
 /* One of the last request's variables (perl_env.c). */
@@ -248,10 +252,12 @@ void umask_restore(struct perl_interp *pi);
 
 /* How many times scripts ran the ops through which Perl code changes the
  * process state a request sets up (chdir, umask, alarm, open and sysopen;
- * syscall counts for all four), in any thread, a script's Perl threads'
- * too (perl_interp.c, watch): a step that puts one back is skipped while
- * its count is what it was when the step last ran. Atomic. */
-extern unsigned script_chdirs, script_umasks, script_alarms, script_opens;
+ * syscall counts for all), or, in thread mode, the POSIX functions that
+ * do (dup2, close: opens; sigprocmask: masks), in any thread, a script's
+ * Perl threads' too (perl_interp.c, watch): a step that puts one back is
+ * skipped while its count is what it was when the step last ran. Atomic. */
+extern unsigned script_chdirs, script_umasks, script_alarms, script_opens, script_masks;
+void watch_posix(pTHX_ struct perl_interp *pi);
 
 /* perl_fcgi.c */
 void fcgi_release_stderr(pTHX_ struct perl_interp *pi);

@@ -14,8 +14,8 @@ use Test::More;
 use PlxdTest;
 
 # Prints what the script sees, then disturbs it as the query says; the
-# next request prints again. Nothing it loads has C code (XS), so that the
-# skips stay on in a worker.
+# next request prints again. Nothing it loads has C code (XS) but for the
+# last cases (POSIX), so that the skips stay on in a worker until then.
 my $probe = <<'EOF';
 my %d = map { $_ => 1 } split /,/, $ENV{QUERY_STRING};
 print "Content-Type: text/plain\n\n";
@@ -33,6 +33,8 @@ my @child = grep { /^(SERVER_NAME|HTTP_X_PROBE|ADDED|ONLY|GATEWAY_INTERFACE)=/ }
     split /\n/, `$^X -e 'print map { "\$_=\$ENV{\$_}\\n" } sort keys %ENV'`;
 print "child $_\n" for @child;
 print "stdin=", scalar(<STDIN>) // 'eof', "\n";
+open(my $st, '<', '/proc/thread-self/status') or die "/proc/thread-self/status: $!";
+print grep { /^SigBlk:/ } <$st>;
 
 chdir '/' if $d{chdir};
 chdir "$ENV{DOCUMENT_ROOT}/sub" if $d{chdir_sub};
@@ -51,6 +53,15 @@ $_ .= '!' for $d{values} ? values %ENV : ();
 open(STDOUT, '>', '/dev/null') if $d{stdout};
 open(STDIN, '<', 'marker.txt') if $d{stdin};
 open(STDERR, '>', '/dev/null') if $d{stderr};
+if ($d{dup2}) {
+    require POSIX;
+    open(my $null, '>', '/dev/null') or die;
+    POSIX::dup2(fileno($null), fileno(STDOUT));
+}
+if ($d{mask}) {
+    require POSIX;
+    POSIX::sigprocmask(POSIX::SIG_BLOCK(), POSIX::SigSet->new(POSIX::SIGUSR1()));
+}
 EOF
 
 my %files = (
@@ -119,5 +130,11 @@ after_each('STDOUT reopened on /dev/null', 'stdout', %x);
 after_each('STDERR reopened on /dev/null', 'stderr', %x);
 after_each('STDIN reopened on a file', 'stdin', %x);
 after_each('STDIN reopened, then a body', 'stdin', %x, body => "the body\n");
+
+# C code: POSIX's dup2 and sigprocmask. In thread mode plxd loads POSIX
+# itself and watches these two; in a worker, once a script loaded a module
+# with C code, every step runs after every request.
+after_each("POSIX::dup2 onto STDOUT's descriptor", 'dup2', %x);
+after_each('POSIX::sigprocmask blocking SIGUSR1', 'mask', %x);
 
 done_testing;
