@@ -55,8 +55,8 @@ open(STDIN, '<', 'marker.txt') if $d{stdin};
 open(STDERR, '>', '/dev/null') if $d{stderr};
 if ($d{dup2}) {
     require POSIX;
-    open(my $null, '>', '/dev/null') or die;
-    POSIX::dup2(fileno($null), fileno(STDOUT));
+    my $null = POSIX::open('/dev/null', POSIX::O_WRONLY());    # no open op: only dup2 tells
+    POSIX::dup2($null, fileno(STDOUT));
 }
 if ($d{mask}) {
     require POSIX;
