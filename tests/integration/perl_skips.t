@@ -18,6 +18,7 @@ use PlxdTest;
 # last cases (POSIX), so that the skips stay on in a worker until then.
 my $probe = <<'EOF';
 my %d = map { $_ => 1 } split /,/, $ENV{QUERY_STRING};
+$| = 1;    # through fd 1, not only STDOUT's buffer: a file put there shows
 print "Content-Type: text/plain\n\n";
 my $m;
 my $marker = open($m, '<', 'marker.txt') ? readline($m) : "no marker.txt here\n";
