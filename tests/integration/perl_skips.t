@@ -56,8 +56,8 @@ open(STDIN, '<', 'marker.txt') if $d{stdin};
 open(STDERR, '>', '/dev/null') if $d{stderr};
 if ($d{dup2}) {
     require POSIX;
-    my $null = POSIX::open('/dev/null', POSIX::O_WRONLY());    # no open op: only dup2 tells
-    POSIX::dup2($null, fileno(STDOUT));
+    my $file = POSIX::open('marker.txt', POSIX::O_RDONLY());    # no open op: only dup2 tells
+    POSIX::dup2($file, fileno(STDIN));
 }
 if ($d{mask}) {
     require POSIX;
@@ -135,7 +135,7 @@ after_each('STDIN reopened, then a body', 'stdin', %x, body => "the body\n");
 # C code: POSIX's dup2 and sigprocmask. In thread mode plxd loads POSIX
 # itself and watches these two; in a worker, once a script loaded a module
 # with C code, every step runs after every request.
-after_each("POSIX::dup2 onto STDOUT's descriptor", 'dup2', %x);
+after_each("POSIX::dup2 of a file onto STDIN's descriptor", 'dup2', %x);
 after_each('POSIX::sigprocmask blocking SIGUSR1', 'mask', %x);
 
 done_testing;
