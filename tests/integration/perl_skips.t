@@ -20,9 +20,10 @@ my $probe = <<'EOF';
 my %d = map { $_ => 1 } split /,/, $ENV{QUERY_STRING};
 $| = 1;    # through fd 1, not only STDOUT's buffer: a file put there shows
 print "Content-Type: text/plain\n\n";
-my $m;
-my $marker = open($m, '<', 'marker.txt') ? readline($m) : "no marker.txt here\n";
-print "marker=$marker";
+# Files are read through ARGV, which runs no open op: an open would make
+# the next request check the standard descriptors whatever else happened.
+sub first_line { local @ARGV = @_; my $line = <>; return $line // "none\n" }
+print "marker=", first_line('marker.txt');
 printf "umask=%04o\n", umask;
 print "alarm=", alarm(0), "\n";
 # Every variable but those that name the request or its connection.
@@ -34,8 +35,8 @@ my @child = grep { /^(SERVER_NAME|HTTP_X_PROBE|ADDED|ONLY|GATEWAY_INTERFACE)=/ }
     split /\n/, `$^X -e 'print map { "\$_=\$ENV{\$_}\\n" } sort keys %ENV'`;
 print "child $_\n" for @child;
 print "stdin=", scalar(<STDIN>) // 'eof', "\n";
-open(my $st, '<', '/proc/thread-self/status') or die "/proc/thread-self/status: $!";
-print grep { /^SigBlk:/ } <$st>;
+print STDERR "said $ENV{HTTP_X_SAY}\n" if $ENV{HTTP_X_SAY};
+{ local @ARGV = ('/proc/thread-self/status'); print grep { /^SigBlk:/ } <> }
 
 chdir '/' if $d{chdir};
 chdir "$ENV{DOCUMENT_ROOT}/sub" if $d{chdir_sub};
@@ -58,6 +59,10 @@ if ($d{dup2}) {
     require POSIX;
     my $file = POSIX::open('marker.txt', POSIX::O_RDONLY());    # no open op: only dup2 tells
     POSIX::dup2($file, fileno(STDIN));
+}
+if ($d{dup2_err}) {
+    require POSIX;
+    POSIX::dup2(POSIX::open('/dev/null', POSIX::O_WRONLY()), fileno(STDERR));
 }
 if ($d{mask}) {
     require POSIX;
@@ -137,5 +142,10 @@ after_each('STDIN reopened, then a body', 'stdin', %x, body => "the body\n");
 # with C code, every step runs after every request.
 after_each("POSIX::dup2 of a file onto STDIN's descriptor", 'dup2', %x);
 after_each('POSIX::sigprocmask blocking SIGUSR1', 'mask', %x);
+answer('/probe.plx?dup2_err', %x);
+answer('/probe.plx', headers => { 'X-Say' => "after dup2 $_" }) for 1 .. 2;
+ok(PlxdTest::wait_for(sub { $s->logs =~ /said after dup2 2/ }, 10),
+    "POSIX::dup2 of /dev/null onto STDERR's descriptor: the next requests' STDERR reaches the log")
+    or diag $s->logs;
 
 done_testing;
