@@ -1,5 +1,5 @@
 # What a request's set-up skips when nothing changed since the last request
-# of the same interpreter (doc/perl.md, "What a request costs"): %ENV's
+# of the same interpreter (doc/perl.md, "What a request's set-up skips"): %ENV's
 # lookups, the chdir to the script's folder, the umask, alarm(0), the
 # fstat of the standard descriptors. Each is skipped only while the
 # scripts run since changed none of it: here a script disturbs each one,
