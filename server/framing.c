@@ -6,8 +6,8 @@
  * and ends the head at a line with an empty name: each lets a client
  * smuggle a second request past a proxy that reads the bytes differently.
  * What its API hides is looked for where it leaves the head in its read
- * buffer (framing_head), and a chunked body's line ends where it leaves
- * them in front of the data (framing_chunk_data). */
+ * buffer (framing_head); a chunked body's line ends are read as the bytes
+ * arrive (chunk_scan). */
 #include "framing.h"
 
 #include <stdint.h>
@@ -247,27 +247,143 @@ unsigned framing_end(struct framing *f, const char **why)
 	return f->status;
 }
 
-const char *framing_chunk_data(const char *base, const char *data, const char *prev_end)
+void chunk_scan_begin(struct chunk_scan *s)
 {
-	uintptr_t b = (uintptr_t)base, d = (uintptr_t)data;
-	/* The size line ends right before the data, in an LF. */
-	if (!base || d <= b || data[-1] != '\n')
-		return NULL;
-	if (d - b < 2 || data[-2] != '\r')
-		return "a chunk-size line ending in a bare LF";
-	/* Before the size line: nothing read with it, or the previous chunk's
-	 * end. That ends in an LF too, the last one before the size line's. */
-	const char *line_end = memrchr(base, '\n', (size_t)(d - b) - 2);
-	if (!line_end)
-		return NULL;
-	uintptr_t e = (uintptr_t)line_end;
-	/* At base, or right after it: this read began with the chunk's end
-	 * (its data came in an earlier one). Further on: this read holds the
-	 * previous chunk's data too, which ended at prev_end. */
-	const char *crlf = e - b <= 1 ? base : prev_end;
-	if ((uintptr_t)crlf + 1 != e || *crlf != '\r')
-		return "a chunk's data followed by a bare LF instead of CRLF";
-	return NULL;
+	*s = (struct chunk_scan){ .state = CHUNK_SIZE };
+}
+
+static int hex_digit(unsigned char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* The end of a chunk-size line: the data, or after the last chunk (size
+ * 0) the trailers. */
+static void size_line_done(struct chunk_scan *s)
+{
+	s->state = s->size ? CHUNK_DATA : CHUNK_TRAILER;
+	s->cr = 0;
+}
+
+static int refuse_lf(struct chunk_scan *s, const char *why)
+{
+	s->state = CHUNK_REFUSED;
+	s->why = why;
+	return -1;
+}
+
+int chunk_scan(struct chunk_scan *s, const char *p, size_t n)
+{
+	static const char size_lf[] = "a chunk-size line ending in a bare LF";
+	static const char last_lf[] = "the last chunk's line ending in a bare LF";
+	size_t i = 0;
+	while (i < n) {
+		unsigned char c = (unsigned char)p[i];
+		int d;
+		switch (s->state) {
+		case CHUNK_DONE:
+			return 1;
+		case CHUNK_REFUSED:
+			return -1;
+		case CHUNK_LEFT:
+			return 0;
+		case CHUNK_DATA: {
+			size_t take = n - i < s->size ? n - i : (size_t)s->size;
+			s->size -= take;
+			s->length += take;
+			i += take;
+			if (!s->size)
+				s->state = CHUNK_DATA_CR;
+			continue;
+		}
+		case CHUNK_SIZE:
+			/* libmicrohttpd reads digits up to ';' or the line end,
+			 * all hex, and refuses a size past 2^64 - 1 (413). */
+			if ((d = hex_digit(c)) >= 0) {
+				if (s->size > UINT64_MAX >> 4)
+					s->state = CHUNK_LEFT;
+				s->size = s->size << 4 | (uint64_t)d;
+				s->digits = 1;
+			} else if (c == ';' && s->digits) {
+				s->state = CHUNK_EXT;
+				s->cr = 0;
+			} else if (c == '\r') {
+				s->state = CHUNK_SIZE_CR;
+			} else if (c == '\n') {
+				return refuse_lf(s, s->digits && !s->size ? last_lf : size_lf);
+			} else {
+				s->state = CHUNK_LEFT;
+			}
+			break;
+		case CHUNK_SIZE_CR:
+			if (c == '\n' && s->digits)
+				size_line_done(s);
+			else
+				s->state = CHUNK_LEFT;
+			break;
+		case CHUNK_EXT:
+			/* libmicrohttpd ends the line at its first LF, whatever the
+			 * extension holds. */
+			if (c == '\n') {
+				if (!s->cr)
+					return refuse_lf(s, s->size ? size_lf : last_lf);
+				size_line_done(s);
+			} else {
+				s->cr = c == '\r';
+			}
+			break;
+		case CHUNK_DATA_CR:
+			if (c == '\n')
+				return refuse_lf(s,
+						"a chunk's data followed by a bare LF instead of CRLF");
+			s->state = c == '\r' ? CHUNK_DATA_LF : CHUNK_LEFT;
+			break;
+		case CHUNK_DATA_LF:
+			if (c == '\n') {
+				s->state = CHUNK_SIZE;
+				s->size = 0;
+				s->digits = 0;
+			} else {
+				s->state = CHUNK_LEFT;
+			}
+			break;
+		case CHUNK_TRAILER:
+			if (c == '\n')
+				return refuse_lf(s,
+						"the line ending a chunked body's trailers in a bare LF");
+			s->state = c == '\r' ? CHUNK_END_LF : CHUNK_TRAILER_LINE;
+			s->cr = c == '\r';
+			break;
+		case CHUNK_END_LF:
+			if (c == '\n') {
+				s->length++;
+				s->state = CHUNK_DONE;
+				return 1;
+			}
+			/* A line that starts with a CR: a trailer line (libmicrohttpd
+			 * ends a line only at CRLF or LF). */
+			s->state = CHUNK_TRAILER_LINE;
+			s->cr = c == '\r';
+			break;
+		case CHUNK_TRAILER_LINE:
+			if (c == '\n') {
+				if (!s->cr)
+					return refuse_lf(s, "a trailer line ending in a bare LF");
+				s->state = CHUNK_TRAILER;
+			}
+			s->cr = c == '\r';
+			break;
+		}
+		s->length++;
+		i++;
+	}
+	return s->state == CHUNK_DONE ? 1 : s->state == CHUNK_REFUSED ? -1 : 0;
 }
 
 unsigned framing_check(const char *method, const char *version,

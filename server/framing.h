@@ -6,6 +6,7 @@
 #define PLXD_FRAMING_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* State for checking one request's fields one by one: framing_begin, then
  * framing_field for each header in the order received, then framing_end.
@@ -66,16 +67,46 @@ void framing_field(struct framing *f, const char *name, size_t name_len, const c
  * with *why set to a short reason for the log. */
 unsigned framing_end(struct framing *f, const char **why);
 
-/* A chunked body's framing (RFC 9112 7.1): every chunk-size line and every
- * chunk's end must be CRLF; libmicrohttpd 0.9.75 takes a bare LF for either.
- * It decodes the body in its read buffer, from base (the byte after the
- * head) on, and hands plxd each piece of a chunk's data where it lies: when
- * data lies past base, what precedes it was read with it, in order: the
- * previous chunk's data (ending at prev_end, the end of the piece handed
- * before), its CRLF, the size line. Returns why the framing seen there is
- * refused, or NULL. Data at base means its framing was read earlier and is
- * gone: it cannot be told (doc/security.md). */
-const char *framing_chunk_data(const char *base, const char *data, const char *prev_end);
+/* A chunked body's framing (RFC 9112 7.1), read as it arrives: every line
+ * of it (each chunk-size line, the CRLF after each chunk's data, the last
+ * chunk's line, each trailer line and the empty line after them) must end
+ * in CRLF. libmicrohttpd 0.9.75 decodes the body itself and takes a bare LF
+ * for a CRLF in each of them, so a front end that reads the bytes by the
+ * RFC finds the body ending elsewhere. plxd hands chunk_scan every byte
+ * libmicrohttpd reads after the head, in order (server/recv_tap.c), and
+ * refuses the request at the first bare LF. A body libmicrohttpd refuses
+ * itself (a size that is not hex, or past 2^64 - 1; no CRLF after a
+ * chunk's data) is left to it. */
+enum chunk_state {
+	CHUNK_SIZE,         /* the chunk-size's digits */
+	CHUNK_SIZE_CR,      /* a CR after them */
+	CHUNK_EXT,          /* a chunk extension, to the line's end */
+	CHUNK_DATA,         /* size: the bytes of data still to come */
+	CHUNK_DATA_CR,      /* the CRLF after the data */
+	CHUNK_DATA_LF,      /* ... its LF */
+	CHUNK_TRAILER,      /* the start of a trailer line, or of the empty one */
+	CHUNK_TRAILER_LINE, /* inside a trailer line */
+	CHUNK_END_LF,       /* the LF of the empty line that ends the body */
+	CHUNK_DONE,         /* the body has ended: what follows is not its own */
+	CHUNK_REFUSED,      /* a bare LF: why says where */
+	CHUNK_LEFT          /* malformed in a way libmicrohttpd refuses itself */
+};
+struct chunk_scan {
+	enum chunk_state state;
+	int digits;      /* the size line has a digit */
+	int cr;          /* the byte before is a CR */
+	uint64_t size;   /* the chunk-size read so far, then the data left */
+	uint64_t length; /* bytes of the body on the wire, to its end once done */
+	const char *why;
+};
+
+void chunk_scan_begin(struct chunk_scan *s);
+
+/* Takes the next n bytes after the head. Returns 0 while the body goes on
+ * (or is left to libmicrohttpd), 1 once it has ended (bytes past its end
+ * are not looked at: s->length is the body's length), -1 when refused
+ * (s->why says why); the same again after that. */
+int chunk_scan(struct chunk_scan *s, const char *p, size_t n);
 
 /* The same over a whole list, for tests and fuzzing. */
 struct framing_header {

@@ -15,6 +15,7 @@
 #include "clock.h"
 #include "log.h"
 #include "loop.h"
+#include "recv_tap.h"
 #include "resolve_cache.h"
 #include "site.h"
 #include "stats.h"
@@ -350,9 +351,11 @@ static void serve(struct evthread *th, struct conn *c)
 	/* on_connection takes c from here (libmicrohttpd calls it inside
 	 * MHD_add_connection). */
 	th->conns_pending = c;
+	recv_tap_open(c->fd);
 	if (MHD_add_connection(th->daemon, c->fd, (struct sockaddr *)&c->peer, c->peer_len)
 			!= MHD_YES) {
 		/* libmicrohttpd closed the socket. */
+		recv_tap_close(c->fd);
 		if (th->conns_pending == c) {
 			th->conns_pending = NULL;
 			if (c->ip_counted)
@@ -444,6 +447,7 @@ static void on_connection(void *cls, struct MHD_Connection *connection, void **s
 		th->conns = c->next;
 	if (c->next)
 		c->next->prev = c->prev;
+	recv_tap_close(c->fd);
 	if (c->ip_counted)
 		ip_count_add((struct sockaddr *)&c->peer, -1, 0);
 	stats_conn_phase(&c->phase, STATS_IDLE);
@@ -754,6 +758,10 @@ int http_start(int fd, const struct server_conf *server, const struct http_handl
 	long cores = sysconf(_SC_NPROCESSORS_ONLN);
 	nthreads = server->threads ? (unsigned)server->threads : (unsigned)(cores > 0 ? cores : 1);
 	raise_fd_limit(connection_cap);
+	if (recv_tap_init() < 0) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
 	threads = xcalloc(nthreads, sizeof *threads);
 	stats_threads_create(nthreads);
 	listen_fd = fd;

@@ -41,6 +41,10 @@ struct conn {
 	uint64_t request_start_us;
 	unsigned char phase;  /* enum stats_phase: reading, writing, idle */
 	unsigned queued_last; /* its send queue's bytes at the last tick */
+	/* The bytes of the connection before the current request's: where
+	 * libmicrohttpd's memory for it (pool) begins, in the stream. */
+	uint64_t stream_at;
+	const char *pool;
 };
 
 /* Binds and listens on "ADDR:PORT". Returns the socket, or -1 with err. */

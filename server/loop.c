@@ -141,6 +141,23 @@ int loop_watch_add(struct loop *l, struct loop_watch *w, int fd, unsigned want, 
 	return 0;
 }
 
+int loop_watch_once(struct loop *l, struct loop_watch *w, int fd, unsigned want, loop_watch_fn *cb)
+{
+	if (w->fd >= 0)
+		return 0;
+	struct epoll_event ev = { .events = epoll_events(want) | EPOLLONESHOT, .data.ptr = w };
+	/* Left disabled in the set by an earlier event, or never added (or
+	 * closed since, which took it out of the set). */
+	if (epoll_ctl(l->epfd, EPOLL_CTL_MOD, fd, &ev) < 0
+			&& (errno != ENOENT || epoll_ctl(l->epfd, EPOLL_CTL_ADD, fd, &ev) < 0))
+		return -1;
+	w->fd = fd;
+	w->want = want | LOOP_ONCE;
+	w->cb = cb;
+	l->watches++;
+	return 0;
+}
+
 /* A watch with want 0 is not in the epoll set at all: epoll reports a
  * hang-up even to a registration that asks for nothing, and a paused
  * reader whose peer has gone would be woken for ever. */
@@ -329,6 +346,12 @@ int loop_run_once(struct loop *l, int timeout_ms)
 			events |= LOOP_HUP;
 		if (e->events & (EPOLLHUP | EPOLLERR))
 			events |= LOOP_HUP | (w->want & (LOOP_IN | LOOP_OUT));
+		if (w->want & LOOP_ONCE) {
+			/* The kernel disabled it with this event. */
+			w->fd = -1;
+			w->want = 0;
+			l->watches--;
+		}
 		w->cb(w, events);
 		ran++;
 	}

@@ -18,11 +18,12 @@
 struct loop;
 
 enum {
-	LOOP_IN = 1,       /* readable, or its end (EOF, error) */
-	LOOP_OUT = 2,      /* writable, or its end */
-	LOOP_HUP = 4,      /* the peer hung up or shut down its side (EPOLLRDHUP) */
-	LOOP_EXCLUSIVE = 8 /* with loop_watch_add only: of the loops watching fd,
-			      one is woken (EPOLLEXCLUSIVE; a listening socket) */
+	LOOP_IN = 1,        /* readable, or its end (EOF, error) */
+	LOOP_OUT = 2,       /* writable, or its end */
+	LOOP_HUP = 4,       /* the peer hung up or shut down its side (EPOLLRDHUP) */
+	LOOP_EXCLUSIVE = 8, /* with loop_watch_add only: of the loops watching fd,
+			       one is woken (EPOLLEXCLUSIVE; a listening socket) */
+	LOOP_ONCE = 16      /* set by loop_watch_once: disarmed by its event */
 };
 
 struct loop_watch;
@@ -74,6 +75,15 @@ static inline void loop_watch_init(struct loop_watch *w)
  * nothing is delivered (a paused reader is not woken by its peer's end).
  * Returns 0, or -1 with errno. */
 int loop_watch_add(struct loop *l, struct loop_watch *w, int fd, unsigned want, loop_watch_fn *cb);
+/* Arms w for one event of fd (want): delivered once, after which w is
+ * disarmed (as if deleted) but fd stays in the loop's epoll set, disabled,
+ * so that arming it again on this loop, with this watch or another, costs
+ * one epoll_ctl where an add and a delete cost two (a worker's control
+ * socket, one answer per request). A no-op when w is armed. Until its
+ * event, w is removed with loop_watch_del; after it, fd leaves the set
+ * when it is closed. fd must not be watched on l otherwise. Returns 0, or
+ * -1 with errno. */
+int loop_watch_once(struct loop *l, struct loop_watch *w, int fd, unsigned want, loop_watch_fn *cb);
 /* Changes what an added watch waits for (a no-op when unchanged). */
 void loop_watch_set(struct loop *l, struct loop_watch *w, unsigned want);
 /* Stops watching (a no-op for a watch not added). Call it before closing

@@ -20,6 +20,7 @@
 #include "log.h"
 #include "loop.h"
 #include "path.h"
+#include "recv_tap.h"
 #include "request.h"
 #include "resolve.h"
 #include "resolve_cache.h"
@@ -76,10 +77,14 @@ struct request {
 	int streaming;         /* the handler's body() takes the body */
 	uint64_t body_seen;    /* bytes of body taken, kept or dropped */
 	uint64_t body_arrived; /* bytes of body offered, taken or not */
-	/* A chunked body in libmicrohttpd's read buffer: where it starts, and
-	 * where the last piece handed over ended (framing_chunk_data). */
-	const char *chunk_base;
-	const char *chunk_end;
+	/* Where the request ends in the connection's stream: from the body's
+	 * start (body_at), its Content-Length or, chunked, what chunk_scan
+	 * took. watching: the socket's reads go to chunk_scan. */
+	uint64_t body_at;
+	uint64_t body_declared;
+	int chunked;
+	int watching;
+	struct chunk_scan chunk;
 	char *target;
 	char *path;
 	char *file;
@@ -728,6 +733,61 @@ static enum MHD_Result header_framing(void *cls, enum MHD_ValueKind kind, const 
 	return MHD_YES;
 }
 
+/* A read of a chunked body's socket, as libmicrohttpd makes it: before it
+ * decodes the bytes, so a refusal stands before their data is handed on. */
+static void on_chunk_read(void *cls, const char *data, size_t len)
+{
+	struct request *r = cls;
+	int how = chunk_scan(&r->chunk, data, len);
+	if (!how)
+		return;
+	recv_tap_watch(r->conn->fd, NULL, NULL);
+	r->watching = 0;
+	if (how > 0)
+		return;
+	plxd_log(PLXD_LOG_INFO, "refused %s %s: %s", r->pub.method, r->target, r->chunk.why);
+	/* libmicrohttpd takes no answer before the body's end: the rest is
+	 * read and dropped, and the connection closed after the 400, before
+	 * anything behind the body is read. */
+	if (!r->refuse)
+		r->refuse = 400;
+	r->close = r->close_after = 1;
+}
+
+/* Checks the framing of a chunked body as far as libmicrohttpd has read it
+ * with the head, and has the socket's next reads checked until the body's
+ * end (on_chunk_read). The bytes read lie in libmicrohttpd's memory for
+ * the connection, in the order received, from its start (pool) to the
+ * byte body_at + (bytes read - body_at): nothing has been decoded or moved
+ * yet. Returns 0, or -1 when it answered (400, the connection closed). */
+static int chunk_watch(struct request *r, const char *body, size_t memory)
+{
+	struct conn *c = r->conn;
+	uint64_t bytes = 0;
+	const char *first = NULL;
+	r->chunked = 1;
+	chunk_scan_begin(&r->chunk);
+	int laid_out = c && recv_tap_state(c->fd, &bytes, &first) == 0 && first == c->pool
+			&& (uintptr_t)body >= (uintptr_t)first;
+	uintptr_t at = laid_out ? (uintptr_t)body - (uintptr_t)first : 0;
+	laid_out = laid_out && at <= memory && bytes >= r->body_at
+			&& bytes - r->body_at <= memory - at;
+	const char *why = "a chunked body whose framing plxd cannot check (libmicrohttpd's "
+			  "reads not seen, or not laid out as 0.9.75 leaves them)";
+	int how = laid_out ? chunk_scan(&r->chunk, body, (size_t)(bytes - r->body_at)) : -1;
+	if (how < 0) {
+		plxd_log(laid_out ? PLXD_LOG_INFO : PLXD_LOG_WARN, "refused %s %s: %s",
+				r->pub.method, r->target, laid_out ? r->chunk.why : why);
+		refuse(r, 400, 1);
+		return -1;
+	}
+	if (!how) {
+		recv_tap_watch(c->fd, on_chunk_read, r);
+		r->watching = 1;
+	}
+	return 0;
+}
+
 /* The first call of a request: its headers are in. */
 static void request_headers(struct request *r)
 {
@@ -787,10 +847,21 @@ static void request_headers(struct request *r)
 	uint64_t declared = length ? content_length_parse(length) : 0;
 	int too_large = declared > server->max_body || declared > INT64_MAX;
 	r->pub.content_length = declared > INT64_MAX ? INT64_MAX : (int64_t)declared;
+	const char *body = r->pub.method + head_len;
+	struct conn *c = r->conn;
+	uint64_t bytes;
+	if (c && !c->pool && recv_tap_state(c->fd, &bytes, &c->pool) < 0)
+		c->pool = NULL;
+	/* libmicrohttpd's memory for the connection starts with what it read
+	 * and has not used: the previous request's leftovers, the head. */
+	if (c && c->pool)
+		r->body_at = c->stream_at + (uint64_t)((uintptr_t)body - (uintptr_t)c->pool);
+	r->body_declared = declared;
 	if (MHD_lookup_connection_value(connection, MHD_HEADER_KIND,
 			    MHD_HTTP_HEADER_TRANSFER_ENCODING)) {
 		r->pub.content_length = -1;
-		r->chunk_base = r->pub.method + head_len;
+		if (chunk_watch(r, body, http_connection_memory(server->max_header_size)) < 0)
+			return;
 	}
 	/* The status page comes before any file of its name. A client that
 	 * may not see it gets what a missing file gets (404, the same way
@@ -888,16 +959,6 @@ enum MHD_Result request_access(void *cls, struct MHD_Connection *connection, con
 			http_body_progress(r->conn, (size_t)(arrived - r->body_arrived));
 		if (arrived > r->body_arrived)
 			r->body_arrived = arrived;
-		const char *why = framing_chunk_data(r->chunk_base, upload_data, r->chunk_end);
-		r->chunk_end = upload_data + len;
-		if (why && !r->refuse) {
-			/* libmicrohttpd takes no answer before the body's end: the
-			 * rest is read and dropped, and the connection closed after
-			 * the 400, before anything behind the body is read. */
-			plxd_log(PLXD_LOG_INFO, "refused %s %s: %s", r->pub.method, r->target, why);
-			r->refuse = 400;
-			r->close = r->close_after = 1;
-		}
 		if (arrived > r->site->config->server.max_body) {
 			/* libmicrohttpd accepts no response until the body has
 			 * been read; rather than read an endless chunked body to
@@ -1005,6 +1066,10 @@ void request_completed(void *cls, struct MHD_Connection *connection, void **con_
 		stats_conn_phase(&r->conn->phase, STATS_IDLE);
 	log_access(&entry);
 
+	if (r->conn && r->watching)
+		recv_tap_watch(r->conn->fd, NULL, NULL);
+	if (r->conn)
+		r->conn->stream_at = r->body_at + (r->chunked ? r->chunk.length : r->body_declared);
 	if (r->conn && r->close_after)
 		shutdown(r->conn->fd, SHUT_RDWR); /* before a pipelined request is read */
 	if (r->conn)

@@ -42,7 +42,10 @@ static ssize_t script_read(struct gw *g, char *buf, size_t len)
 		return -1;
 	}
 	ssize_t n = -1;
-	if (q->drained < DRAIN_MAX && !q->pipe_eof) {
+	if (q->pipe_clear && !q->tail_done) {
+		/* The pipe held nothing more from before the end: the tail
+		 * follows without another read. */
+	} else if (q->drained < DRAIN_MAX && !q->pipe_eof) {
 		size_t room = DRAIN_MAX - q->drained;
 		while ((n = read(q->w->out, buf, len < room ? len : room)) < 0 && errno == EINTR)
 			;
@@ -51,6 +54,7 @@ static ssize_t script_read(struct gw *g, char *buf, size_t len)
 			return n;
 		}
 		q->pipe_eof = n == 0;
+		q->pipe_clear = n < 0 && errno == EAGAIN;
 	} else if (!q->pipe_eof) {
 		q->dirty = 1; /* a background program floods it */
 	}
@@ -117,7 +121,10 @@ void perl_req_on_drain(struct loop_watch *w, unsigned events)
 	 * prints is drained, or it would block on the full pipe before it
 	 * could be ended. */
 	int unbounded = q->be->drain_unbounded && q->phase != PERL_REQ_DONE;
-	while ((unbounded || q->drained < DRAIN_MAX)
+	/* Read empty after its end, and no process it started holds the
+	 * pipe: the next request starts clean without another read. */
+	int clean = q->phase == PERL_REQ_DONE && q->pipe_clear && q->fresh < 0;
+	while (!clean && (unbounded || q->drained < DRAIN_MAX)
 			&& (n = read(q->w->out, chunk, sizeof chunk)) > 0)
 		q->drained += (size_t)n;
 	if (q->drained >= DRAIN_MAX)

@@ -74,6 +74,16 @@ static int send_request(void *ctx, struct perl_runner *r)
 	return 0;
 }
 
+/* Watches the control socket for the worker's next message. One at a
+ * time: each message disarms the watch, which leaves the socket in the
+ * loop's set, so the next request this worker serves on this loop arms it
+ * with one epoll_ctl, and a request that ends with DONE needs none to
+ * stop watching. */
+static void watch_ctl(struct perl_req *q)
+{
+	loop_watch_once(q->loop, &q->b.proc.ctl_w, worker_of(q)->ctl, LOOP_IN, on_ctl);
+}
+
 /* The worker has the request: its environment is no longer needed, and
  * its answers are watched for. */
 static void started(struct perl_req *q)
@@ -82,7 +92,7 @@ static void started(struct perl_req *q)
 	loop_watch_init(&q->b.proc.pid_w);
 	cgi_env_free(q->env);
 	q->env = NULL;
-	loop_watch_add(q->loop, &q->b.proc.ctl_w, worker_of(q)->ctl, LOOP_IN, on_ctl);
+	watch_ctl(q);
 }
 
 /* The worker sent RUNNING before the script printed a byte: it waits on
@@ -156,8 +166,10 @@ static void on_ctl(struct loop_watch *w, unsigned events)
 		else
 			close(fds[i]);
 	}
-	if (n < 0 && errno == EAGAIN)
+	if (n < 0 && errno == EAGAIN) {
+		watch_ctl(q); /* read already (peek_running) */
 		return;
+	}
 	uint32_t type = 0;
 	if (n >= (ssize_t)sizeof type)
 		memcpy(&type, wk->rx, sizeof type);
@@ -165,6 +177,7 @@ static void on_ctl(struct loop_watch *w, unsigned events)
 		memcpy(&q->run_info, wk->rx, sizeof q->run_info);
 		q->running = 1;
 		q->run_at_us = clock_us();
+		watch_ctl(q); /* DONE comes next */
 		return;
 	}
 	if (n < (ssize_t)sizeof q->result || type != PERL_WIRE_DONE) {

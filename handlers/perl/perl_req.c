@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -267,9 +268,20 @@ void perl_req_done(struct perl_req *q, int fresh)
 	q->phase = PERL_REQ_DONE;
 	q->fresh = fresh;
 	describe_done(q);
-	/* What it wrote to stderr before its end is in the pipe now; what
-	 * the runner writes after is not the script's. */
-	gw_stderr_end(&q->gw);
+	/* What it wrote to stderr and to its output pipe itself before its
+	 * end is in them now (what its STDOUT buffered came with the end).
+	 * One poll of both says what most scripts leave, nothing, where a
+	 * read of each would. */
+	struct pollfd pipes[2] = {
+		{ .fd = q->w->out, .events = POLLIN },
+		{ .fd = q->w->err, .events = POLLIN },
+	};
+	int polled = poll(pipes, 2, 0) >= 0;
+	if (polled && !pipes[0].revents)
+		q->pipe_clear = 1;
+	/* What the runner writes to stderr after its end is not the
+	 * script's. */
+	gw_stderr_end(&q->gw, polled && !pipes[1].revents);
 	if (q->stopped) {
 		/* Its output was not wanted: drained, dropped, and the runner
 		 * goes back. */

@@ -77,6 +77,8 @@ struct perl_req {
 	size_t drained; /* pipe output read after its end */
 	int tail_done;  /* what the pipe held at its end, then the tail, were read */
 	int pipe_eof;   /* every holder of the old pipe closed it */
+	int pipe_clear; /* read empty after its end: what was written before it
+			   is all read */
 	int lingering;  /* the timer is linger for the processes holding it */
 	int held;       /* ... and they held it past linger */
 	int dirty;      /* a program the script started writes on */

@@ -129,7 +129,10 @@ void gw_started(struct gw *g, int in_fd, int out_fd, int err_fd)
 	if (g->r)
 		plxd_body_resume(g->r); /* a streamed body waited for stdin */
 	feed(g);
-	pull(g);
+	/* Watched later: what it prints is read at its end or once watched;
+	 * a read now, as it only starts, would almost always find nothing. */
+	if (!later)
+		pull(g);
 }
 
 /* The script runs on: its descriptors are watched from now. What its
@@ -827,9 +830,10 @@ static void on_err(struct loop_watch *w, unsigned events)
 	relay_stderr(GW_OF(w, err_w), STDERR_BURST);
 }
 
-void gw_stderr_end(struct gw *g)
+void gw_stderr_end(struct gw *g, int empty)
 {
-	relay_stderr(g, 16 * STDERR_BURST); /* bounded: a background process may flood it */
+	if (!empty)
+		relay_stderr(g, 16 * STDERR_BURST); /* bounded: a background process may flood it */
 	log_lines_flush(&g->lines, g->script);
 	loop_watch_del(g->loop, &g->err_w);
 	g->err_fd = -1;
@@ -837,7 +841,7 @@ void gw_stderr_end(struct gw *g)
 
 void gw_fini(struct gw *g)
 {
-	gw_stderr_end(g);
+	gw_stderr_end(g, 0);
 	loop_watch_del(g->loop, &g->out_w);
 	loop_timer_stop(g->loop, &g->deadline);
 	loop_timer_stop(g->loop, &g->settle);

@@ -82,8 +82,8 @@ struct gw_settings {
 	/* 0: the script's output and stderr are watched from its start.
 	 * Otherwise only once it has run this long: a handler that also
 	 * learns of the script's end another way (gw_output_ready) spares a
-	 * quick script's watches, and a script that fills a pipe meanwhile
-	 * waits that long at most. */
+	 * quick script's watches and the read of its output at its start,
+	 * and a script that fills a pipe meanwhile waits that long at most. */
 	unsigned watch_after_ms;
 };
 
@@ -160,8 +160,9 @@ void gw_output_ready(struct gw *g);
 void gw_ended(struct gw *g);
 
 /* The script can write no more to its stderr (a worker answered for it):
- * what is there is relayed now, and what comes later is not its. */
-void gw_stderr_end(struct gw *g);
+ * what is there is relayed now, and what comes later is not its. empty:
+ * the handler has seen that there is nothing (no read is made). */
+void gw_stderr_end(struct gw *g, int empty);
 
 /* The handler is done with the script: the last of its stderr is logged,
  * and the gateway lets go of everything it watched or held. */

@@ -162,6 +162,57 @@ for my $ratio ('hello.plt / hello.plx, plxd, keep-alive', 'cgi_pm.plt / cgi_pm.p
     like($md, qr/^\| \Q$ratio\E \| \d+\.\d\d \|/m, "the ratio $ratio");
 }
 
+# CPU per request around every keep-alive run: measured rows have it, in
+# the table and the CSV.
+like($md, qr/^\| Target \| Server \| Handler \| Requests\/s \| p50 \(ms\) \| p99 \(ms\) \| CPU per request \(µs\) \| Errors \|$/m,
+    'section 4 has a CPU per request column');
+my @ka_ok = grep { $_->{section} eq 'ka' && $_->{status} eq 'ok' } @rows;
+my @no_cpu = grep {
+    my $r = $_;
+    (grep { ($r->{$_} // '') !~ $num } qw(cpu_us cpu_us_min cpu_us_max)) || $r->{cpu_us} <= 0
+        || $r->{cpu_us_min} > $r->{cpu_us} || $r->{cpu_us} > $r->{cpu_us_max}
+} @ka_ok;
+ok(@ka_ok >= 10 && !@no_cpu, 'every measured keep-alive row has its CPU per request, min <= median <= max')
+    or diag(explain(\@no_cpu));
+is(scalar(grep { $_->{section} ne 'ka' && length $_->{cpu_us} } @rows), 0, '... and only those');
+
+# Issue 30's targets: every row, plxd's own ratios measured and judged, the
+# peers' said to need --peers.
+like($md, qr/^## Targets \(issue 30\)\n\n\| Measurement \| plxd \| against \| Ratio \| Target \| Met \|$/m, 'the targets section');
+my %target_rows = map { /^\| ([^|]+?) \| (.*) \|$/ ? ($1 => [split / \| /, $2]) : () }
+    (($md =~ /^## Targets[^\n]*\n\n(.*?)\n\n/ms)[0] // '') =~ /^\|.*$/mg;
+my %goal = (
+    'hello.plt keep-alive / uWSGI native PSGI hello' => '≥ 1.5',
+    'hello.plt keep-alive / Feersum native PSGI hello' => '≥ 1.5',
+    "hello.plt keep-alive / plxd's static hello.html" => '≥ 0.5',
+    'hello.plt ab -c 10 / uWSGI native PSGI hello ab -c 10' => '≥ 1.0',
+    "plxd's CPU per hello.plt request / per static request (µs, keep-alive)" => '≤ 2.5',
+    'hello.plx keep-alive / ModPerl::Registry hello' => '≥ 1.75',
+    'hello.plx ab -c 10 / ModPerl::Registry hello ab -c 10' => '≥ 2.0',
+    "cgi_pm.plt keep-alive / ModPerl::Registry's cgi_pm" => '≥ 2.0',
+);
+for my $name (sort keys %goal) {
+    my $r = $target_rows{$name};
+    ok($r && $r->[3] eq $goal{$name}, "target row: $name, $goal{$name}") or diag(explain($r));
+    next unless $r;
+    if ($name =~ /plxd's/) {    # plxd against itself: measured without --peers
+        my ($a, $b, $ratio, $goal, $met) = @$r;
+        my ($cmp, $g) = split / /, $goal;
+        ok($ratio =~ /^\d+\.\d\d$/ && $met eq (($cmp eq '≥' ? $ratio >= $g : $ratio <= $g) ? 'yes' : 'no'),
+            "... measured ($a / $b = $ratio) and judged ($met)");
+        (my $x = $a) =~ tr/,//d;
+        (my $y = $b) =~ tr/,//d;
+        ok(abs($x / $y - $ratio) < 0.01 + 0.06 * $ratio, '... the ratio of the two figures');
+    } else {
+        is_deeply([@$r[2, 4]], ['not measured (--peers)', '-'], '... not measured without --peers');
+    }
+}
+my ($plt_cpu) = map { $_->{cpu_us} } grep { $_->{section} eq 'ka' && $_->{target} eq 'hello.plt' && $_->{workers} eq '2' } @rows;
+my ($html_cpu) = map { $_->{cpu_us} } grep { $_->{section} eq 'ka' && $_->{target} eq 'hello.html' && $_->{server} =~ /^plxd/ } @rows;
+my $cpu_row = $target_rows{"plxd's CPU per hello.plt request / per static request (µs, keep-alive)"};
+ok($cpu_row && $plt_cpu && $html_cpu && abs($cpu_row->[2] - $plt_cpu / $html_cpu) < 0.01,
+    "the CPU ratio is section 4's hello.plt and hello.html CPU per request ($plt_cpu / $html_cpu)");
+
 my %na = map { ("$_->{target} ($_->{server})" => 1) } @na;
 diag("not available in this build: " . join(", ", sort keys %na)) if @na;
 

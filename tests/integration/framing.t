@@ -21,6 +21,7 @@ use Time::HiRes qw(time);
 use PlxdTest;
 use PlxdRaw qw(responses);
 use IO::Select;
+use Socket qw(IPPROTO_TCP TCP_NODELAY);
 
 # Its timeouts are 60 s, so that "the connection closes at once" (within
 # 10 s) cannot be a connection closed at a timeout, however loaded the
@@ -244,14 +245,118 @@ like($ok[1]{body}, qr/^body\nhi\z/m, 'bare LF throughout: the body');
     @r = responses($raw);
     like($r[0]{body} // '', qr/^header X-A: b\nheader Content-Length: 5\n.*^body\nhello\z/ms,
         'out of reach: NUL and a bare LF end a line; the next line is a field of its own');
-    # A chunked body's last line ("0") and its trailers are read after the
-    # last data plxd is handed, so their line ends are libmicrohttpd's to
-    # judge: a bare LF there passes, and what follows is the next request.
-    $raw = $s->raw("${chunked}5\r\nhello\r\n0\n\r\n"
-        . "GET /smuggled.txt HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n", 10);
-    @r = responses($raw);
-    is(join(' ', map { $_->{status} } @r), '200 200',
-        "out of reach: the last chunk's line in a bare LF; the request behind is one of its own");
+}
+
+# ---- a bare LF anywhere in a chunked body's framing ---------------------------
+# libmicrohttpd takes a bare LF for CRLF in every line of a chunked body and
+# hands plxd only the data; plxd reads every byte it reads from the socket
+# (server/recv_tap.c). Each position, sent in one write and then byte by
+# byte (each byte a read of its own), to a static file, a CGI script and a
+# persistent-Perl script: 400, Connection: close, nothing after it answered.
+{
+    my $ran = "#!/usr/bin/perl\nprint qq{Content-Type: text/plain\\n\\nSCRIPT-RAN\\n};\n";
+    my $t = PlxdTest->start(
+        files    => { 'x.pl' => $ran, 'x.plx' => $ran, 'a.txt' => "a\n",
+                      'smuggled.txt' => "SMUGGLED-CONTENT\n" },
+        handlers => { '.pl' => 'cgi', '.plx' => 'perl' },
+        sections => { perl => { workers => 1 } },
+        server   => { connection_timeout => '60s', header_timeout => '60s', body_timeout => '60s' },
+    );
+    my $behind = "GET /smuggled.txt HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n";
+    my @positions = (
+        [ 'the first chunk-size line', "5\nhello\r\n0\r\n\r\n",
+          qr/a chunk-size line ending in a bare LF/ ],
+        [ 'a chunk-size line with an extension', "5;x=y\nhello\r\n0\r\n\r\n",
+          qr/a chunk-size line ending in a bare LF/ ],
+        [ "a chunk's end after its data", "5\r\nhello\n0\r\n\r\n",
+          qr/a chunk's data followed by a bare LF/ ],
+        [ 'a later chunk-size line', "5\r\nhello\r\n3\nabc\r\n0\r\n\r\n",
+          qr/a chunk-size line ending in a bare LF/ ],
+        [ "the last chunk's line", "5\r\nhello\r\n0\n\r\n",
+          qr/the last chunk's line ending in a bare LF/ ],
+        [ 'a trailer line', "5\r\nhello\r\n0\r\nX-T: 1\n\r\n",
+          qr/a trailer line ending in a bare LF/ ],
+        [ 'the final empty line', "5\r\nhello\r\n0\r\n\n",
+          qr/the line ending a chunked body's trailers in a bare LF/ ],
+        [ 'the final empty line after a trailer', "5\r\nhello\r\n0\r\nX-T: 1\r\n\n",
+          qr/the line ending a chunked body's trailers in a bare LF/ ],
+    );
+    my $n = 0;
+    for my $target ('/a.txt', '/x.pl', '/x.plx') {
+        for my $p (@positions) {
+            my ($where, $body, $why) = @$p;
+            for my $bytewise (0, 1) {
+                $n++;
+                my $name = "bare LF in $where, $target, " . ($bytewise ? 'byte by byte' : 'one write');
+                # A static file is served to a GET (a POST is 405 before its body).
+                my $method = $target eq '/a.txt' ? 'GET' : 'POST';
+                my $bytes = "$method $target?lf=$n HTTP/1.1\r\nHost: a\r\n"
+                    . "Transfer-Encoding: chunked\r\n\r\n$body$behind";
+                my $t0 = time;
+                my $raw = $bytewise ? bytewise($t, $bytes, 1) : $t->raw($bytes, 20);
+                my $took = time - $t0;
+                my @r = responses($raw);
+                is(join(' ', map { $_->{status} } @r), '400', "$name: 400 and nothing else");
+                is($r[0]{headers}{connection} // '', 'close', "$name: Connection: close");
+                unlike($raw, qr/SMUGGLED-CONTENT|SCRIPT-RAN/, "$name: neither the script nor what follows answered");
+                ok($took < 10, "$name: the connection closes at once");
+                like($t->error_log, qr/refused $method \Q$target?lf=$n\E: $why/, "$name: the reason is logged");
+            }
+        }
+    }
+    unlike($t->access_log, qr{/smuggled\.txt}, 'bare LF in chunked framing: nothing behind reached the access log');
+
+    # The same bodies in CRLF throughout, one write and byte by byte, each
+    # with a request behind on the same connection: both answered.
+    my @well = ("5\r\nhello\r\n0\r\n\r\n", "5;x=y\r\nhello\r\n3\r\nabc\r\n0\r\nX-T: 1\r\n\r\n",
+        "0\r\n\r\n");
+    for my $target ('/x.pl', '/x.plx') {
+        for my $body (@well) {
+            for my $bytewise (0, 1) {
+                my $bytes = "POST $target HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n"
+                    . "$body$behind";
+                my @r = responses($bytewise ? bytewise($t, $bytes) : $t->raw($bytes, 20));
+                (my $shown = $body) =~ s/\r\n/ /g;
+                is(join(' ', map { $_->{status} } @r), '200 200',
+                    "CRLF throughout ('$shown', $target, " . ($bytewise ? 'byte by byte' : 'one write')
+                    . '): both requests answered');
+            }
+        }
+    }
+    # Behind a request on the same connection, in the same write: plxd
+    # finds the chunked body where libmicrohttpd left the one before's
+    # leftovers (after a GET, after a Content-Length body, after a chunked
+    # body, and after blank lines it skips).
+    for my $first ("GET /a.txt HTTP/1.1\r\nHost: a\r\n\r\n",
+            "POST /x.pl HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n\r\nabc",
+            "POST /x.pl HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nab\r\n0\r\n\r\n",
+            "GET /a.txt HTTP/1.1\r\nHost: a\r\n\r\n\r\n\n") {
+        my $chunked = "POST /x.pl HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n";
+        (my $shown = $first) =~ s/\r?\n.*//s;
+        my @r = responses($t->raw("$first${chunked}5\r\nhello\r\n0\n\r\n$behind", 20));
+        is(join(' ', map { $_->{status} } @r), '200 400',
+            "pipelined behind '$shown': the bare LF refused, nothing after it answered");
+        @r = responses($t->raw("$first${chunked}5\r\nhello\r\n0\r\n\r\n$behind", 20));
+        is(join(' ', map { $_->{status} } @r), '200 200 200',
+            "pipelined behind '$shown': CRLF throughout, all three answered");
+    }
+}
+
+# Writes bytes one at a time, each after the one before has been read
+# (TCP_NODELAY, a pause between), or with $until_answer until plxd answers;
+# then reads until it closes.
+sub bytewise {
+    my ($server, $bytes, $until_answer) = @_;
+    my $sock = $server->connect;
+    setsockopt($sock, IPPROTO_TCP, TCP_NODELAY, 1);
+    my $sel = IO::Select->new($sock);
+    local $SIG{PIPE} = 'IGNORE';
+    for my $byte (split //, $bytes) {
+        last if $until_answer && $sel->can_read(0);
+        last unless $sock->syswrite($byte);
+        select(undef, undef, undef, 0.002);
+    }
+    return PlxdTest::read_until_closed($sock, 20);
 }
 
 # ---- Content-Length, max_body and 2^64 ----------------------------------------

@@ -7,6 +7,7 @@ use warnings;
 use Test::More;
 use File::Temp qw(tempdir);
 use HTTP::Tiny;
+use POSIX ();
 use PlxdServer;
 use PlxdTest qw(plxd_bin write_file wait_for);
 
@@ -79,6 +80,33 @@ ok($s->killed && $told == 1, 'killed reports it, and on_kill was called once');
 my ($kid) = keys %kids;
 ok(wait_for(sub { my $st = (PlxdServer::_stat_fields($kid))[0]; !defined $st || $st eq 'Z' }, 10),
     'its child was ended too');
+
+# tree_cpu: the CPU time a process and every process below it have used, a
+# child that has ended (and been waited for) and one still running
+# included. Each spends 0.3 s of CPU time (user and system: asking for it
+# is a system call), which does not depend on the machine's load.
+my $busy = <<'END';
+sub cpu { my ($u, $s) = times; $u + $s }
+sub spin { my $until = cpu() + 0.3; 1 while cpu() < $until }
+my $ended = fork // die;
+if (!$ended) { spin(); exit 0 }
+waitpid $ended, 0;
+pipe my $r, my $w or die;
+my $running = fork // die;
+if (!$running) { close $r; spin(); close $w; sleep 60; exit 0 }
+close $w;
+spin();
+<$r>;    # its spin is over
+$| = 1;
+print "listening on http://127.0.0.1:1/\n";
+sleep 60;
+END
+$s = PlxdServer->start(cmd => [$^X, '-e', $busy], session => 'setsid', timeout => 60);
+my $cpu = PlxdServer::tree_cpu($s->pid);
+my @own = (PlxdServer::_stat_fields($s->pid))[11, 12];
+ok($cpu >= 0.88 && $cpu < 1.5, "tree_cpu counts the process, its ended child and its running one ($cpu s)");
+ok(($own[0] + $own[1]) / POSIX::sysconf(POSIX::_SC_CLK_TCK()) < 0.6, '... where its own utime + stime count one');
+$s->stop(grace => 10, descendants => 5);
 
 # No other file starts plxd its own way: no exec of plxd outside PlxdServer.
 my $src = PlxdTest::source_dir();

@@ -184,6 +184,22 @@ sub proc_start { (_stat_fields($_[0]))[19] }
 sub proc_pgrp    { (_stat_fields($_[0]))[2] }
 sub proc_session { (_stat_fields($_[0]))[3] }
 
+# The CPU time, in seconds, that pid and every process below it have used:
+# each one's utime + stime (a process's own line counts all its threads,
+# those that have ended too) and cutime + cstime (its children that have
+# exited and been waited for). Read before and after a load, the difference
+# is what the server spent on it, its workers and CGI children included.
+sub tree_cpu {
+    my ($pid) = @_;
+    my %below = descendants($pid);
+    my $ticks = 0;
+    for my $p ($pid, keys %below) {
+        my @f = _stat_fields($p) or next;
+        $ticks += $f[11] + $f[12] + $f[13] + $f[14];    # fields 14 to 17 of stat(5)
+    }
+    return $ticks / POSIX::sysconf(POSIX::_SC_CLK_TCK());
+}
+
 # Every process below pid, found through /proc: pid => start time.
 sub descendants {
     my ($root) = @_;

@@ -241,39 +241,40 @@ static void raw_requests(void)
 	ok(framing_end(&f, &why) == 400, "no head size: 400");
 }
 
-/* A chunked body as libmicrohttpd 0.9.75 leaves it in its read buffer: one
- * read of it (buf, from the byte after the head) and the pieces of data it
- * hands over, each at its offset in buf; prev is where the piece before
- * ended (-1: in an earlier read, left as a stale pointer past buf's end). */
-struct chunk_piece {
-	size_t at, len;
-};
+/* chunk_scan over a chunked body and what follows it: how it ends (1 the
+ * body's end, found `length` bytes in; 0 still going or left to
+ * libmicrohttpd; -1 refused), fed whole, then byte by byte. */
 struct chunk_row {
 	const char *name;
-	const char *buf;
-	struct chunk_piece pieces[4];
-	int refused; /* index of the piece refused, -1 none */
+	const char *bytes;
+	int how;
+	size_t length; /* for how 1 */
 };
 
+#define NEXT "GET / HTTP/1.1\r\n"
 /* clang-format off */
 static const struct chunk_row chunk_rows[] = {
-	{ "CRLF everywhere", "5\r\nhello\r\n3\r\nabc\r\n0\r\n\r\n",
-	  { { 3, 5 }, { 13, 3 } }, -1 },
-	{ "a chunk extension", "5;a=b\r\nhello\r\n3;x\r\nabc\r\n0\r\n\r\n",
-	  { { 7, 5 }, { 19, 3 } }, -1 },
-	{ "the first size line in a bare LF", "5\nhello\r\n0\r\n\r\n", { { 2, 5 } }, 0 },
-	{ "a later size line in a bare LF", "5\r\nhello\r\n3\nabc\r\n0\r\n\r\n",
-	  { { 3, 5 }, { 12, 3 } }, 1 },
-	{ "a chunk's data followed by a bare LF", "5\r\nhello\n3\r\nabc\r\n0\r\n\r\n",
-	  { { 3, 5 }, { 12, 3 } }, 1 },
-	{ "... whose data ends in CR", "5\r\nhell\r\n3\r\nabc\r\n0\r\n\r\n",
-	  { { 3, 5 }, { 12, 3 } }, 1 },
-	{ "a read that begins with the chunk's CRLF", "\r\n3\r\nabc\r\n0\r\n\r\n",
-	  { { 5, 3 } }, -1 },
-	{ "... with a bare LF", "\n3\r\nabc\r\n0\r\n\r\n", { { 4, 3 } }, 0 },
-	{ "a read that begins with data: its framing came before", "llo\r\n3\r\nabc\r\n",
-	  { { 0, 3 }, { 8, 3 } }, -1 },
-	{ "... and a 1-byte rest, then a bare LF", "o\n3\r\nabc\r\n", { { 0, 1 }, { 5, 3 } }, 1 },
+	{ "CRLF everywhere", "5\r\nhello\r\n3\r\nabc\r\n0\r\n\r\n" NEXT, 1, 23 },
+	{ "chunk extensions", "5;a=b\r\nhello\r\n0;x\r\n\r\n" NEXT, 1, 21 },
+	{ "trailers", "1\r\na\r\n0\r\nX-A: b\r\nX-B: c\r\n\r\n" NEXT, 1, 27 },
+	{ "a CR inside a trailer", "0\r\nX-A: b\rc\r\n\r\n", 1, 15 },
+	{ "capital hex, leading zeros", "0000A\r\n0123456789\r\n0\r\n\r\n", 1, 24 },
+	{ "an empty body", "0\r\n\r\n" NEXT, 1, 5 },
+	{ "data holding LFs", "4\r\n\n\n\r\n\r\n0\r\n\r\n", 1, 14 },
+	{ "not ended yet", "5\r\nhel", 0, 0 },
+	{ "the first size line in a bare LF", "5\nhello\r\n0\r\n\r\n", -1, 0 },
+	{ "a size line with an extension in a bare LF", "5;x=y\nhello\r\n0\r\n\r\n", -1, 0 },
+	{ "a later size line in a bare LF", "5\r\nhello\r\n3\nabc\r\n0\r\n\r\n", -1, 0 },
+	{ "a chunk's data followed by a bare LF", "5\r\nhello\n0\r\n\r\n", -1, 0 },
+	{ "the last chunk's line in a bare LF", "5\r\nhello\r\n0\n\r\n" NEXT, -1, 0 },
+	{ "... with an extension", "0;a\n\r\n", -1, 0 },
+	{ "a trailer line in a bare LF", "0\r\nX-A: b\n\r\n", -1, 0 },
+	{ "... whose CR is not last", "0\r\nX-A: b\r \n\r\n", -1, 0 },
+	{ "the empty line in a bare LF", "0\r\n\n" NEXT, -1, 0 },
+	{ "... after a trailer", "0\r\nX-A: b\r\n\n", -1, 0 },
+	{ "a size that is not hex: libmicrohttpd's", "g\r\n\n\n", 0, 0 },
+	{ "a size past 2^64 - 1: libmicrohttpd's", "10000000000000000\r\n\n", 0, 0 },
+	{ "no CRLF after the data: libmicrohttpd's", "1\r\naXY\n", 0, 0 },
 };
 /* clang-format on */
 
@@ -281,23 +282,29 @@ static void chunk_framing(void)
 {
 	for (size_t i = 0; i < sizeof chunk_rows / sizeof chunk_rows[0]; i++) {
 		const struct chunk_row *c = &chunk_rows[i];
-		char buf[128];
-		size_t len = strlen(c->buf);
-		memcpy(buf, c->buf, len);
-		/* A stale end from an earlier read, somewhere in the buffer. */
-		const char *prev = buf + 100;
-		int refused = -1;
-		for (int k = 0; k < 4 && c->pieces[k].len; k++) {
-			const char *data = buf + c->pieces[k].at;
-			const char *why = framing_chunk_data(buf, data, prev);
-			if (why && refused < 0)
-				refused = k;
-			prev = data + c->pieces[k].len;
-		}
-		ok(refused == c->refused, "chunked: %s: %s", c->name,
-				c->refused < 0 ? "accepted" : "refused");
+		size_t len = strlen(c->bytes);
+		struct chunk_scan s;
+		chunk_scan_begin(&s);
+		int how = chunk_scan(&s, c->bytes, len);
+		ok(how == c->how && (how != 1 || s.length == c->length),
+				"chunked, whole: %s: %d (got %d, length %zu)", c->name, c->how, how,
+				(size_t)s.length);
+		ok((how < 0) == (s.why != NULL),
+				"chunked, whole: %s: a reason exactly when refused", c->name);
+		chunk_scan_begin(&s);
+		how = 0;
+		for (size_t k = 0; k < len && !how; k++)
+			how = chunk_scan(&s, c->bytes + k, 1);
+		ok(how == c->how && (how != 1 || s.length == c->length),
+				"chunked, byte by byte: %s: %d (got %d)", c->name, c->how, how);
+		ok(chunk_scan(&s, "\n", 1) == how || how == 0,
+				"chunked: %s: the same answer after the end", c->name);
 	}
-	ok(!framing_chunk_data(NULL, "x", NULL), "no chunked body: nothing to check");
+	/* A chunk of 2^64 - 1 bytes counts down without overflow. */
+	struct chunk_scan s;
+	chunk_scan_begin(&s);
+	ok(chunk_scan(&s, "ffffffffffffffff\r\nab", 20) == 0 && s.size == UINT64_MAX - 2,
+			"chunked: the largest size");
 }
 
 int main(void)

@@ -1,7 +1,8 @@
 /* loop_post: from another thread it wakes a waiting loop, and only a
  * waiting one; from the loop's own thread it needs no wake-up, yet never
  * waits for one. Timers: stopping one in the middle of the heap leaves the
- * rest firing in order, none early. */
+ * rest firing in order, none early. A one-shot watch fires once per
+ * arming. */
 #include "loop.h"
 #include "clock.h"
 #include "tap.h"
@@ -120,6 +121,65 @@ static void test_timer_stop_in_middle(void)
 			"the stopped timer never fires, and none is left armed");
 }
 
+static int once_ran;
+
+static void once_cb(struct loop_watch *w, unsigned events)
+{
+	(void)w;
+	if (events & LOOP_IN)
+		once_ran++;
+}
+
+/* loop_watch_once: one event, then nothing though the data stays (the
+ * watch is disarmed, the loop idle); armed again it fires again (the
+ * descriptor was left in the set); a descriptor closed meanwhile and a
+ * new one on the same number are armed alike; deleted before its event,
+ * it never fires. */
+static void test_watch_once(void)
+{
+	int p[2];
+	ok(pipe(p) == 0, "a pipe");
+	struct loop_watch w;
+	loop_watch_init(&w);
+	ok(loop_watch_once(loop, &w, p[0], LOOP_IN, once_cb) == 0
+					&& loop_watch_once(loop, &w, p[0], LOOP_IN, once_cb) == 0,
+			"armed (twice: the second is a no-op)");
+	ok(write(p[1], "x", 1) == 1, "data");
+	loop_run_once(loop, 1000);
+	ok(once_ran == 1 && w.fd == -1 && loop_idle(loop),
+			"its event ran it once and disarmed it (%d runs)", once_ran);
+	loop_run_once(loop, 0);
+	loop_run_once(loop, 0);
+	ok(once_ran == 1, "disarmed, the data still there wakes nothing (%d runs)", once_ran);
+	struct loop_watch other;
+	loop_watch_init(&other);
+	ok(loop_watch_once(loop, &other, p[0], LOOP_IN, once_cb) == 0,
+			"armed again, by another watch");
+	loop_run_once(loop, 1000);
+	ok(once_ran == 2 && other.fd == -1, "it fires again (%d runs)", once_ran);
+
+	/* Closed while disabled in the set, and a new pipe on its number. */
+	close(p[0]);
+	close(p[1]);
+	int q[2];
+	ok(pipe(q) == 0 && q[0] == p[0], "a new pipe on the same number");
+	ok(loop_watch_once(loop, &w, q[0], LOOP_IN, once_cb) == 0, "armed on the new pipe");
+	ok(write(q[1], "y", 1) == 1, "data");
+	loop_run_once(loop, 1000);
+	ok(once_ran == 3, "it fires (%d runs)", once_ran);
+
+	ok(loop_watch_once(loop, &w, q[0], LOOP_IN, once_cb) == 0, "armed once more");
+	loop_watch_del(loop, &w);
+	ok(w.fd == -1 && loop_idle(loop), "deleted before its event");
+	loop_run_once(loop, 0);
+	ok(once_ran == 3, "a deleted one never fires (%d runs)", once_ran);
+	ok(loop_watch_once(loop, &w, q[0], LOOP_IN, once_cb) == 0, "and can be armed after");
+	loop_run_once(loop, 1000);
+	ok(once_ran == 4, "it fires (%d runs)", once_ran);
+	close(q[0]);
+	close(q[1]);
+}
+
 /* Runs one turn with a long timeout; returns the milliseconds it took. */
 static uint64_t turn(void)
 {
@@ -172,6 +232,7 @@ int main(void)
 			watches);
 
 	test_timer_stop_in_middle();
+	test_watch_once();
 
 	loop_destroy(loop);
 	return done_testing();
