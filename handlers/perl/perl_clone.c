@@ -551,6 +551,7 @@ struct perl_interp *perl_interp_clone(struct perl_interp *parent, const int fds[
 	pi->parent = parent;
 	pi->opts.taint = parent->opts.taint;
 	pi->start_umask = parent->start_umask;
+	pi->globals.plxd_c_modules = parent->globals.plxd_c_modules;
 	pi->clone.births[0] = pi->clone.births[1] = -1;
 	pi->stdout_fd = fds[1];
 	pi->stderr_fd = fds[2];

@@ -184,8 +184,8 @@ static void fcgi_turn_begin(pTHX_ struct perl_interp *pi, struct perl_run *run)
 	f->answered = 0;
 	dup2(pi->stdout_fd, pi->fd[1]);
 	env_sync(aTHX_ pi, run->env);
-	change_dir(run->script);
-	umask(pi->start_umask);
+	change_dir(pi, run);
+	umask_restore(pi);
 	stdio_begin(aTHX_ pi, run);
 	PL_basetime = time(NULL);
 	pi->exit_called = 0;

@@ -27,9 +27,13 @@ int av_same(pTHX_ AV *a, AV *b)
 {
 	if (av_count(a) != av_count(b))
 		return 0;
+	/* Plain arrays (@INC is, unless a script tied it) are read in
+	 * place: av_fetch was most of the cost of comparing @INC. */
+	int plain = !SvMAGICAL(a) && !SvMAGICAL(b);
 	for (Size_t i = 0; i < av_count(a); i++) {
-		SV **x = av_fetch(a, i, 0), **y = av_fetch(b, i, 0);
-		if (!x || !y)
+		SV **x = plain ? &AvARRAY(a)[i] : av_fetch(a, i, 0);
+		SV **y = plain ? &AvARRAY(b)[i] : av_fetch(b, i, 0);
+		if (!x || !y || !*x || !*y)
 			return 0;
 		if (*x == *y)
 			continue;
@@ -164,20 +168,49 @@ static void signals_reset(pTHX_ struct perl_interp *pi)
 	hook_set(aTHX_ pi, &PL_warnhook, pi->globals.base_warnhook, "__WARN__");
 	hook_set(aTHX_ pi, &PL_diehook, pi->globals.base_diehook, "__DIE__");
 	/* A pending alarm would kill the idle worker (SIGALRM's default); a
-	 * thread's would go off in its next request. */
-	if (pi->cloned)
+	 * thread's would go off in its next request. Only a script's alarm
+	 * sets one, or C code (Time::HiRes's alarm and setitimer): once a
+	 * module with C code is loaded, after every request. */
+	int c_code = c_code_loaded(aTHX_ pi);
+	if (pi->cloned) {
 		perl_clone_hooks->alarm_disarm(pi);
-	else
-		alarm(0);
+	} else {
+		unsigned alarms = __atomic_load_n(&script_alarms, __ATOMIC_ACQUIRE);
+		if (alarms != pi->globals.alarms_seen || c_code) {
+			alarm(0);
+			pi->globals.alarms_seen = alarms;
+		}
+	}
 	/* What the script blocked (POSIX::sigprocmask) stays blocked in the
 	 * worker or the thread; there a blocked SIGALRM would keep the next
 	 * script's alarm, and its end at timeout, from waking it. A worker and
-	 * an interpreter thread block nothing while they serve. */
+	 * an interpreter thread block nothing while they serve. Perl's own
+	 * ops leave the mask as they found it: only C code (POSIX's, another
+	 * module's) can leave a signal blocked, so the mask is read only
+	 * after POSIX::sigprocmask ran (in thread mode, where plxd loads
+	 * POSIX), or while a module with C code is loaded. */
 	sigset_t mask;
-	if (pthread_sigmask(SIG_SETMASK, NULL, &mask) == 0 && !sigisemptyset(&mask)) {
+	unsigned masks = __atomic_load_n(&script_masks, __ATOMIC_ACQUIRE);
+	int mask_read = c_code || masks != pi->globals.masks_seen;
+	pi->globals.masks_seen = masks;
+	if (mask_read && pthread_sigmask(SIG_SETMASK, NULL, &mask) == 0 && !sigisemptyset(&mask)) {
 		sigemptyset(&mask);
 		pthread_sigmask(SIG_SETMASK, &mask, NULL);
 	}
+}
+
+/* Whether a module with C code of its own is loaded (XSLoader and
+ * DynaLoader note each in @DynaLoader::dl_modules; POSIX and Time::HiRes
+ * are such modules), besides those plxd's thread set-up loaded and
+ * watches: C code can change what watch (perl_interp.c) counts without
+ * running the ops it watches. */
+int c_code_loaded(pTHX_ struct perl_interp *pi)
+{
+	if (!pi->globals.dl_modules)
+		pi->globals.dl_modules = gv_fetchpvs("DynaLoader::dl_modules", GV_ADD | GV_ADDMULTI,
+				SVt_PVAV);
+	AV *av = GvAV(pi->globals.dl_modules);
+	return av && av_count(av) > pi->globals.plxd_c_modules;
 }
 
 /* Where %SIG differs from the interpreter's set-up right after a script

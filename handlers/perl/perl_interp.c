@@ -83,6 +83,151 @@ static OP *ck_exit(pTHX_ OP *o)
 	return o;
 }
 
+/* The ops through which a script changes the process state a request
+ * sets up again: each counts that it ran (perl_interp_int.h), so that the
+ * next request skips what nothing changed. Counted once the op is done:
+ * a request that begins in another thread meanwhile sees the change (the
+ * umask, process-wide) and puts it back, as it did before. A die inside
+ * the op (a tainted argument) changed nothing. */
+unsigned script_chdirs = 1, script_umasks = 1, script_alarms = 1, script_opens = 1,
+	 script_masks = 1;
+
+static void count(unsigned *n)
+{
+	__atomic_add_fetch(n, 1, __ATOMIC_RELEASE);
+}
+
+static OP *pp_chdir_watched(pTHX)
+{
+	OP *next = PL_ppaddr[OP_CHDIR](aTHX);
+	count(&script_chdirs);
+	return next;
+}
+
+static OP *pp_umask_watched(pTHX)
+{
+	OP *next = PL_ppaddr[OP_UMASK](aTHX);
+	count(&script_umasks);
+	return next;
+}
+
+static OP *pp_alarm_watched(pTHX)
+{
+	OP *next = PL_ppaddr[OP_ALARM](aTHX);
+	count(&script_alarms);
+	return next;
+}
+
+static OP *pp_open_watched(pTHX)
+{
+	OP *next = PL_ppaddr[PL_op->op_type](aTHX);
+	count(&script_opens);
+	return next;
+}
+
+static OP *pp_syscall_watched(pTHX)
+{
+	OP *next = PL_ppaddr[OP_SYSCALL](aTHX);
+	count(&script_chdirs);
+	count(&script_umasks);
+	count(&script_alarms);
+	count(&script_opens);
+	count(&script_masks);
+	return next;
+}
+
+/* POSIX's dup2 and close (a file put on, or taken off, a standard
+ * descriptor under its handle) and sigprocmask, counted before they run:
+ * in thread mode plxd loads POSIX itself, so that its being loaded says
+ * nothing of what a script did. The CVs stay the same (imports, \&, the
+ * prototype): only the C function they call is this one, which calls
+ * POSIX's. */
+static XSUBADDR_t posix_dup2, posix_close, posix_sigprocmask;
+
+static XS(watched_dup2)
+{
+	count(&script_opens);
+	posix_dup2(aTHX_ cv);
+}
+
+static XS(watched_close)
+{
+	count(&script_opens);
+	posix_close(aTHX_ cv);
+}
+
+static XS(watched_sigprocmask)
+{
+	count(&script_masks);
+	posix_sigprocmask(aTHX_ cv);
+}
+
+static int watch_xsub(pTHX_ const char *name, XSUBADDR_t *real, XSUBADDR_t watched)
+{
+	CV *cv = get_cv(name, 0);
+	if (!cv || !CvISXSUB(cv))
+		return -1;
+	if (CvXSUB(cv) != watched) {
+		*real = CvXSUB(cv); /* the same in every interpreter: one POSIX.so */
+		CvXSUB(cv) = watched;
+	}
+	return 0;
+}
+
+/* Once plxd's thread set-up loaded POSIX: what it loaded with C code is
+ * not counted as the scripts' (c_code_loaded), as these are watched. */
+void watch_posix(pTHX_ struct perl_interp *pi)
+{
+	if (watch_xsub(aTHX_ "POSIX::dup2", &posix_dup2, watched_dup2) < 0
+			|| watch_xsub(aTHX_ "POSIX::close", &posix_close, watched_close) < 0
+			|| watch_xsub(aTHX_ "POSIX::sigprocmask", &posix_sigprocmask,
+					   watched_sigprocmask)
+					< 0)
+		return;
+	AV *loaded = get_av("DynaLoader::dl_modules", 0);
+	pi->globals.plxd_c_modules = loaded ? av_count(loaded) : 0;
+}
+
+static Perl_check_t ck_chdir_next, ck_umask_next, ck_alarm_next, ck_syscall_next, ck_open_next,
+		ck_sysopen_next;
+
+static OP *watch(OP *o, OPCODE type, Perl_ppaddr_t pp)
+{
+	if (o->op_type == type)
+		o->op_ppaddr = pp;
+	return o;
+}
+
+static OP *ck_chdir(pTHX_ OP *o)
+{
+	return watch(ck_chdir_next(aTHX_ o), OP_CHDIR, pp_chdir_watched);
+}
+
+static OP *ck_umask(pTHX_ OP *o)
+{
+	return watch(ck_umask_next(aTHX_ o), OP_UMASK, pp_umask_watched);
+}
+
+static OP *ck_alarm(pTHX_ OP *o)
+{
+	return watch(ck_alarm_next(aTHX_ o), OP_ALARM, pp_alarm_watched);
+}
+
+static OP *ck_open(pTHX_ OP *o)
+{
+	return watch(ck_open_next(aTHX_ o), OP_OPEN, pp_open_watched);
+}
+
+static OP *ck_sysopen(pTHX_ OP *o)
+{
+	return watch(ck_sysopen_next(aTHX_ o), OP_SYSOPEN, pp_open_watched);
+}
+
+static OP *ck_syscall(pTHX_ OP *o)
+{
+	return watch(ck_syscall_next(aTHX_ o), OP_SYSCALL, pp_syscall_watched);
+}
+
 /* CORE::GLOBAL::exit: the request ends, not the process (see above while
  * the interpreter is destroyed). */
 XS(xs_exit)
@@ -296,6 +441,12 @@ struct perl_interp *interp_create(const struct perl_interp_options *o, int taint
 	PL_exit_flags |= PERL_EXIT_DESTRUCT_END;
 	/* Before any code compiles (once per process: it checks). */
 	wrap_op_checker(OP_EXIT, ck_exit, &ck_exit_next);
+	wrap_op_checker(OP_CHDIR, ck_chdir, &ck_chdir_next);
+	wrap_op_checker(OP_UMASK, ck_umask, &ck_umask_next);
+	wrap_op_checker(OP_ALARM, ck_alarm, &ck_alarm_next);
+	wrap_op_checker(OP_SYSCALL, ck_syscall, &ck_syscall_next);
+	wrap_op_checker(OP_OPEN, ck_open, &ck_open_next);
+	wrap_op_checker(OP_SYSOPEN, ck_sysopen, &ck_sysopen_next);
 	if (perl_parse(my_perl, xs_init, tainted ? 4 : 3, tainted ? tainted_args : args, NULL) != 0
 			|| perl_run(my_perl) != 0) {
 		snprintf(err, errlen, "the Perl interpreter did not start");
@@ -342,6 +493,8 @@ struct perl_interp *interp_create(const struct perl_interp_options *o, int taint
 		snprintf(err, errlen, "thread set-up failed: %s", SvPV_nolen(ERRSV));
 		goto fail;
 	}
+	if (o->threaded)
+		watch_posix(aTHX_ pi);
 	AV *inc = GvAVn(PL_incgv);
 	pi->modwatch.system_inc = av_copy(aTHX_ inc);
 	size_t ninc = 0;
@@ -496,6 +649,8 @@ void perl_interp_destroy(struct perl_interp *pi)
 	}
 	free(pi->env.env_array);
 	free(pi->env.env_buf);
+	free(pi->env.vars);
+	free(pi->env.cwd);
 	free(pi->clone.child_env);
 	free(pi->clone.child_env_buf);
 	free(pi->clone.children);

@@ -70,8 +70,9 @@ struct perl_stdio_state {
 	 * thread the script started holds one more on each (its clone of
 	 * STDIN, STDOUT and STDERR). */
 	int fd_refs[3];
-	int threads_left; /* ... and some ran on after a request: fd[1] and
+	int threads_left;    /* ... and some ran on after a request: fd[1] and
 			     fd[2] are theirs, on /dev/null */
+	unsigned opens_seen; /* script_opens when the fds were last checked */
 };
 
 /* The globals every request starts from (perl_globals.c). */
@@ -88,14 +89,42 @@ struct perl_globals_state {
 	CV *settings_apply;    /* PLXD::Worker::settings_apply */
 	CV *settings_snapshot; /* PLXD::Worker::settings_snapshot */
 	AV *settings_modules;  /* @PLXD::Worker::SETTINGS_MODULES */
+	GV *dl_modules;        /* *DynaLoader::dl_modules, once looked up */
+	/* What plxd's own thread set-up loaded of them (POSIX, Fcntl), with
+	 * the POSIX functions that matter watched (watch_posix). */
+	Size_t plxd_c_modules;
+	unsigned masks_seen;  /* script_masks when the signal mask was last read */
+	unsigned alarms_seen; /* script_alarms when alarm(0) last ran */
 };
 
-/* The process environment during requests (perl_env.c). */
+/* One of the last request's variables (perl_env.c). */
+struct perl_env_var {
+	const char *kv; /* its "NAME=value" in env_buf */
+	size_t len;     /* strlen(kv) */
+	size_t klen;    /* where its '=' is */
+	SV *sv;         /* %ENV's element for it */
+};
+
+/* The process environment during requests, and what the next request's
+ * %ENV is compared with (perl_env.c). */
 struct perl_env_state {
 	char **env_array; /* environ during requests */
 	size_t env_array_cap;
 	char *env_buf; /* its strings */
 	size_t env_buf_cap;
+	struct perl_env_var *vars; /* the last request's, in its order */
+	size_t nvars, vars_cap;
+	HV *hv;          /* %ENV when vars were recorded */
+	MAGIC *hv_magic; /* ... and its first magic (a tie adds one) */
+	int known;       /* vars are %ENV's elements, one each, and nothing else */
+	int touched;     /* a script wrote to %ENV since (env_watch magic) */
+	/* The working directory: the folder this interpreter last entered for
+	 * a script (NUL-terminated copy), and that script's file. */
+	char *cwd;
+	size_t cwd_len, cwd_cap; /* cwd_len: the script path's, up to its last '/' */
+	uint64_t cwd_dev, cwd_ino;
+	unsigned long cwd_id; /* change_dir's name for this interpreter */
+	unsigned umasks_seen; /* script_umasks when the umask was last set */
 };
 
 /* An interpreter thread's clone only (perl_clone.c). */
@@ -218,8 +247,19 @@ struct perl_clone_hooks {
 extern const struct perl_clone_hooks *perl_clone_hooks;
 
 /* perl_env.c */
-void change_dir(const char *script);
+void change_dir(struct perl_interp *pi, const struct perl_run *run);
+void change_dir_forget(void);
 void env_sync(pTHX_ struct perl_interp *pi, char *const *env);
+void umask_restore(struct perl_interp *pi);
+
+/* How many times scripts ran the ops through which Perl code changes the
+ * process state a request sets up (chdir, umask, alarm, open and sysopen;
+ * syscall counts for all), or, in thread mode, the POSIX functions that
+ * do (dup2, close: opens; sigprocmask: masks), in any thread, a script's
+ * Perl threads' too (perl_interp.c, watch): a step that puts one back is
+ * skipped while its count is what it was when the step last ran. Atomic. */
+extern unsigned script_chdirs, script_umasks, script_alarms, script_opens, script_masks;
+void watch_posix(pTHX_ struct perl_interp *pi);
 
 /* perl_fcgi.c */
 void fcgi_release_stderr(pTHX_ struct perl_interp *pi);
@@ -232,6 +272,7 @@ XS(xs_fcgi_last_call);
 void av_assign(pTHX_ AV *dst, AV *src);
 AV *av_copy(pTHX_ AV *av);
 int av_same(pTHX_ AV *a, AV *b);
+int c_code_loaded(pTHX_ struct perl_interp *pi);
 void globals_begin(pTHX_ struct perl_interp *pi, const struct perl_run *run);
 void globals_end(pTHX_ struct perl_interp *pi);
 void settings_apply(pTHX_ struct perl_interp *pi, SV *snapshot);

@@ -346,10 +346,10 @@ static void run_request(struct perl_interp *pi, struct perl_run *run)
 	SAVETMPS;
 	pi->reset_freed = 0;
 	env_sync(aTHX_ pi, run->env);
-	change_dir(run->script);
+	change_dir(pi, run);
 	/* A script's umask would outlive its request. In thread mode it is
 	 * the process's, so a script running meanwhile gets it back too. */
-	umask(pi->start_umask);
+	umask_restore(pi);
 	stdio_begin(aTHX_ pi, run);
 	globals_begin(aTHX_ pi, run);
 	f->turn_forks = pi->forks;
@@ -591,6 +591,7 @@ int perl_interp_has_twin(const struct perl_interp *pi)
 static struct perl_interp *twin_make(struct perl_interp *pi, char *err, size_t errlen)
 {
 	/* Set-up code (the preload) runs in /, as a worker's first does. */
+	change_dir_forget();
 	if (chdir("/") < 0) {
 		snprintf(err, errlen, "chdir /: %s", strerror(errno));
 		return NULL;

@@ -250,13 +250,18 @@ void perl_interp_set_stdout(struct perl_interp *pi, int fd)
  * accept; see std_glob_restore). */
 void stdio_end(pTHX_ struct perl_interp *pi, struct perl_run *run, int in_script)
 {
+	/* Only open and sysopen put another file on a standard fd in place,
+	 * or POSIX::dup2 and other C code: no fstat while neither could. */
+	unsigned opens = __atomic_load_n(&script_opens, __ATOMIC_ACQUIRE);
+	int fds_checked = opens != pi->stdio.opens_seen || c_code_loaded(aTHX_ pi);
+	pi->stdio.opens_seen = opens;
 	for (int fd = 0; fd < 3; fd++)
 		if (std_glob_changed(aTHX_ pi, fd))
 			std_glob_restore(aTHX_ pi, fd, in_script);
 
 	GV *out_gv = pi->stdio.std_gv[1];
 	PerlIO *out = std_handle(aTHX_ pi, 1);
-	enum std_check c = std_fd_moved(pi, 1) ? STD_REOPEN : std_check(aTHX_ pi, 1);
+	enum std_check c = fds_checked && std_fd_moved(pi, 1) ? STD_REOPEN : std_check(aTHX_ pi, 1);
 	run->tail = NULL;
 	run->tail_len = 0;
 	PerlIOBuf *stock = c != STD_REOPEN ? std_out_buffer(aTHX_ pi) : NULL;
@@ -277,7 +282,7 @@ void stdio_end(pTHX_ struct perl_interp *pi, struct perl_run *run, int in_script
 	else if (c == STD_CLEARERR)
 		PerlIO_clearerr(out);
 
-	c = std_fd_moved(pi, 2) ? STD_REOPEN : std_check(aTHX_ pi, 2);
+	c = fds_checked && std_fd_moved(pi, 2) ? STD_REOPEN : std_check(aTHX_ pi, 2);
 	if (c == STD_REOPEN)
 		std_reopen(aTHX_ pi, 2, pi->stderr_fd);
 	else if (c == STD_CLEARERR)
@@ -285,7 +290,7 @@ void stdio_end(pTHX_ struct perl_interp *pi, struct perl_run *run, int in_script
 
 	/* After a body fd 0 is its pipe: /dev/null goes back in any case,
 	 * which also stops plxd feeding a script that did not read it all. */
-	int in_moved = pi->stdin_body || std_fd_moved(pi, 0);
+	int in_moved = pi->stdin_body || (fds_checked && std_fd_moved(pi, 0));
 	pi->stdin_body = 0;
 	c = std_check(aTHX_ pi, 0);
 	if (c == STD_REOPEN) {

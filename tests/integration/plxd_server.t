@@ -112,7 +112,7 @@ $s->stop(grace => 10, descendants => 5);
 my $src = PlxdTest::source_dir();
 opendir my $lib, "$src/tests/lib" or die "tests/lib: $!";
 my @starters = ((map { "tests/lib/$_" } grep { /\.pm$/ && $_ ne 'PlxdServer.pm' } readdir $lib),
-    qw(tests/soak tests/leakcheck tests/loaded bench/run bench/frameworks));
+    qw(tests/soak tests/leakcheck tests/loaded bench/run bench/frameworks bench/perl-steps));
 for my $f (@starters) {
     my @own = grep { /\bexec\b[^;]*(?:plxd_bin|\{plxd\}|\$plxd\b)/ } split /\n/, PlxdTest::read_file("$src/$f");
     is_deeply(\@own, [], "$f starts plxd through PlxdServer only");
