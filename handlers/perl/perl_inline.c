@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -311,8 +312,17 @@ int perl_inline_end(struct perl_inline *in, struct perl_inline_thread *it, struc
 	/* From here the watchdog leaves it alone. What the script flushed
 	 * (or a program it started wrote) goes before the tail, and the pipe
 	 * is empty for the next run; stderr is logged under its name. */
-	pipe_take(it, it->out, 1, q->script);
-	pipe_take(it, it->err, 0, q->script);
+	struct pollfd pipes[2] = {
+		{ .fd = it->out, .events = POLLIN },
+		{ .fd = it->err, .events = POLLIN },
+	};
+	/* One poll says what most runs leave there, nothing, where a read
+	 * of each would. */
+	int polled = poll(pipes, 2, 0) >= 0;
+	if (!polled || pipes[0].revents)
+		pipe_take(it, it->out, 1, q->script);
+	if (!polled || pipes[1].revents)
+		pipe_take(it, it->err, 0, q->script);
 	log_lines_flush(&it->err_lines, q->script);
 	if (it->spill_len) {
 		q->tail = xmalloc(it->spill_len + run->tail_len);

@@ -23,6 +23,7 @@ select undef, undef, undef, $q{sleep} / 1000 if $q{sleep};
 if ($q{big}) { my $line = ('x' x 99) . "\n"; print $line for 1 .. $q{big} / 100 }
 if ($q{warn}) { my $line = ('w' x 99); print STDERR "$line $_\n" for 1 .. $q{warn} }
 if ($q{fork}) { system 'echo', 'from a child' }
+if ($q{sys}) { $| = 1; syswrite STDOUT, "written past the buffer\n"; print STDERR "a warning inline\n" }
 if ($q{mark}) { open my $m, '>', $q{mark} or die; close $m }
 select undef, undef, undef, $q{then} / 1000 if $q{then};
 1 while $q{loop};
@@ -92,6 +93,13 @@ for my $case ([ 'big=3000000', 'prints 3 MB, more than its pipe holds' ],
     cmp_ok(time - $t0, '<', 10, '... without waiting for its timeout');
     is($where_is->('/where.plt'), 'plxd-perl', '... and its script is demoted');
 }
+
+# --- what a run writes past STDOUT's buffer, and to STDERR, a little ---
+ok(inline_again('/where.plt'), '(sys) the script runs inline');
+$r = $s->get('/where.plt?sys=1');
+is($r->{content}, "plxd-event\nwritten past the buffer\n", 'syswrite to STDOUT inline: in the response, in order');
+ok($s->wait_log(qr{where\.plt: a warning inline$}m), 'a line to STDERR inline: logged under its name');
+is($where_is->('/where.plt'), 'plxd-event', '... and the script stays inline');
 
 # --- the timeout ends an inline run, and the next request is served ---
 ok(inline_again('/where.plt'), '(loop) the script runs inline');
