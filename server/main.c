@@ -3,6 +3,7 @@
 #include "alloc.h"
 #include "config.h"
 #include "help.h"
+#include "locale_fork.h"
 #include "modules.h"
 #include "request.h"
 #include "http.h"
@@ -342,6 +343,7 @@ int main(int argc, char **argv)
 	struct options o = { 0 };
 	if (parse_args(argc, argv, &o) < 0)
 		return 1;
+	locale_fork_init();
 
 	/* Every thread inherits this mask, so the signals arrive only at
 	 * sigwaitinfo() in the main loop. SIGPIPE is ignored: a client or a

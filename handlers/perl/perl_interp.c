@@ -400,6 +400,59 @@ static void options_free(struct perl_interp_options *o)
 	memset(o, 0, sizeof *o);
 }
 
+#ifdef USE_ITHREADS
+/* perl's process-wide locks that its own fork guard (Perl_atfork_lock:
+ * PerlIO's and the op tree's) leaves out, held across each fork so that
+ * none is held by another interpreter thread in the child. A child that
+ * runs on in Perl (fork, a pipe open of "-|") takes them: setlocale("")
+ * and localtime take the environment's, POSIX::localeconv the locale's,
+ * compiling code the hints', an XS module's boot my_cxt's; one held at the
+ * fork, the child waited forever (tests/integration/perl_thread_fork.t).
+ * perl calls localtime_r under the environment's, so no other interpreter
+ * thread holds glibc's time-zone lock at the fork either.
+ * Taken in the order perl nests them: code holding the locale lock reads
+ * the environment, and libperl calls newlocale under either, whose own
+ * fork guard (server/locale_fork.c) is taken after these. The others are
+ * held by perl only around a count or a pointer. The user-defined
+ * property lock is left out: perl runs Perl code under it. */
+static void perl_locks_prepare(void)
+{
+	MUTEX_LOCK(&PL_locale_mutex);
+	/* For writing: it waits until no thread reads (the readers hold only
+	 * a count, which the child would keep). */
+	ENV_LOCK;
+	MUTEX_LOCK(&PL_hints_mutex);
+	MUTEX_LOCK(&PL_my_ctx_mutex);
+	MUTEX_LOCK(&PL_check_mutex);
+	MUTEX_LOCK(&PL_keyword_plugin_mutex);
+	MUTEX_LOCK(&PL_dollarzero_mutex);
+}
+
+static void perl_locks_parent(void)
+{
+	MUTEX_UNLOCK(&PL_dollarzero_mutex);
+	MUTEX_UNLOCK(&PL_keyword_plugin_mutex);
+	MUTEX_UNLOCK(&PL_check_mutex);
+	MUTEX_UNLOCK(&PL_my_ctx_mutex);
+	MUTEX_UNLOCK(&PL_hints_mutex);
+	ENV_UNLOCK;
+	MUTEX_UNLOCK(&PL_locale_mutex);
+}
+
+/* The environment's lock is made anew rather than unlocked: its condition
+ * variable may count waiters that are threads of the parent only. */
+static void perl_locks_child(void)
+{
+	MUTEX_UNLOCK(&PL_dollarzero_mutex);
+	MUTEX_UNLOCK(&PL_keyword_plugin_mutex);
+	MUTEX_UNLOCK(&PL_check_mutex);
+	MUTEX_UNLOCK(&PL_my_ctx_mutex);
+	MUTEX_UNLOCK(&PL_hints_mutex);
+	ENV_INIT;
+	MUTEX_UNLOCK(&PL_locale_mutex);
+}
+#endif
+
 /* The fork hooks, once per process however many interpreters it has. */
 static void atfork_register(void)
 {
@@ -410,6 +463,9 @@ static void atfork_register(void)
 	 * another interpreter thread held PerlIO's process-wide lock left the
 	 * child waiting for it forever. */
 	pthread_atfork(Perl_atfork_lock, Perl_atfork_unlock, Perl_atfork_unlock);
+#ifdef USE_ITHREADS
+	pthread_atfork(perl_locks_prepare, perl_locks_parent, perl_locks_child);
+#endif
 	pthread_atfork(on_fork_prepare, on_fork_parent, on_fork_child);
 }
 
