@@ -281,7 +281,8 @@ struct perl_inline_thread *perl_inline_for(struct perl_inline *in, struct perl_r
 	struct fit *f = after ? fit_find(in, q->script, 0) : NULL;
 	int proven = !after || (f && f->short_runs >= after);
 	pthread_mutex_unlock(&in->lock);
-	return proven ? thread_of(in, q->loop) : NULL;
+	struct perl_inline_thread *it = proven ? thread_of(in, q->loop) : NULL;
+	return it && in->api->alive(it->t) ? it : NULL;
 }
 
 struct perl_thread *perl_inline_perl_thread(const struct perl_inline_thread *it)

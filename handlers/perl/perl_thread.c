@@ -487,6 +487,11 @@ struct perl_thread *perl_threads_get(struct perl_threads *p, unsigned i)
 	return i < p->n ? &p->threads[i] : NULL;
 }
 
+int perl_thread_alive(const struct perl_thread *t)
+{
+	return t->pi != NULL;
+}
+
 int perl_thread_out(const struct perl_thread *t)
 {
 	return t->out[0];
@@ -567,4 +572,5 @@ const struct perl_threads_api perl_threads_api = {
 	.submit = perl_thread_submit,
 	.cancel = perl_thread_cancel,
 	.inline_thread = perl_threads_inline,
+	.alive = perl_thread_alive,
 };

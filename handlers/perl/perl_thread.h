@@ -76,6 +76,11 @@ void perl_thread_submit(struct perl_thread *t, struct perl_job *job);
 struct perl_thread *perl_threads_inline(struct perl_threads *p, size_t *room, char *err,
 		size_t errlen);
 
+/* Whether t has an interpreter: an inline thread whose clone could not be
+ * replaced (logged) has none, and runs nothing more. Call it on t's own
+ * thread. */
+int perl_thread_alive(const struct perl_thread *t);
+
 /* What perl.so finds in plxd-perl-threads.so, a plugin it opens with
  * plxd_plugin_load only for thread mode, so that plxd holds no libperl
  * otherwise. plxd checks plugin.abi, PLXD_HANDLER_ABI, whose hash covers
@@ -93,6 +98,7 @@ struct perl_threads_api {
 	int (*cancel)(struct perl_thread *t, struct perl_job *job);
 	struct perl_thread *(*inline_thread)(struct perl_threads *p, size_t *room, char *err,
 			size_t errlen);
+	int (*alive)(const struct perl_thread *t);
 };
 extern const struct perl_threads_api perl_threads_api;
 
