@@ -39,6 +39,9 @@
 
 /* How often each loop looks for connections past a deadline. */
 #define TICK_MS 250
+/* How long a stop waits for an event thread that missed the quiesce, once
+ * asked to stop, before it goes on without it. */
+#define STOP_GRACE_MS 2000
 /* Connections accepted per wake-up at most, so that a connection storm
  * cannot starve the requests already on the thread. */
 #define ACCEPT_BURST 64
@@ -72,6 +75,11 @@ struct evthread {
 	size_t shut_cap;
 	int stop;
 	int busy_at_stop; /* a request's work outlived the stop: keep the loop */
+	/* It did not let go of the listening socket by the stop's deadline:
+	 * its loop is held by a request run on it (an inline Perl run that
+	 * its timeout cannot end), and the stop may have to go without it. */
+	int quiesce_missed;
+	int quiesced;
 	atomic_uint load; /* its connections, with those handed to it */
 };
 
@@ -752,6 +760,7 @@ static void quiesce_one(void *arg)
 	loop_timer_stop(th->loop, &th->resume_accept);
 	loop_watch_del(th->loop, &th->listen);
 	pthread_mutex_lock(&quiesce_lock);
+	th->quiesced = 1;
 	if (--quiesce_left == 0)
 		pthread_cond_broadcast(&quiesce_cond);
 	pthread_mutex_unlock(&quiesce_lock);
@@ -866,10 +875,11 @@ fail:
 	return -1;
 }
 
-void http_quiesce(void)
+void http_quiesce(unsigned long timeout_ms)
 {
 	if (listen_fd < 0)
 		return;
+	struct timespec until = clock_deadline(CLOCK_REALTIME, timeout_ms);
 	pthread_mutex_lock(&quiesce_lock);
 	quiesce_left = 0;
 	for (unsigned i = 0; i < nthreads; i++)
@@ -880,7 +890,10 @@ void http_quiesce(void)
 			loop_post(threads[i].loop, quiesce_one, &threads[i]);
 	pthread_mutex_lock(&quiesce_lock);
 	while (quiesce_left > 0)
-		pthread_cond_wait(&quiesce_cond, &quiesce_lock);
+		if (pthread_cond_timedwait(&quiesce_cond, &quiesce_lock, &until) == ETIMEDOUT)
+			break;
+	for (unsigned i = 0; i < nthreads; i++)
+		threads[i].quiesce_missed = threads[i].started && !threads[i].quiesced;
 	pthread_mutex_unlock(&quiesce_lock);
 	close(listen_fd);
 	listen_fd = -1;
@@ -909,15 +922,34 @@ static void keep_loop(struct loop *l)
 	kept_loops[nkept_loops++] = l;
 }
 
-void http_stop(void)
+/* Joins th; one that missed the quiesce gets STOP_GRACE_MS more, then is
+ * left running. Returns 0 when joined. */
+static int evthread_join(struct evthread *th)
+{
+	if (!th->quiesce_missed)
+		return pthread_join(th->thread, NULL);
+	struct timespec at = clock_deadline(CLOCK_REALTIME, STOP_GRACE_MS);
+	if (pthread_timedjoin_np(th->thread, NULL, &at) == 0)
+		return 0;
+	plxd_log(PLXD_LOG_WARN,
+			"stopping without an event thread that a request still holds (an inline "
+			"Perl run that its timeout does not end): the process ends around it");
+	return -1;
+}
+
+unsigned http_stop(void)
 {
 	for (unsigned i = 0; i < nthreads; i++)
 		if (threads[i].started)
 			loop_post(threads[i].loop, stop_one, &threads[i]);
+	unsigned left = 0;
 	for (unsigned i = 0; i < nthreads; i++) {
 		struct evthread *th = &threads[i];
-		if (th->started)
-			pthread_join(th->thread, NULL);
+		if (th->started && evthread_join(th) < 0) {
+			/* Its loop, daemon and connections are its own still. */
+			left++;
+			continue;
+		}
 		if (th->daemon)
 			MHD_stop_daemon(th->daemon);
 		loop_watch_del(th->loop, &th->listen);
@@ -928,11 +960,14 @@ void http_stop(void)
 		free(th->shut_fds);
 		free(th->shut_conns);
 	}
-	free(threads);
+	if (!left) {
+		free(threads);
+		stats_threads_destroy();
+	}
 	threads = NULL;
 	nthreads = 0;
-	stats_threads_destroy();
 	if (listen_fd >= 0)
 		close(listen_fd);
 	listen_fd = -1;
+	return left;
 }

@@ -1,0 +1,103 @@
+# Inline runs under what a hostile or careless script does: a run its
+# timeout cannot end must not keep plxd from stopping; what a run changes
+# (its working directory) stays its own; pipelined requests that mix inline
+# runs, runs on the interpreter threads, HEAD, static files and CGI keep
+# their framing and order. The thread a script ran on is read from /proc.
+use strict;
+use warnings;
+use Test::More;
+use PlxdTest qw(wait_for);
+use PlxdRaw qw(read_responses request_bytes);
+use Time::HiRes qw(time);
+
+my $head = <<'EOF';
+use POSIX ();
+sub where { my $tid = syscall(186); open my $fh, '<', "/proc/self/task/$tid/comm" or return '?';
+    my $comm = <$fh>; chomp $comm; return $comm }
+my %q = map { split /=/, $_, 2 } split /&/, $ENV{QUERY_STRING} // '';
+EOF
+my %files = (
+    'i.plt' => $head . <<'EOF',
+print "Content-Type: text/plain\n\n", where(), " $ENV{REQUEST_METHOD} $ENV{QUERY_STRING}\n";
+if ($q{mark}) { open my $m, '>', $q{mark} or die; close $m }
+POSIX::sigprocmask(POSIX::SIG_BLOCK(), POSIX::SigSet->new(POSIX::SIGALRM())) if $q{block};
+select undef, undef, undef, $q{sleep} if $q{sleep};
+chdir $q{chdir} if $q{chdir};
+system 'echo', 'from a child' if $q{fork};
+EOF
+    'n.plt'     => $head . "print \"Content-Type: text/plain\\n\\n\", where(), \" n\\n\";\n",
+    'a.txt'     => "static\n",
+    'sub/a.txt' => "sub static\n",
+    'c.pl'      => "#!/usr/bin/perl\nuse Cwd;\nprint \"Content-Type: text/plain\\n\\n\", getcwd(), \"\\n\";\n",
+);
+
+sub start {
+    my $s = PlxdTest->start(
+        files    => \%files,
+        handlers => { '.plt' => 'perl:thread', '.pl' => 'cgi' },
+        server   => { threads => 1, shutdown_timeout => '1s' },
+        sections => { 'perl:thread' => { isolation => 'thread', workers => 1, timeout => '1s',
+                                          inline_budget => '200ms' } },
+    );
+    chmod 0755, $s->root . '/c.pl';
+    return $s;
+}
+
+my $s = start();
+my $where_is = sub { my $r = $s->get($_[0]); return $r->{status} == 200 ? (split / /, $r->{content})[0] : "status $r->{status}" };
+sub inline_again {
+    my ($path) = @_;
+    for (1 .. 4) {
+        return 1 if $where_is->($path) eq 'plxd-event';
+    }
+    return 0;
+}
+
+# --- a chdir inline leaves static files and CGI where they were ---
+ok(inline_again('/i.plt'), 'the script runs inline');
+like($s->get('/i.plt?chdir=/tmp')->{content}, qr/^plxd-event /, 'an inline run that chdirs away');
+is($s->get('/a.txt')->{content}, "static\n", '... the static file next on its event thread');
+is($s->get('/sub/a.txt')->{content}, "sub static\n", '... one in a folder');
+is($s->get('/c.pl')->{content}, $s->root . "\n", '... and a CGI script runs in its own folder');
+
+# --- pipelined: inline, interpreter thread, HEAD, static, CGI, a fork ---
+ok(inline_again('/i.plt'), 'the script runs inline again');
+my @reqs = ([ 'GET', '/i.plt?1' ], [ 'GET', '/n.plt' ], [ 'HEAD', '/i.plt?3' ], [ 'GET', '/a.txt' ],
+            [ 'GET', '/c.pl' ], [ 'GET', '/i.plt?fork=1' ], [ 'HEAD', '/n.plt' ], [ 'GET', '/i.plt?8' ]);
+my $c = $s->connect;
+$c->syswrite(join '', map { request_bytes(@$_) } @reqs);
+my @r = read_responses($c, scalar @reqs, timeout => 20, head => [ 2, 6 ]);
+is(scalar @r, scalar @reqs, 'every pipelined request is answered, framed');
+is_deeply([ map { $_->{status} } @r ], [ (200) x @reqs ], '... each 200');
+like($r[0]{body}, qr/^plxd-event GET 1\n\z/, '... the first inline');
+like($r[1]{body}, qr/^plxd-perl n\n\z/, '... a new script on the interpreter thread');
+is($r[2]{body}, '', '... HEAD of an inline script, no body');
+is($r[3]{body}, "static\n", '... the static file');
+is($r[4]{body}, $s->root . "\n", '... the CGI script');
+like($r[5]{body}, qr/^plxd-event GET fork=1\nfrom a child\n\z/, '... an inline run that forks, with its program\'s output');
+is($r[6]{body}, '', '... HEAD on the interpreter thread');
+like($r[7]{body}, qr/^plxd-perl GET 8\n\z/, '... and the script, demoted by its fork, on the interpreter thread');
+$s->stop;
+
+# --- a stop during an inline run that its timeout cannot end ---
+# SIGALRM blocked, the run waits in a system call that neither the
+# watchdog's cancel nor the stop's can interrupt: plxd stops without its
+# event thread once shutdown_timeout (1 s) and a grace have passed, rather
+# than for as long as the run.
+$s = start();
+ok(inline_again('/i.plt'), 'the script runs inline');
+my $mark = $s->dir . '/running';
+$c = $s->connect;
+$c->syswrite(request_bytes('GET', "/i.plt?mark=$mark&block=1&sleep=60"));
+ok(wait_for(sub { -e $mark }), 'an inline run with SIGALRM blocked sleeps');
+my $t0 = time;
+$s->signal('TERM');
+my $status = $s->wait_exit(30);
+is($status, 0, 'SIGTERM: plxd stops, with status 0');
+cmp_ok(time - $t0, '<', 15, sprintf('... in %.1f s, not after the run', time - $t0));
+like($s->error_log, qr/stopping without an event thread that a request still holds/, '... and says why');
+unlike($s->error_log, qr/AddressSanitizer|LeakSanitizer|UndefinedBehaviorSanitizer|runtime error:/,
+    '... with no sanitizer report');
+$s->stop unless defined $status;
+
+done_testing;
