@@ -353,12 +353,16 @@ static void on_listen(struct loop_watch *w, unsigned events)
 
 /* The thread with the fewest connections, th on a tie. The thread that
  * woke for the listening socket would take every connection that arrives
- * together (a benchmark's, a browser's): spread, they use every core. */
+ * together (a benchmark's, a browser's): spread, they use every core. A
+ * thread whose loop a long run holds (loop_held) takes none: it would
+ * answer nothing until the run ends. */
 static struct evthread *least_loaded(struct evthread *th)
 {
 	struct evthread *best = th;
 	unsigned best_load = atomic_load_explicit(&th->load, memory_order_relaxed);
 	for (unsigned i = 0; i < nthreads; i++) {
+		if (loop_held(threads[i].loop))
+			continue;
 		unsigned load = atomic_load_explicit(&threads[i].load, memory_order_relaxed);
 		if (load < best_load) {
 			best = &threads[i];

@@ -5,6 +5,7 @@
 #include "alloc.h"
 #include "clock.h"
 #include "log.h"
+#include "loop.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -47,6 +48,7 @@ struct perl_inline_thread {
 	uint64_t since_us, deadline_ms;
 	int timed_out; /* the watchdog ended it */
 	int spilled;   /* the watchdog read its pipes */
+	int held;      /* the watchdog marked its loop held (loop_set_held) */
 	char *spill;   /* its stdout, read by the watchdog */
 	size_t spill_len, spill_cap;
 	struct log_lines err_lines; /* its stderr, read by the watchdog */
@@ -188,8 +190,8 @@ static int pipe_take(struct perl_inline_thread *it, int fd, int out, const char 
 }
 
 /* Every WATCHDOG_MS: a run that has gone on SPILL_AFTER_MS has its pipes
- * read, so that it never waits on a full one; a run past its timeout is
- * ended, as the loop's deadline would. */
+ * read, so that it never waits on a full one, and its loop marked held;
+ * a run past its timeout is ended, as the loop's deadline would. */
 static void *watchdog_main(void *arg)
 {
 	struct perl_inline *in = arg;
@@ -205,6 +207,11 @@ static void *watchdog_main(void *arg)
 			if (now_us - it->since_us >= SPILL_AFTER_MS * 1000) {
 				it->spilled |= pipe_take(it, it->out, 1, it->script);
 				it->spilled |= pipe_take(it, it->err, 0, it->script);
+				/* New connections go to the other event threads
+				 * until it ends. */
+				if (!it->held)
+					loop_set_held(it->loop, 1);
+				it->held = 1;
 			}
 			if (now_us / 1000 < it->deadline_ms)
 				continue;
@@ -307,6 +314,9 @@ int perl_inline_end(struct perl_inline *in, struct perl_inline_thread *it, struc
 	*old_out = -1;
 	pthread_mutex_lock(&in->lock);
 	it->job = NULL;
+	if (it->held)
+		loop_set_held(it->loop, 0);
+	it->held = 0;
 	int spilled = it->spilled;
 	q->b.thread.timed_out = it->timed_out;
 	pthread_mutex_unlock(&in->lock);

@@ -1,5 +1,6 @@
 # Inline runs under what a hostile or careless script does: a run its
-# timeout cannot end must not keep plxd from stopping; what a run changes
+# timeout cannot end must not keep plxd from stopping, nor a long run get
+# new connections that would wait for it; what a run changes
 # (its working directory) stays its own; pipelined requests that mix inline
 # runs, runs on the interpreter threads, HEAD, static files and CGI keep
 # their framing and order. The thread a script ran on is read from /proc.
@@ -19,6 +20,7 @@ EOF
 my %files = (
     'i.plt' => $head . <<'EOF',
 print "Content-Type: text/plain\n\n", where(), " $ENV{REQUEST_METHOD} $ENV{QUERY_STRING}\n";
+select undef, undef, undef, $q{before} if $q{before};
 if ($q{mark}) { open my $m, '>', $q{mark} or die; close $m }
 POSIX::sigprocmask(POSIX::SIG_BLOCK(), POSIX::SigSet->new(POSIX::SIGALRM())) if $q{block};
 select undef, undef, undef, $q{sleep} if $q{sleep};
@@ -32,11 +34,12 @@ EOF
 );
 
 sub start {
+    my (%o) = @_;
     my $s = PlxdTest->start(
         files    => \%files,
         handlers => { '.plt' => 'perl:thread', '.pl' => 'cgi' },
-        server   => { threads => 1, shutdown_timeout => '1s' },
-        sections => { 'perl:thread' => { isolation => 'thread', workers => 1, timeout => '1s',
+        server   => { threads => $o{threads} // 1, shutdown_timeout => '1s' },
+        sections => { 'perl:thread' => { isolation => 'thread', workers => 1, timeout => $o{timeout} // '1s',
                                           inline_budget => '200ms' } },
     );
     chmod 0755, $s->root . '/c.pl';
@@ -65,6 +68,7 @@ ok(inline_again('/i.plt'), 'the script runs inline again');
 my @reqs = ([ 'GET', '/i.plt?1' ], [ 'GET', '/n.plt' ], [ 'HEAD', '/i.plt?3' ], [ 'GET', '/a.txt' ],
             [ 'GET', '/c.pl' ], [ 'GET', '/i.plt?fork=1' ], [ 'HEAD', '/n.plt' ], [ 'GET', '/i.plt?8' ]);
 my $c = $s->connect;
+my $mark;
 $c->syswrite(join '', map { request_bytes(@$_) } @reqs);
 my @r = read_responses($c, scalar @reqs, timeout => 20, head => [ 2, 6 ]);
 is(scalar @r, scalar @reqs, 'every pipelined request is answered, framed');
@@ -79,6 +83,31 @@ is($r[6]{body}, '', '... HEAD on the interpreter thread');
 like($r[7]{body}, qr/^plxd-perl GET 8\n\z/, '... and the script, demoted by its fork, on the interpreter thread');
 $s->stop;
 
+# --- new connections go to the event threads no long run holds ---
+# Two event threads; an inline run that has gone on 200 ms holds one. The
+# other accepts every new connection: handed to the held one (it has fewer
+# connections), one would wait for the run's end.
+$s = start(threads => 2, timeout => '10s');
+ok(inline_again('/i.plt'), 'the script runs inline');
+$mark = $s->dir . '/held';
+$c = $s->connect;
+$c->syswrite(request_bytes('GET', "/i.plt?before=0.2&mark=$mark&sleep=3"));
+ok(wait_for(sub { -e $mark }), 'an inline run has gone on 200 ms');
+my @slow;
+my @kept;
+for my $i (1 .. 6) {
+    my $k = $s->connect;
+    push @kept, $k;    # open, so that it counts in its thread's load
+    my $t0 = time;
+    $k->syswrite(request_bytes('GET', '/a.txt'));
+    my ($got) = read_responses($k, 1, timeout => 10);
+    push @slow, $i if time - $t0 > 1 || ($got->{body} // '') ne "static\n";
+}
+is_deeply(\@slow, [], 'each of 6 new connections meanwhile is answered at once, by the other event thread');
+my ($held) = read_responses($c, 1, timeout => 10);
+is($held->{status}, 200, '... and the run is answered');
+$s->stop;
+
 # --- a stop during an inline run that its timeout cannot end ---
 # SIGALRM blocked, the run waits in a system call that neither the
 # watchdog's cancel nor the stop's can interrupt: plxd stops without its
@@ -86,7 +115,7 @@ $s->stop;
 # than for as long as the run.
 $s = start();
 ok(inline_again('/i.plt'), 'the script runs inline');
-my $mark = $s->dir . '/running';
+$mark = $s->dir . '/running';
 $c = $s->connect;
 $c->syswrite(request_bytes('GET', "/i.plt?mark=$mark&block=1&sleep=60"));
 ok(wait_for(sub { -e $mark }), 'an inline run with SIGALRM blocked sleeps');
