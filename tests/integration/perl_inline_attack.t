@@ -1,6 +1,7 @@
 # Inline runs under what a hostile or careless script does: a run its
 # timeout cannot end must not keep plxd from stopping, nor a long run get
-# new connections that would wait for it; what a run changes
+# new connections that would wait for it, nor a request begun as the stop
+# comes abort plxd; what a run changes
 # (its working directory) stays its own; pipelined requests that mix inline
 # runs, runs on the interpreter threads, HEAD, static files and CGI keep
 # their framing and order. The thread a script ran on is read from /proc.
@@ -27,6 +28,8 @@ select undef, undef, undef, $q{sleep} if $q{sleep};
 chdir $q{chdir} if $q{chdir};
 system 'echo', 'from a child' if $q{fork};
 EOF
+    'x.plt'     => $head . "print \"Content-Type: text/plain\\n\\n\", where(), \" x\\n\"; select undef, undef, undef, \$q{sleep} if \$q{sleep};\n",
+    'new.plt'   => "print \"Content-Type: text/plain\\n\\nnew\\n\";\n",
     'n.plt'     => $head . "print \"Content-Type: text/plain\\n\\n\", where(), \" n\\n\";\n",
     'a.txt'     => "static\n",
     'sub/a.txt' => "sub static\n",
@@ -127,6 +130,30 @@ cmp_ok(time - $t0, '<', 15, sprintf('... in %.1f s, not after the run', time - $
 like($s->error_log, qr/stopping without an event thread that a request still holds/, '... and says why');
 unlike($s->error_log, qr/AddressSanitizer|LeakSanitizer|UndefinedBehaviorSanitizer|runtime error:/,
     '... with no sanitizer report');
+$s->stop unless defined $status;
+
+# --- a request begun as the event thread stops ---
+# A stop posted during a long inline run (x.plt) reaches the event thread
+# when it ends; the next inline run (i.plt) is in the daemon's last run
+# before its stop, and a request for a script new to the interpreter
+# threads, sent meanwhile, begins after every waiting request was ended. It
+# must not wait (libmicrohttpd aborts plxd when it stops with a suspended
+# connection): it is given up with its connection.
+$s = start(timeout => '10s');
+ok(inline_again('/i.plt'), 'i.plt runs inline');
+ok(inline_again('/x.plt'), 'x.plt runs inline');
+my ($x, $a, $b) = map { $s->connect } 1 .. 3;
+$x->syswrite(request_bytes('GET', "/x.plt?sleep=2.5"));
+select undef, undef, undef, 0.2;
+$s->signal('TERM');
+ok($s->wait_log(qr/stopping: no new connections/), 'SIGTERM during the long inline run');
+$a->syswrite(request_bytes('GET', '/i.plt?sleep=0.5'));
+my ($rx) = read_responses($x, 1, timeout => 10, partial => 1);
+select undef, undef, undef, 0.2;
+$b->syswrite(request_bytes('GET', '/new.plt'));
+$status = $s->wait_exit(30);
+is($status, 0, 'plxd stops with status 0, not aborted by libmicrohttpd');
+unlike($s->error_log, qr/Fatal error in GNU libmicrohttpd/, '... which reports no fatal error');
 $s->stop unless defined $status;
 
 done_testing;
