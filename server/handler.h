@@ -50,6 +50,8 @@
  *   perl keeper     starting and ending Perl workers  perl pool
  *   perl interp (N) scripts, for isolation = thread   job, threads, clone,
  *                   (handlers/perl/perl_thread.c)     posts (of a loop)
+ *   perl watchdog   the inline runs' timeouts and     inline, job
+ *                   pipes (handlers/perl/perl_inline.c)
  *
  *   site      server/site.c       the current configuration's pointer
  *   ip        server/http.c       per_ip_connections counts
@@ -68,9 +70,16 @@
  *   clone     handlers/perl       the parent interpreter while it is cloned
  *   abandoned handlers/perl       the interpreter threads a stop left running
  *                                 (stuck in C code), kept until plxd exits
+ *   inline    handlers/perl       the scripts proven short, the event threads'
+ *                                 interpreters and the run each has in progress
+ *   inlines   handlers/perl       the event threads' interpreters, for a stop
  *
- * Order: one nesting only, pool then posts (a stopping pool posts its
- * queued requests' answers under its lock); a request is handed to a
+ * An event thread also runs scripts inline (a .plt proven short), taking
+ * inline, and clone when it makes its interpreter.
+ *
+ * Order: pool then posts (a stopping pool posts its queued requests'
+ * answers under its lock); inline then job, and inlines then job (the
+ * watchdog and a stop end an inline run under theirs); a request is handed to a
  * worker or thread, and its loop woken, after the pool's or threads' lock
  * is released. Every other lock is a leaf: nothing else is taken while it
  * is held. Into libperl, whose own locks (PerlIO's, the op tree's, the

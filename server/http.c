@@ -3,8 +3,9 @@
  * one libmicrohttpd daemon in external epoll mode inside it: the daemon's
  * epoll descriptor is a watch of the loop, beside the shared listening
  * socket (EPOLLEXCLUSIVE: one thread wakes per connection) and whatever the
- * handlers of its requests watch. A connection stays on the thread that
- * accepted it; an idle one costs its libmicrohttpd memory, not a thread.
+ * handlers of its requests watch. The thread that accepts a connection
+ * hands it to the thread with the fewest, where it stays; an idle one
+ * costs its libmicrohttpd memory, not a thread.
  *
  * plxd accepts the connections itself and hands them to its thread's
  * daemon (MHD_add_connection), so the connection limits are enforced before
@@ -38,6 +39,9 @@
 
 /* How often each loop looks for connections past a deadline. */
 #define TICK_MS 250
+/* How long a stop waits for an event thread that missed the quiesce, once
+ * asked to stop, before it goes on without it. */
+#define STOP_GRACE_MS 2000
 /* Connections accepted per wake-up at most, so that a connection storm
  * cannot starve the requests already on the thread. */
 #define ACCEPT_BURST 64
@@ -71,6 +75,12 @@ struct evthread {
 	size_t shut_cap;
 	int stop;
 	int busy_at_stop; /* a request's work outlived the stop: keep the loop */
+	/* It did not let go of the listening socket by the stop's deadline:
+	 * its loop is held by a request run on it (an inline Perl run that
+	 * its timeout cannot end), and the stop may have to go without it. */
+	int quiesce_missed;
+	int quiesced;
+	atomic_uint load; /* its connections, with those handed to it */
 };
 
 static struct evthread *threads;
@@ -296,6 +306,8 @@ static void accept_resume(struct loop_timer *t)
 }
 
 static void serve(struct evthread *th, struct conn *c);
+static void serve_on(struct evthread *to, struct conn *c);
+static struct evthread *least_loaded(struct evthread *th);
 static void hold(struct evthread *th, struct conn *c);
 static void on_recheck(struct loop_timer *t);
 
@@ -334,9 +346,47 @@ static void on_listen(struct loop_watch *w, unsigned events)
 		} else if (a == ADMIT_HOLD) {
 			hold(th, c);
 		} else {
-			serve(th, c);
+			serve_on(least_loaded(th), c);
 		}
 	}
+}
+
+/* The thread with the fewest connections, th on a tie. The thread that
+ * woke for the listening socket would take every connection that arrives
+ * together (a benchmark's, a browser's): spread, they use every core. A
+ * thread whose loop a long run holds (loop_held) takes none: it would
+ * answer nothing until the run ends. */
+static struct evthread *least_loaded(struct evthread *th)
+{
+	struct evthread *best = th;
+	unsigned best_load = atomic_load_explicit(&th->load, memory_order_relaxed);
+	for (unsigned i = 0; i < nthreads; i++) {
+		if (loop_held(threads[i].loop))
+			continue;
+		unsigned load = atomic_load_explicit(&threads[i].load, memory_order_relaxed);
+		if (load < best_load) {
+			best = &threads[i];
+			best_load = load;
+		}
+	}
+	return best;
+}
+
+static void serve_posted(void *arg)
+{
+	struct conn *c = arg;
+	serve(c->thread, c);
+}
+
+/* Serves c on thread to: here, or posted to it. */
+static void serve_on(struct evthread *to, struct conn *c)
+{
+	atomic_fetch_add_explicit(&to->load, 1, memory_order_relaxed);
+	c->thread = to;
+	if (to->loop == loop_current())
+		serve(to, c);
+	else
+		loop_post(to->loop, serve_posted, c);
 }
 
 /* Hands the admitted connection c to libmicrohttpd. */
@@ -358,6 +408,7 @@ static void serve(struct evthread *th, struct conn *c)
 		recv_tap_close(c->fd);
 		if (th->conns_pending == c) {
 			th->conns_pending = NULL;
+			atomic_fetch_sub_explicit(&th->load, 1, memory_order_relaxed);
 			if (c->ip_counted)
 				ip_count_add((struct sockaddr *)&c->peer, -1, 0);
 			atomic_fetch_sub(&open_connections, 1);
@@ -411,7 +462,7 @@ static void on_recheck(struct loop_timer *t)
 		if (open_count)
 			held_close(c, open_count);
 		else
-			serve(th, c);
+			serve_on(th, c);
 	}
 	if (th->held)
 		loop_timer_set(th->loop, &th->recheck, now + PER_IP_RECHECK_MS, on_recheck);
@@ -452,6 +503,7 @@ static void on_connection(void *cls, struct MHD_Connection *connection, void **s
 		ip_count_add((struct sockaddr *)&c->peer, -1, 0);
 	stats_conn_phase(&c->phase, STATS_IDLE);
 	atomic_fetch_sub(&open_connections, 1);
+	atomic_fetch_sub_explicit(&th->load, 1, memory_order_relaxed);
 	free(c->target);
 	free(c);
 	*socket_context = NULL;
@@ -667,6 +719,8 @@ static void log_from_mhd(void *cls, const char *fmt, va_list ap)
 static void *thread_main(void *arg)
 {
 	struct evthread *th = arg;
+	/* Named, for top -H and the tests (an inline Perl run shows here). */
+	pthread_setname_np(pthread_self(), "plxd-event");
 	stats_thread_attach((unsigned)(th - threads));
 	while (!th->stop) {
 		MHD_UNSIGNED_LONG_LONG mt;
@@ -710,6 +764,7 @@ static void quiesce_one(void *arg)
 	loop_timer_stop(th->loop, &th->resume_accept);
 	loop_watch_del(th->loop, &th->listen);
 	pthread_mutex_lock(&quiesce_lock);
+	th->quiesced = 1;
 	if (--quiesce_left == 0)
 		pthread_cond_broadcast(&quiesce_cond);
 	pthread_mutex_unlock(&quiesce_lock);
@@ -824,10 +879,11 @@ fail:
 	return -1;
 }
 
-void http_quiesce(void)
+void http_quiesce(unsigned long timeout_ms)
 {
 	if (listen_fd < 0)
 		return;
+	struct timespec until = clock_deadline(CLOCK_REALTIME, timeout_ms);
 	pthread_mutex_lock(&quiesce_lock);
 	quiesce_left = 0;
 	for (unsigned i = 0; i < nthreads; i++)
@@ -838,7 +894,10 @@ void http_quiesce(void)
 			loop_post(threads[i].loop, quiesce_one, &threads[i]);
 	pthread_mutex_lock(&quiesce_lock);
 	while (quiesce_left > 0)
-		pthread_cond_wait(&quiesce_cond, &quiesce_lock);
+		if (pthread_cond_timedwait(&quiesce_cond, &quiesce_lock, &until) == ETIMEDOUT)
+			break;
+	for (unsigned i = 0; i < nthreads; i++)
+		threads[i].quiesce_missed = threads[i].started && !threads[i].quiesced;
 	pthread_mutex_unlock(&quiesce_lock);
 	close(listen_fd);
 	listen_fd = -1;
@@ -867,15 +926,34 @@ static void keep_loop(struct loop *l)
 	kept_loops[nkept_loops++] = l;
 }
 
-void http_stop(void)
+/* Joins th; one that missed the quiesce gets STOP_GRACE_MS more, then is
+ * left running. Returns 0 when joined. */
+static int evthread_join(struct evthread *th)
+{
+	if (!th->quiesce_missed)
+		return pthread_join(th->thread, NULL);
+	struct timespec at = clock_deadline(CLOCK_REALTIME, STOP_GRACE_MS);
+	if (pthread_timedjoin_np(th->thread, NULL, &at) == 0)
+		return 0;
+	plxd_log(PLXD_LOG_WARN,
+			"stopping without an event thread that a request still holds (an inline "
+			"Perl run that its timeout does not end): the process ends around it");
+	return -1;
+}
+
+unsigned http_stop(void)
 {
 	for (unsigned i = 0; i < nthreads; i++)
 		if (threads[i].started)
 			loop_post(threads[i].loop, stop_one, &threads[i]);
+	unsigned left = 0;
 	for (unsigned i = 0; i < nthreads; i++) {
 		struct evthread *th = &threads[i];
-		if (th->started)
-			pthread_join(th->thread, NULL);
+		if (th->started && evthread_join(th) < 0) {
+			/* Its loop, daemon and connections are its own still. */
+			left++;
+			continue;
+		}
 		if (th->daemon)
 			MHD_stop_daemon(th->daemon);
 		loop_watch_del(th->loop, &th->listen);
@@ -886,11 +964,14 @@ void http_stop(void)
 		free(th->shut_fds);
 		free(th->shut_conns);
 	}
-	free(threads);
+	if (!left) {
+		free(threads);
+		stats_threads_destroy();
+	}
 	threads = NULL;
 	nthreads = 0;
-	stats_threads_destroy();
 	if (listen_fd >= 0)
 		close(listen_fd);
 	listen_fd = -1;
+	return left;
 }

@@ -69,16 +69,20 @@ struct http_handlers {
 int http_start(int listen_fd, const struct server_conf *server,
 		const struct http_handlers *handlers, char *err, size_t errlen);
 
-/* Stops accepting new connections, and closes the listening socket. */
-void http_quiesce(void);
+/* Stops accepting new connections, and closes the listening socket; waits
+ * up to timeout_ms for every event thread to let go of it (one held by a
+ * request that runs on it, an inline Perl run, may not). */
+void http_quiesce(unsigned long timeout_ms);
 
 /* Waits until no request is in flight or timeout_ms has passed. Returns the
  * number still in flight. */
 unsigned http_wait_idle(unsigned long timeout_ms);
 
 /* Closes every connection and stops the event threads, once what their
- * requests started has ended. */
-void http_stop(void);
+ * requests started has ended; one that missed the quiesce and does not end
+ * within 2 s is left running, with all it uses (its handler's too), to the
+ * process's end. Returns how many were left. */
+unsigned http_stop(void);
 
 /* The memory libmicrohttpd is given per connection, for [server]
  * max_header_size: it keeps there the request head, a copy of its Cookie

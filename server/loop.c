@@ -5,6 +5,7 @@
 #include "clock.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,7 +33,8 @@ struct loop {
 	size_t heap_n, heap_cap;
 	pthread_mutex_t posts_lock; /* guards posts and sleeping */
 	struct post *posts, *posts_last;
-	int sleeping; /* in epoll_wait, or about to be: a post must wake it */
+	int sleeping;    /* in epoll_wait, or about to be: a post must wake it */
+	atomic_int held; /* loop_set_held */
 };
 
 static _Thread_local struct loop *current;
@@ -95,6 +97,16 @@ int loop_idle(struct loop *l)
 	int posted = l->posts != NULL;
 	pthread_mutex_unlock(&l->posts_lock);
 	return l->watches == 1 && l->heap_n == 0 && !posted;
+}
+
+void loop_set_held(struct loop *l, int held)
+{
+	atomic_store_explicit(&l->held, held, memory_order_relaxed);
+}
+
+int loop_held(struct loop *l)
+{
+	return atomic_load_explicit(&l->held, memory_order_relaxed);
 }
 
 struct loop *loop_current(void)

@@ -54,6 +54,12 @@ void loop_destroy(struct loop *l);
  * left running on it after its connections closed has finished. */
 int loop_idle(struct loop *l);
 
+/* Marks l as held, from any thread: a callback on it runs long (an inline
+ * Perl run that has gone on), so that its thread is handed no new
+ * connection meanwhile. */
+void loop_set_held(struct loop *l, int held);
+int loop_held(struct loop *l);
+
 /* The loop the calling thread runs (set by loop_run_once), or NULL. */
 struct loop *loop_current(void);
 

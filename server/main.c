@@ -1,6 +1,7 @@
 /* plxd: command line, start-up, privileges, and the signal loop (SIGHUP
  * reloads, SIGTERM and SIGINT stop gracefully). */
 #include "alloc.h"
+#include "clock.h"
 #include "config.h"
 #include "help.h"
 #include "locale_fork.h"
@@ -306,13 +307,22 @@ static int serve(const struct options *o, struct config *config)
 	plxd_log(PLXD_LOG_INFO,
 			"stopping: no new connections; waiting up to %lu ms for requests in flight",
 			shutdown_ms);
-	http_quiesce();
-	unsigned left = http_wait_idle(shutdown_ms);
+	uint64_t stop_at = clock_ms() + shutdown_ms;
+	http_quiesce(shutdown_ms);
+	uint64_t now = clock_ms();
+	unsigned left = http_wait_idle(now < stop_at ? stop_at - now : 0);
 	if (left)
 		plxd_log(PLXD_LOG_WARN,
 				"stopping with %u requests still running: closing their connections",
 				left);
-	http_stop();
+	if (http_stop()) {
+		/* A request still runs on an event thread, in a handler's code:
+		 * stopping the handlers or unloading them would pull its
+		 * ground away. The process ends around it. */
+		plxd_log(PLXD_LOG_INFO, "stopped, without stopping the handlers");
+		log_close();
+		_exit(0);
+	}
 	modules_stop_all();
 	site_install(NULL);
 	modules_unload();

@@ -116,6 +116,10 @@ struct request {
 /* The requests of this event thread that wait suspended: a stop resumes
  * them all (libmicrohttpd may not stop with suspended connections). */
 static _Thread_local struct request *waiting;
+/* Its stop has begun (request_abort_all): a request that would wait from
+ * here (one begun or a reader emptied in the daemon's last run) is given
+ * up instead, as the daemon stops next. */
+static _Thread_local int stopping;
 
 #define REQUEST_OF(pub) ((struct request *)(void *)((char *)(pub)-offsetof(struct request, pub)))
 
@@ -126,6 +130,12 @@ static void suspend(struct request *r)
 {
 	if (r->suspended)
 		return;
+	if (stopping) {
+		/* libmicrohttpd calls it again, and it refuses to go on. */
+		r->aborted = 1;
+		r->end = PLXD_END_ERROR;
+		return;
+	}
 	MHD_suspend_connection(r->pub.connection);
 	r->suspended = 1;
 	r->wprev = NULL;
@@ -184,6 +194,7 @@ static void on_client_hup(struct loop_watch *w, unsigned events)
 void request_abort_all(struct loop *loop)
 {
 	(void)loop; /* waiting is this thread's, and loop runs on it */
+	stopping = 1;
 	while (waiting)
 		abort_waiting(waiting, PLXD_END_ERROR);
 }

@@ -102,6 +102,21 @@ const struct conf_key perl_conf_keys[] = {
 			"script comes; -t makes taint errors warnings); `warn`: it runs without them, "
 			"after a line in the log; `refuse`: 500, and a line in the log",
 		.tests = "integration/perl_taint.t integration/perl_shebang.t"),
+	PERL_KEY("inline_budget", CONF_DURATION, inline_budget_ms, "1ms", .max = 10 * 1000,
+		.help = "isolation = thread: a script whose last runs each took at most this, "
+			"printed at most a quarter of what an event thread's pipe holds before "
+			"its end, and started no process, runs on the event thread that owns "
+			"its connection, with no hand-off (a request with no body); one run past "
+			"it sends the script back to the interpreter threads until it has run "
+			"short again; 0: never inline (doc/perl.md)",
+		.limit = "the next request of the script runs on the interpreter threads",
+		.tests = "integration/perl_inline.t"),
+	PERL_KEY("inline_after", CONF_UINT, inline_after, "3", .max = 1000000,
+		.help = "isolation = thread: how many short runs in a row a script needs, on "
+			"the interpreter threads, before it runs inline; 0: every request with "
+			"no body runs inline from the script's first, compile included, however "
+			"long its runs (for tests)",
+		.tests = "integration/perl_inline.t"),
 	CONF_KEYS_END
 };
 /* clang-format on */

@@ -23,7 +23,9 @@ struct perl_conf {
 	int pass_authorization;
 	unsigned long long max_script_header_size;
 	int timing;
-	char *taint; /* "honour", "warn" or "refuse" */
+	char *taint;                    /* "honour", "warn" or "refuse" */
+	unsigned long inline_budget_ms; /* isolation = thread: 0, never inline */
+	unsigned long inline_after;     /* short runs before inline; 0: at once */
 };
 
 extern const struct conf_key perl_conf_keys[];

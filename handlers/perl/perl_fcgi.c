@@ -85,6 +85,7 @@ static int fcgi_accept(pTHX_ struct perl_interp *pi)
 		return -1;
 	if (!f->accepted) {
 		f->accepted = 1;
+		pi->run->accept_loop = 1;
 		return 0;
 	}
 	if (!pi->script || f->pending || pi->stop)
@@ -172,6 +173,7 @@ static void fcgi_turn_begin(pTHX_ struct perl_interp *pi, struct perl_run *run)
 {
 	struct fcgi_state *f = &pi->fcgi;
 	run_clear_outcome(run);
+	run->accept_loop = 1;
 	pi->run = run;
 	/* What the script printed after the last request was answered (after
 	 * Finish) goes nowhere, not into this one. */

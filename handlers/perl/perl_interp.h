@@ -54,13 +54,25 @@ struct perl_run {
 	int compiled;        /* the script was compiled for this request */
 	int forked;          /* the script started processes: one may still
 				     hold fd 1 (see perl_interp_set_stdout) */
+	int accept_loop;     /* the script took its request with a
+				     FastCGI-style accept (perl_fcgi.c) */
 	uint64_t compile_us; /* time spent compiling */
 	uint64_t run_us;     /* time spent running */
-	const char *tail;    /* output still in STDOUT's buffer when the
+	/* What STDOUT passed to fd 1 before the script returned, the tail
+	 * aside; PERL_FLUSHED_UNKNOWN when STDOUT was not its stock buffer
+	 * (a layer pushed, reopened) or output went around it. */
+	uint64_t flushed;
+	const char *tail; /* output still in STDOUT's buffer when the
 				     script returned, or NULL: the transport's
 				     answer sends it on */
 	size_t tail_len;
 };
+
+#define PERL_FLUSHED_UNKNOWN UINT64_MAX
+
+/* Whether pi serves no more: its script ended the interpreter, or asked
+ * for a request when its transport had none. */
+int perl_interp_stopped(const struct perl_interp *pi);
 
 /* Builds the interpreter; argv is the process's own (Perl keeps it for $0).
  * Returns NULL with a message in err when it cannot, e.g. the preload file

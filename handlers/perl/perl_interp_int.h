@@ -59,6 +59,8 @@ struct fcgi_state {
 struct perl_stdio_state {
 	struct std_state std[3];
 	Off_t std_posn[2]; /* tell(STDIN), tell(STDOUT) when opened */
+	Off_t out_start;   /* STDOUT's buffer position as the request began;
+			      -1: not its stock buffer */
 	GV *std_gv[3];     /* STDIN, STDOUT, STDERR */
 	GV *std_keep[3];   /* aliases sharing their original GPs */
 	IO *std_io[3];     /* their original IOs (kept by Worker.pm) */

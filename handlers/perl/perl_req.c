@@ -213,7 +213,9 @@ static void sent(struct perl_req *q)
 	q->in = -1;
 	q->phase = PERL_REQ_RUNNING;
 	gw_started(&q->gw, in, q->w->out, q->w->err);
-	if (q->done_early)
+	if (q->done_late)
+		perl_req_done_late(q, q->fresh);
+	else if (q->done_early)
 		perl_req_done(q, q->fresh);
 }
 
@@ -257,7 +259,9 @@ static void describe_done(struct perl_req *q)
 	}
 }
 
-void perl_req_done(struct perl_req *q, int fresh)
+/* Its end, as the backend said it: the status page's figures and how it
+ * ended. Returns 1 when its output is still wanted. */
+static int note_done(struct perl_req *q, int fresh)
 {
 	/* The status page's figures, from what the end says anyway. */
 	int compiled = !!(q->result.flags & PERL_WIRE_COMPILED);
@@ -276,7 +280,8 @@ void perl_req_done(struct perl_req *q, int fresh)
 		{ .fd = q->w->out, .events = POLLIN },
 		{ .fd = q->w->err, .events = POLLIN },
 	};
-	int polled = poll(pipes, 2, 0) >= 0;
+	/* An inline run's output is all in memory: no pipe to poll. */
+	int polled = (q->w->out < 0 && q->w->err < 0) || poll(pipes, 2, 0) >= 0;
 	if (polled && !pipes[0].revents)
 		q->pipe_clear = 1;
 	/* What the runner writes to stderr after its end is not the
@@ -286,10 +291,23 @@ void perl_req_done(struct perl_req *q, int fresh)
 		/* Its output was not wanted: drained, dropped, and the runner
 		 * goes back. */
 		perl_req_on_drain(&q->drain_w, 0);
-		return;
+		return 0;
 	}
+	return 1;
+}
+
+void perl_req_done(struct perl_req *q, int fresh)
+{
+	if (!note_done(q, fresh))
+		return;
 	gw_ended(&q->gw);
 	gw_output_ready(&q->gw);
+}
+
+void perl_req_done_late(struct perl_req *q, int fresh)
+{
+	if (note_done(q, fresh))
+		gw_timed_out(&q->gw);
 }
 
 void perl_req_lost(struct perl_req *q)

@@ -67,7 +67,9 @@ struct perl_req {
 	/* Its end came before it was handed over (a queued request's ready
 	 * was posted after its runner took it). */
 	int done_early;
-	int running; /* its script told its timing start */
+	int done_late; /* ... and it ran past timeout where nothing could see
+			  it (inline) */
+	int running;   /* its script told its timing start */
 	struct perl_wire_running run_info;
 	uint64_t run_at_us; /* when it came */
 	struct perl_wire_done result;
@@ -97,6 +99,7 @@ struct perl_req {
 			 * yet when it answers). */
 			struct perl_runner *given;
 			atomic_int run_known; /* run_info and run_at_us are set */
+			int timed_out;        /* inline, ended at its timeout */
 		} thread;
 	} b;
 };
@@ -107,6 +110,9 @@ int perl_req_start(struct plxd_request *r);
 /* Its script returned: q->result and the tail are in; fresh as
  * perl_req.fresh. */
 void perl_req_done(struct perl_req *q, int fresh);
+/* ... but it ran past timeout where no timer could see it (inline): it is
+ * answered as at its timeout. */
+void perl_req_done_late(struct perl_req *q, int fresh);
 /* Its runner is gone: the response is cut (q->gw.end says how, once
  * known). */
 void perl_req_lost(struct perl_req *q);

@@ -469,6 +469,11 @@ static void growth_check(pTHX_ struct perl_interp *pi, struct perl_script *s, IV
 	LEAVE;
 }
 
+int perl_interp_stopped(const struct perl_interp *pi)
+{
+	return pi->stop;
+}
+
 void perl_interp_serve(struct perl_interp *pi, const struct perl_transport *t)
 {
 	struct perl_run *run = t->next(t->ctx);

@@ -194,9 +194,24 @@ void std_unbuffer(pTHX_ struct perl_interp *pi)
 
 /* The body, if any, goes on fd 0; the last stdio_end left STDIN clean on
  * /dev/null. */
+/* STDOUT's stock buffer, or NULL when the script's STDOUT is another
+ * layer (or none). */
+static PerlIOBuf *std_out_buffer(pTHX_ struct perl_interp *pi)
+{
+	PerlIO *out = std_handle(aTHX_ pi, 1);
+	if (!out || PerlIOBase(out)->tab != &PerlIO_perlio)
+		return NULL;
+	return PerlIOSelf(out, PerlIOBuf);
+}
+
 void stdio_begin(pTHX_ struct perl_interp *pi, struct perl_run *run)
 {
 	std_rewind(aTHX_ pi);
+	/* The buffer's position grows by what each flush writes: what the
+	 * script sent before its end, for whether its output fits in memory
+	 * (an inline run, perl_tpool.c). */
+	PerlIOBuf *b = std_out_buffer(aTHX_ pi);
+	pi->stdio.out_start = b ? b->posn : -1;
 	if (run->stdin_fd < 0)
 		return;
 	dup2(run->stdin_fd, pi->fd[0]);
@@ -249,9 +264,12 @@ void stdio_end(pTHX_ struct perl_interp *pi, struct perl_run *run, int in_script
 	enum std_check c = fds_checked && std_fd_moved(pi, 1) ? STD_REOPEN : std_check(aTHX_ pi, 1);
 	run->tail = NULL;
 	run->tail_len = 0;
-	if (c != STD_REOPEN && PerlIOBase(out)->tab == &PerlIO_perlio
-			&& (PerlIOBase(out)->flags & PERLIO_F_WRBUF)) {
-		PerlIOBuf *b = PerlIOSelf(out, PerlIOBuf);
+	PerlIOBuf *stock = c != STD_REOPEN ? std_out_buffer(aTHX_ pi) : NULL;
+	run->flushed = stock && pi->stdio.out_start >= 0 && stock->posn >= pi->stdio.out_start
+			? (uint64_t)(stock->posn - pi->stdio.out_start)
+			: PERL_FLUSHED_UNKNOWN;
+	if (stock && (PerlIOBase(out)->flags & PERLIO_F_WRBUF)) {
+		PerlIOBuf *b = stock;
 		run->tail = (const char *)b->buf;
 		run->tail_len = (size_t)(b->ptr - b->buf);
 		pi->tail = out;

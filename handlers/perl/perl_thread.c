@@ -33,14 +33,25 @@ struct perl_thread {
 	int abandoned; /* left running at a stop: it must touch no job */
 	int ready, failed;
 	char why[512]; /* why the clone failed */
+	/* An event thread's (perl_threads_inline): its jobs run as they are
+	 * submitted, on the submitter's thread. */
+	int inline_run;
+	int replace; /* its clone said it serves no more (answer_job) */
+	struct perl_thread *next_inline;
 };
 
 struct perl_threads {
 	struct perl_interp *parent;
 	struct perl_thread *threads;
 	unsigned n;
+	pthread_mutex_t inline_lock; /* guards inlines */
+	struct perl_thread *inlines;
 	struct perl_threads *next_abandoned;
 };
+
+/* What an inline thread's pipes should hold: an inline run's output waits
+ * there until it returns. */
+#define INLINE_PIPE_ROOM (1024 * 1024)
 
 /* How long a stop waits for a script that its cancel did not end (a loop
  * in C code that makes no system call, a system call with SIGALRM
@@ -53,6 +64,7 @@ static struct perl_threads *abandoned;
 static pthread_mutex_t abandoned_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void *thread_main(void *arg);
+static struct perl_interp *clone_again(struct perl_thread *t, struct perl_interp *pi, int stop);
 static struct perl_run *next_job(void *ctx);
 static int answer_job(void *ctx, struct perl_run *run);
 static void running_job(void *ctx, const struct perl_run *run);
@@ -61,7 +73,7 @@ static struct perl_run *next_job(void *ctx)
 {
 	struct perl_thread *t = ctx;
 	pthread_mutex_lock(&t->mu);
-	while (!t->job && !t->stop)
+	while (!t->job && !t->stop && !t->inline_run)
 		pthread_cond_wait(&t->cond, &t->mu);
 	struct perl_job *job = t->job;
 	t->serving = job;
@@ -96,14 +108,17 @@ static int answer_job(void *ctx, struct perl_run *run)
 	}
 	int canceled = run->outcome == PERL_CANCELED;
 	job->done(job, run); /* job may be freed from now on */
-	if (perl_interp_threads_left(pi))
+	if (perl_interp_threads_left(pi)) {
+		t->replace = 1;
 		return -1; /* the log says so, under its script */
+	}
 	int changed = !canceled && perl_interp_modules_changed(pi);
 	if (changed)
 		fprintf(stderr,
 				"perl: an interpreter thread is replaced by a fresh clone: "
 				"a module it loaded changed\n");
-	return canceled || changed ? -1 : 0;
+	t->replace = canceled || changed;
+	return t->replace ? -1 : 0;
 }
 
 static void running_job(void *ctx, const struct perl_run *run)
@@ -153,6 +168,9 @@ static void *thread_main(void *arg)
 {
 	struct perl_thread *t = arg;
 	char err[512];
+	pthread_setname_np(pthread_self(), "plxd-perl");
+	sigset_t none;
+	sigemptyset(&none);
 	int fds[3] = { open("/dev/null", O_RDWR | O_CLOEXEC), t->out[1], t->err[1] };
 	t->out[1] = t->err[1] = -1; /* the clone's now */
 	if (fds[0] < 0) {
@@ -164,8 +182,6 @@ static void *thread_main(void *arg)
 	}
 	struct perl_interp *pi = perl_interp_clone(t->owner->parent, fds, err, sizeof err);
 	thread_ready(t, !pi, pi ? NULL : err);
-	sigset_t none;
-	sigemptyset(&none);
 	struct perl_transport tr = {
 		.next = next_job,
 		.answer = answer_job,
@@ -186,32 +202,41 @@ static void *thread_main(void *arg)
 		pthread_mutex_unlock(&t->mu);
 		if (gone) /* plxd is ending without waiting for it */
 			return NULL;
-		/* The clone's descriptors are its own copies: the next clone
-		 * gets the same channels. */
-		int next[3] = { open("/dev/null", O_RDWR | O_CLOEXEC),
-			stop ? -1 : perl_interp_take_channel(pi, 1),
-			stop ? -1 : perl_interp_take_channel(pi, 2) };
-		size_t nchildren;
-		pid_t *children = perl_interp_take_children(pi, &nchildren);
-		perl_interp_destroy(pi);
-		pi = NULL;
-		if (stop || next[0] < 0 || next[1] < 0 || next[2] < 0) {
-			for (int i = 0; i < 3; i++)
-				if (next[i] >= 0)
-					close(next[i]);
-			free(children);
-			break;
-		}
-		pi = perl_interp_clone(t->owner->parent, next, err, sizeof err);
-		if (!pi) {
-			fprintf(stderr, "perl: an interpreter thread could not be replaced: %s\n",
-					err);
-			free(children);
-			break;
-		}
-		perl_interp_give_children(pi, children, nchildren);
+		pi = clone_again(t, pi, stop);
 	}
 	return NULL;
+}
+
+/* A fresh clone in place of pi (destroyed here), on the same channels and
+ * with the processes its scripts started; NULL when stopping, or when it
+ * cannot be made (logged). */
+static struct perl_interp *clone_again(struct perl_thread *t, struct perl_interp *pi, int stop)
+{
+	char err[512];
+	/* The clone's descriptors are its own copies: the next clone gets
+	 * the same channels. */
+	int next[3] = { open("/dev/null", O_RDWR | O_CLOEXEC),
+		stop ? -1 : perl_interp_take_channel(pi, 1),
+		stop ? -1 : perl_interp_take_channel(pi, 2) };
+	size_t nchildren;
+	pid_t *children = perl_interp_take_children(pi, &nchildren);
+	perl_interp_destroy(pi);
+	pi = NULL;
+	if (stop || next[0] < 0 || next[1] < 0 || next[2] < 0) {
+		for (int i = 0; i < 3; i++)
+			if (next[i] >= 0)
+				close(next[i]);
+		free(children);
+		return NULL;
+	}
+	pi = perl_interp_clone(t->owner->parent, next, err, sizeof err);
+	if (!pi) {
+		fprintf(stderr, "perl: an interpreter thread could not be replaced: %s\n", err);
+		free(children);
+		return NULL;
+	}
+	perl_interp_give_children(pi, children, nchildren);
+	return pi;
 }
 
 /* The thread's pipes: plxd reads without blocking, the script writes
@@ -237,11 +262,68 @@ static void thread_fini(struct perl_thread *t)
 	pthread_mutex_destroy(&t->mu);
 }
 
+/* A pipe's read end is plxd's, non-blocking; its write end the clone's,
+ * blocking, made to hold room bytes where the system allows. Returns
+ * what it holds, or 0 with errno. */
+static size_t inline_pipe(int fds[2], int room)
+{
+	if (pipe2(fds, O_CLOEXEC) < 0 || fcntl(fds[0], F_SETFL, O_NONBLOCK) < 0)
+		return 0;
+	int got = fcntl(fds[1], F_SETPIPE_SZ, room);
+	if (got < 0)
+		got = fcntl(fds[1], F_GETPIPE_SZ);
+	return got > 0 ? (size_t)got : 0;
+}
+
+struct perl_thread *perl_threads_inline(struct perl_threads *p, size_t *room, char *err,
+		size_t errlen)
+{
+	struct perl_thread *t = xcalloc(1, sizeof *t);
+	t->owner = p;
+	t->inline_run = 1;
+	t->tid = pthread_self();
+	t->out[0] = t->out[1] = t->err[0] = t->err[1] = -1;
+	pthread_mutex_init(&t->mu, NULL);
+	pthread_cond_init(&t->cond, NULL);
+	size_t out_room = inline_pipe(t->out, INLINE_PIPE_ROOM);
+	size_t err_room = out_room ? inline_pipe(t->err, INLINE_PIPE_ROOM) : 0;
+	int fds[3] = { open("/dev/null", O_RDWR | O_CLOEXEC), -1, -1 };
+	if (!out_room || !err_room || fds[0] < 0) {
+		snprintf(err, errlen, "inline interpreter pipes: %s", strerror(errno));
+		goto fail;
+	}
+	*room = out_room < err_room ? out_room : err_room;
+	/* The clone's own ends from here, as thread_main takes them. */
+	fds[1] = t->out[1];
+	fds[2] = t->err[1];
+	t->out[1] = t->err[1] = -1;
+	t->pi = perl_interp_clone(p->parent, fds, err, errlen);
+	fds[0] = -1;
+	if (!t->pi)
+		goto fail;
+	sigset_t none;
+	sigemptyset(&none);
+	pthread_sigmask(SIG_SETMASK, &none, NULL);
+	pthread_mutex_lock(&p->inline_lock);
+	t->next_inline = p->inlines;
+	p->inlines = t;
+	pthread_mutex_unlock(&p->inline_lock);
+	return t;
+
+fail:
+	if (fds[0] >= 0)
+		close(fds[0]);
+	thread_fini(t);
+	free(t);
+	return NULL;
+}
+
 struct perl_threads *perl_threads_create(const struct perl_interp_options *o, unsigned n, char *err,
 		size_t errlen)
 {
 	static char *argv0[] = { "plxd", NULL };
 	struct perl_threads *p = xcalloc(1, sizeof *p);
+	pthread_mutex_init(&p->inline_lock, NULL);
 	perl_interp_threads_init();
 	p->parent = perl_interp_create(o, 1, argv0, err, errlen);
 	if (!p->parent) {
@@ -313,6 +395,17 @@ static unsigned threads_stop(struct perl_threads *p)
 		pthread_cond_signal(&t->cond);
 		pthread_mutex_unlock(&t->mu);
 	}
+	pthread_mutex_lock(&p->inline_lock);
+	for (struct perl_thread *t = p->inlines; t; t = t->next_inline) {
+		pthread_mutex_lock(&t->mu);
+		t->stop = 1;
+		if (t->pi && t->serving) {
+			killed += perl_interp_kill_children(t->pi);
+			perl_interp_cancel(t->pi);
+		}
+		pthread_mutex_unlock(&t->mu);
+	}
+	pthread_mutex_unlock(&p->inline_lock);
 	return killed;
 }
 
@@ -376,6 +469,15 @@ void perl_threads_destroy(struct perl_threads *p)
 	for (unsigned i = 0; i < p->n; i++)
 		thread_fini(&p->threads[i]);
 	free(p->threads);
+	/* The event threads that ran them have ended: from here. */
+	while (p->inlines) {
+		struct perl_thread *t = p->inlines;
+		p->inlines = t->next_inline;
+		perl_interp_destroy(t->pi);
+		thread_fini(t);
+		free(t);
+	}
+	pthread_mutex_destroy(&p->inline_lock);
 	perl_interp_destroy(p->parent);
 	free(p);
 }
@@ -383,6 +485,11 @@ void perl_threads_destroy(struct perl_threads *p)
 struct perl_thread *perl_threads_get(struct perl_threads *p, unsigned i)
 {
 	return i < p->n ? &p->threads[i] : NULL;
+}
+
+int perl_thread_alive(const struct perl_thread *t)
+{
+	return t->pi != NULL;
 }
 
 int perl_thread_out(const struct perl_thread *t)
@@ -410,11 +517,46 @@ int perl_thread_cancel(struct perl_thread *t, struct perl_job *job)
 	return serving;
 }
 
+/* An inline thread's job, on the caller's thread: served until its
+ * transport has no more (the one job, and a FastCGI-style script's accept
+ * that asks for the next finds none), then its clone replaced if it said
+ * so. */
+static void inline_serve(struct perl_thread *t)
+{
+	struct perl_transport tr = {
+		.next = next_job,
+		.answer = answer_job,
+		.running = running_job,
+		.ctx = t,
+	};
+	t->replace = 0;
+	perl_interp_serve(t->pi, &tr);
+	/* A script that ended the interpreter, or whose accept loop asked for
+	 * the next request (none: it returns), leaves a clone that serves
+	 * no more. */
+	if (!t->replace && !perl_interp_stopped(t->pi))
+		return;
+	pthread_mutex_lock(&t->mu);
+	struct perl_interp *old = t->pi;
+	t->pi = NULL;
+	int stop = t->stop;
+	pthread_mutex_unlock(&t->mu);
+	struct perl_interp *pi = clone_again(t, old, stop);
+	pthread_mutex_lock(&t->mu);
+	t->pi = pi;
+	pthread_mutex_unlock(&t->mu);
+}
+
 void perl_thread_submit(struct perl_thread *t, struct perl_job *job)
 {
 	pthread_mutex_lock(&t->mu);
 	t->job = job;
+	int run_here = t->inline_run && t->pi;
 	pthread_mutex_unlock(&t->mu);
+	if (run_here) {
+		inline_serve(t);
+		return;
+	}
 	/* After the unlock: the thread woken does not find the mutex held
 	 * and sleep on it again. */
 	pthread_cond_signal(&t->cond);
@@ -429,4 +571,6 @@ const struct perl_threads_api perl_threads_api = {
 	.err = perl_thread_err,
 	.submit = perl_thread_submit,
 	.cancel = perl_thread_cancel,
+	.inline_thread = perl_threads_inline,
+	.alive = perl_thread_alive,
 };

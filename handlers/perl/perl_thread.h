@@ -59,8 +59,27 @@ int perl_thread_err(const struct perl_thread *t);
 int perl_thread_cancel(struct perl_thread *t, struct perl_job *job);
 
 /* Hands job to t, which must be idle (its previous job's done has run).
- * Never blocks. */
+ * Never blocks, but on an inline thread (perl_threads_inline): there the
+ * job runs at once, on the caller's thread, and done has run when this
+ * returns. */
 void perl_thread_submit(struct perl_thread *t, struct perl_job *job);
+
+/* The calling thread's own inline thread (an event thread's): a clone of
+ * the parent made on the calling thread at its first call, whose jobs run
+ * on that thread as they are submitted, with no hand-off. Its response
+ * and stderr pipes hold 1 MiB each (F_SETPIPE_SZ, where allowed; *room
+ * says how much), which an inline run writes into with nobody reading
+ * until it returns. The calling thread blocks no signal from now on:
+ * its script's alarm and cancel must reach it, and the programs its
+ * scripts start inherit an empty mask (plxd's own signals are passed on,
+ * as from an interpreter thread). Returns NULL with a message in err. */
+struct perl_thread *perl_threads_inline(struct perl_threads *p, size_t *room, char *err,
+		size_t errlen);
+
+/* Whether t has an interpreter: an inline thread whose clone could not be
+ * replaced (logged) has none, and runs nothing more. Call it on t's own
+ * thread. */
+int perl_thread_alive(const struct perl_thread *t);
 
 /* What perl.so finds in plxd-perl-threads.so, a plugin it opens with
  * plxd_plugin_load only for thread mode, so that plxd holds no libperl
@@ -77,6 +96,9 @@ struct perl_threads_api {
 	int (*err)(const struct perl_thread *t);
 	void (*submit)(struct perl_thread *t, struct perl_job *job);
 	int (*cancel)(struct perl_thread *t, struct perl_job *job);
+	struct perl_thread *(*inline_thread)(struct perl_threads *p, size_t *room, char *err,
+			size_t errlen);
+	int (*alive)(const struct perl_thread *t);
 };
 extern const struct perl_threads_api perl_threads_api;
 

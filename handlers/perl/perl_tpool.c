@@ -5,6 +5,7 @@
  * plxd-perl-threads.so when made (with plxd_plugin_load, which makes
  * libperl global), so that a plxd with no instance in thread mode never
  * loads Perl. No perl.h. */
+#include "perl_inline.h"
 #include "perl_queue.h"
 #include "perl_req.h"
 #include "alloc.h"
@@ -30,7 +31,17 @@ struct tslot {
 	int busy;
 	char script[PERL_VIEW_SCRIPT];
 	uint64_t since_us, served;
-	uint64_t compiled; /* compiles by its interpreters since plxd started */
+	uint64_t compiled;          /* compiles by its interpreters since plxd started */
+	const char *path;           /* the script it runs, while busy */
+	unsigned long inline_after; /* its request's [perl] inline_after */
+	/* Its last run, from its end (thread_done): short enough to run
+	 * inline, and how long. */
+	int short_run;
+	uint64_t run_us;
+	/* An inline run's, made for its request alone (an event thread's
+	 * interpreter is never lent to another): NULL on an interpreter
+	 * thread's slot. */
+	struct perl_inline_thread *inl;
 };
 
 struct perl_tpool {
@@ -40,6 +51,7 @@ struct perl_tpool {
 	struct tslot *slots;
 	unsigned n;
 	struct perl_queue queue;
+	struct perl_inline *inline_runs;
 };
 
 /* The parent interpreter's @INC additions, split as the workers get them. */
@@ -84,6 +96,7 @@ static void *tpool_create(const struct perl_backend_settings *s, char *err, size
 	p->threads = p->api->create(&o, threads, err, errlen);
 	if (!p->threads)
 		goto fail;
+	p->inline_runs = perl_inline_create(p->api, p->threads);
 	p->n = threads;
 	p->slots = xcalloc(threads, sizeof *p->slots);
 	for (unsigned i = 0; i < threads; i++) {
@@ -131,6 +144,7 @@ static void tpool_destroy(void *b)
 	struct perl_tpool *p = b;
 	if (!p)
 		return;
+	perl_inline_destroy(p->inline_runs);
 	if (p->threads)
 		p->api->destroy(p->threads);
 	for (unsigned i = 0; p->slots && i < p->n; i++) {
@@ -144,24 +158,49 @@ static void tpool_destroy(void *b)
 	free(p);
 }
 
-static void slot_take(struct tslot *s, const char *script)
+static void slot_take(struct tslot *s, struct perl_waiter *wt)
 {
 	s->busy = 1;
 	s->since_us = clock_us();
-	snprintf(s->script, sizeof s->script, "%s", script ? script : "");
+	const struct perl_req *q = wt->ctx;
+	s->path = q->script;
+	s->inline_after = q->conf->inline_after;
+	snprintf(s->script, sizeof s->script, "%s", wt->script ? wt->script : "");
+}
+
+/* Runs q's request inline when its script has proven short: it has run
+ * when this returns 1, on a slot of its own. */
+static int try_inline(struct perl_tpool *p, struct perl_waiter *wt, struct perl_runner **out,
+		int *send_errno)
+{
+	struct perl_req *q = wt->ctx;
+	struct perl_inline_thread *it = perl_inline_for(p->inline_runs, q);
+	if (!it)
+		return 0;
+	struct tslot *s = xcalloc(1, sizeof *s);
+	s->r.out = s->r.err = -1;
+	s->t = perl_inline_perl_thread(it);
+	s->inl = it;
+	slot_take(s, wt);
+	perl_inline_begin(p->inline_runs, it, q);
+	*out = &s->r;
+	*send_errno = wt->send(wt->ctx, *out) < 0 ? errno : 0;
+	return 1;
 }
 
 static enum perl_acquire tpool_acquire(void *b, unsigned long queue, struct perl_waiter *wt,
 		struct perl_runner **out, int *send_errno)
 {
 	struct perl_tpool *p = b;
+	if (try_inline(p, wt, out, send_errno))
+		return PERL_ACQUIRED;
 	pthread_mutex_lock(&p->lock);
 	struct tslot *got = NULL;
 	for (unsigned i = 0; i < p->n && !got; i++)
 		if (!p->slots[i].busy)
 			got = &p->slots[i];
 	if (got) {
-		slot_take(got, wt->script);
+		slot_take(got, wt);
 		pthread_mutex_unlock(&p->lock);
 		*out = &got->r;
 		*send_errno = wt->send(wt->ctx, *out) < 0 ? errno : 0;
@@ -204,14 +243,24 @@ static void tpool_release(void *b, struct perl_runner *r, enum perl_release how,
 	(void)why;
 	struct perl_tpool *p = b;
 	struct tslot *s = (struct tslot *)(void *)r;
+	if (s->path)
+		perl_inline_note(p->inline_runs, s->path, s->short_run, s->inl != NULL, s->run_us,
+				s->inline_after);
+	if (s->inl) {
+		if (r->out >= 0)
+			close(r->out);
+		free(s);
+		return;
+	}
 	pthread_mutex_lock(&p->lock);
 	s->served++;
 	/* What its done said (perl_req_done), as a worker's slot counts it. */
 	s->compiled += r->compiled;
 	r->compiled = 0;
+	s->path = NULL;
 	struct perl_waiter *wt = perl_queue_give(&p->queue, r);
 	if (wt) {
-		slot_take(s, wt->script);
+		slot_take(s, wt);
 	} else {
 		s->busy = 0;
 		s->script[0] = '\0';
@@ -221,14 +270,11 @@ static void tpool_release(void *b, struct perl_runner *r, enum perl_release how,
 		perl_queue_serve(wt);
 }
 
-static size_t tpool_view(void *b, struct perl_runner_view *out, size_t max)
+static void view_slot(const struct tslot *s, uint64_t now, struct perl_runner_view *out, size_t max,
+		size_t *n)
 {
-	struct perl_tpool *p = b;
-	pthread_mutex_lock(&p->lock);
-	uint64_t now = clock_us();
-	for (unsigned i = 0; i < p->n && i < max; i++) {
-		struct tslot *s = &p->slots[i];
-		out[i] = (struct perl_runner_view){
+	if (*n < max) {
+		out[*n] = (struct perl_runner_view){
 			.pid = getpid(), /* a thread's RSS is plxd's: none */
 			.state = s->busy ? "busy" : "idle",
 			.script_us = s->busy ? now - s->since_us : 0,
@@ -236,9 +282,22 @@ static size_t tpool_view(void *b, struct perl_runner_view *out, size_t max)
 			.compiled = s->compiled,
 		};
 		if (s->busy)
-			memcpy(out[i].script, s->script, sizeof out[i].script);
+			memcpy(out[*n].script, s->script, sizeof out[*n].script);
 	}
-	size_t n = p->n;
+	(*n)++;
+}
+
+static size_t tpool_view(void *b, struct perl_runner_view *out, size_t max)
+{
+	struct perl_tpool *p = b;
+	pthread_mutex_lock(&p->lock);
+	uint64_t now = clock_us();
+	size_t n = 0;
+	/* The interpreter threads: an event thread's interpreter is not a
+	 * runner a request waits for (its runs count in the scripts'
+	 * figures). */
+	for (unsigned i = 0; i < p->n; i++)
+		view_slot(&p->slots[i], now, out, max, &n);
 	pthread_mutex_unlock(&p->lock);
 	return n;
 }
@@ -286,6 +345,12 @@ static void thread_done_post(void *arg)
 static void thread_done(struct perl_job *job, const struct perl_run *run)
 {
 	struct perl_req *q = job->ctx;
+	struct tslot *s = (struct tslot *)(void *)q->b.thread.given;
+	s->short_run = perl_inline_short(q, run);
+	s->run_us = run->run_us;
+	if (s->inl)
+		s->short_run &= perl_inline_end(((struct perl_tpool *)q->st->backend)->inline_runs,
+				s->inl, q, run, &s->r.out);
 	q->result = (struct perl_wire_done){
 		.type = PERL_WIRE_DONE,
 		.outcome = perl_wire_outcome(run->outcome),
@@ -295,10 +360,20 @@ static void thread_done(struct perl_job *job, const struct perl_run *run)
 		.run_us = run->run_us,
 		.requests = q->b.thread.given->served + 1,
 	};
-	q->tail_len = run->tail_len;
-	if (run->tail_len) {
-		q->tail = xmalloc(run->tail_len);
-		memcpy(q->tail, run->tail, run->tail_len);
+	if (!q->tail) {
+		q->tail_len = run->tail_len;
+		if (run->tail_len) {
+			q->tail = xmalloc(run->tail_len);
+			memcpy(q->tail, run->tail, run->tail_len);
+		}
+	}
+	if (s->inl) {
+		/* Its request is still in acquire, on this thread: it takes
+		 * the end as it is handed over (perl_req.c's sent). */
+		q->done_early = 1;
+		q->done_late = q->b.thread.timed_out;
+		q->fresh = -1;
+		return;
 	}
 	loop_post(q->loop, thread_done_post, q);
 }
@@ -324,7 +399,10 @@ static void thread_running(struct perl_job *job, const struct perl_run *run)
 	};
 	q->run_at_us = clock_us();
 	atomic_store_explicit(&q->b.thread.run_known, 1, memory_order_release);
-	loop_post(q->loop, thread_running_post, q);
+	if (((struct tslot *)(void *)q->b.thread.given)->inl)
+		q->running = 1; /* on the request's own thread */
+	else
+		loop_post(q->loop, thread_running_post, q);
 }
 
 /* A perl_send_fn for a thread: the request is handed over in memory, its

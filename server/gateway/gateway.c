@@ -540,6 +540,12 @@ static void on_settle(struct loop_timer *t)
 	settled(g);
 }
 
+void gw_timed_out(struct gw *g)
+{
+	loop_timer_stop(g->loop, &g->deadline);
+	on_deadline(&g->deadline);
+}
+
 static void on_deadline(struct loop_timer *t)
 {
 	struct gw *g = GW_OF(t, deadline);

@@ -159,6 +159,11 @@ void gw_output_ready(struct gw *g);
 /* g->end has been filled in. */
 void gw_ended(struct gw *g);
 
+/* The script ran past timeout where the deadline's timer could not see it
+ * (it ran before gw_started, on the request's own thread): answered as at
+ * the deadline. */
+void gw_timed_out(struct gw *g);
+
 /* The script can write no more to its stderr (a worker answered for it):
  * what is there is relayed now, and what comes later is not its. empty:
  * the handler has seen that there is nothing (no read is made). */

@@ -440,7 +440,9 @@ my $other = '203.0.113.9';
     my $t = PlxdTest->start(
         files    => { 'hello.plt' => $hello, 'env.plt' => $hello, 'gate.plt' => $gate },
         handlers => { '.plt' => 'perl:thread' },
-        sections => { 'perl:thread' => { isolation => 'thread', workers => 2 } },
+        # The rows count what the interpreter threads served: nothing runs
+        # inline on an event thread here (perl_inline.t).
+        sections => { 'perl:thread' => { isolation => 'thread', workers => 2, inline_budget => 0 } },
     );
     is($t->get('/hello.plt')->{status}, 200, 'thread mode: hello.plt answers') for 1 .. 3;
     is($t->get('/env.plt')->{status}, 200, 'thread mode: env.plt answers') for 1 .. 2;

@@ -134,7 +134,12 @@ sub run_plxd {
 # Whether this run puts the persistent-Perl handler in thread mode
 # (PLXD_TEST_ISOLATION=thread, below): a test file checks what doc/perl.md's
 # isolation table says of that mode where the modes differ.
-sub thread_mode { return ($ENV{PLXD_TEST_ISOLATION} // '') eq 'thread' }
+# PLXD_TEST_ISOLATION=thread: interpreter threads only ([perl]
+# inline_budget = 0); =inline: a request with no body runs inline on its
+# event thread from its script's second run, when the first took at most
+# 50 ms (inline_after = 1).
+sub thread_mode { return ($ENV{PLXD_TEST_ISOLATION} // '') =~ /^(?:thread|inline)$/ }
+sub inline_mode { return ($ENV{PLXD_TEST_ISOLATION} // '') eq 'inline' }
 
 sub start {
     my ($class, %o) = @_;
@@ -156,7 +161,8 @@ sub start {
     # the same cases, the other mode.
     my %sections = %{ $o{sections} || {} };
     if (thread_mode()) {
-        $sections{perl} = { %{ $sections{perl} || {} }, isolation => 'thread' };
+        my %inline = inline_mode() ? (inline_after => 1, inline_budget => '50ms') : (inline_budget => 0);
+        $sections{perl} = { %inline, %{ $sections{perl} || {} }, isolation => 'thread' };
     }
     my $conf = $o{conf} // join "\n", _ini(server => \%server),
         _ini(handlers => $o{handlers} || {}),

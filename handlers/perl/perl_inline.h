@@ -1,0 +1,47 @@
+/* Inline runs ([perl] isolation = thread, inline_budget): a script whose
+ * last runs were short runs on the event thread that owns its connection,
+ * in that thread's own clone of the parent, with no hand-off; everything
+ * else runs on the interpreter threads (perl_tpool.c, which asks here
+ * first). What a run printed is in memory when it returns; a watchdog
+ * thread ends a run at its timeout and reads the pipes of a long one, as
+ * the event thread cannot meanwhile. No perl.h. */
+#ifndef PLXD_PERL_INLINE_H
+#define PLXD_PERL_INLINE_H
+
+#include "perl_req.h"
+
+struct perl_inline;
+struct perl_inline_thread;
+
+struct perl_inline *perl_inline_create(const struct perl_threads_api *api,
+		struct perl_threads *threads);
+/* Stops the watchdog; no inline run may be in progress. The clones are
+ * the threads' (api->destroy). */
+void perl_inline_destroy(struct perl_inline *in);
+
+/* The calling event thread's interpreter for q, when q may run inline now
+ * (no body, its script proven short); made at the thread's first such
+ * request. NULL: q runs on the interpreter threads. */
+struct perl_inline_thread *perl_inline_for(struct perl_inline *in, struct perl_req *q);
+struct perl_thread *perl_inline_perl_thread(const struct perl_inline_thread *it);
+
+/* Around q's run on it: before the submit, and on the event thread as the
+ * run returns (its done), which puts everything it printed in q->tail and
+ * logs its stderr; *old_out is the pipe the programs it started (if it
+ * forked) still hold, for the request to read and close, or -1. Returns
+ * whether the run may stay short: not when the watchdog had to read its
+ * pipes or ended it at its timeout (q->b.thread.timed_out). */
+void perl_inline_begin(struct perl_inline *in, struct perl_inline_thread *it, struct perl_req *q);
+int perl_inline_end(struct perl_inline *in, struct perl_inline_thread *it, struct perl_req *q,
+		const struct perl_run *run, int *old_out);
+
+/* Whether run, of q's script, was short enough to run inline. */
+int perl_inline_short(const struct perl_req *q, const struct perl_run *run);
+
+/* Counts a run of script: short ones in a row, up to after, make it run
+ * inline; a run that was not short (logged when it ran inline, after
+ * run_us) sends it back to the interpreter threads. */
+void perl_inline_note(struct perl_inline *in, const char *script, int short_run, int was_inline,
+		uint64_t run_us, unsigned long after);
+
+#endif

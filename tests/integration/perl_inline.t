@@ -1,0 +1,181 @@
+# Inline runs ([perl] isolation = thread, inline_budget, inline_after): a
+# .plt whose last runs were short runs on the event thread that owns its
+# connection, with no hand-off; a new script, a slow one, one with a body,
+# one that forked or printed too much runs on the interpreter threads. The
+# thread a script ran on is read from /proc: plxd names its event threads
+# plxd-event and its interpreter threads plxd-perl.
+use strict;
+use warnings;
+use Test::More;
+use PlxdTest qw(wait_for);
+use PlxdRaw qw(read_responses request_bytes);
+use Time::HiRes qw(time);
+
+my $where = <<'EOF';
+sub where { my $tid = syscall(186); open my $fh, '<', "/proc/self/task/$tid/comm" or return '?';
+    my $comm = <$fh>; chomp $comm; return $comm }
+EOF
+my %files = (
+    'where.plt' => $where . <<'EOF',
+my %q = map { split /=/, $_, 2 } split /&/, $ENV{QUERY_STRING} // '';
+print "Content-Type: text/plain\n\n", where(), "\n";
+select undef, undef, undef, $q{sleep} / 1000 if $q{sleep};
+if ($q{big}) { my $line = ('x' x 99) . "\n"; print $line for 1 .. $q{big} / 100 }
+if ($q{warn}) { my $line = ('w' x 99); print STDERR "$line $_\n" for 1 .. $q{warn} }
+if ($q{fork}) { system 'echo', 'from a child' }
+if ($q{sys}) { $| = 1; syswrite STDOUT, "written past the buffer\n"; print STDERR "a warning inline\n" }
+if ($q{mark}) { open my $m, '>', $q{mark} or die; close $m }
+select undef, undef, undef, $q{then} / 1000 if $q{then};
+1 while $q{loop};
+EOF
+    'sub/cwd.plt' => "use Cwd;\nprint \"Content-Type: text/plain\\n\\n\", getcwd(), \"\\n\"; chdir '/';\n",
+    'slow.plt'    => "print \"Content-Type: text/plain\\n\\n\"; select undef, undef, undef, 1; print \"slow\\n\";\n",
+    'a.txt'       => "static\n",
+    'post.plt'    => $where . "print \"Content-Type: text/plain\\n\\n\", where(), ' ', scalar(<STDIN>), \"\\n\";\n",
+);
+$files{'never.plt'} = $files{'where.plt'};
+
+my $s = PlxdTest->start(
+    files    => \%files,
+    handlers => { '.plt' => 'perl:thread' },
+    server   => { threads => 1 },
+    sections => { 'perl:thread' => { isolation => 'thread', workers => 1, timeout => '2s',
+                                      inline_budget => '200ms' } },
+);
+my $where_is = sub { my $r = $s->get($_[0]); return $r->{status} == 200 ? (split /\n/, $r->{content})[0] : "status $r->{status}" };
+
+# Requests path until it runs inline: at most inline_after (3) runs on the
+# interpreter threads first.
+sub inline_again {
+    my ($path) = @_;
+    for (1 .. 4) {
+        return 1 if $where_is->($path) eq 'plxd-event';
+    }
+    return 0;
+}
+
+# --- promoted after inline_after (3) short runs, demoted by one slow one ---
+is($where_is->('/where.plt'), 'plxd-perl', "a new script runs on an interpreter thread ($_)") for 1 .. 3;
+is($where_is->('/where.plt'), 'plxd-event', 'after 3 short runs, on the event thread');
+is($where_is->('/where.plt'), 'plxd-event', '... and again');
+ok(wait_for(sub { $s->error_log =~ /an event thread has its interpreter for inline runs/ }),
+    'the log says an event thread made its interpreter');
+is($where_is->('/where.plt?sleep=400'), 'plxd-event', 'a slow run that was short before runs inline, once');
+ok(wait_for(sub { $s->error_log =~ m{where\.plt: ran \d+ us inline, past inline_budget .*until it has run short 3 times} }),
+    'its demotion is logged under its name');
+is($where_is->('/where.plt'), 'plxd-perl', "then it runs on an interpreter thread ($_)") for 1 .. 3;
+is($where_is->('/where.plt'), 'plxd-event', 'and inline again once it has proven short');
+
+# --- what never runs inline ---
+$s->get('/post.plt') for 1 .. 3;
+my $r = $s->request('POST', '/post.plt', content => "body\n");
+is($r->{content}, "plxd-perl body\n\n", 'a request with a body runs on an interpreter thread, and reads it');
+
+# --- what an inline run does keeps working, and demotes its script ---
+for my $case ([ 'big=3000000', 'prints 3 MB, more than its pipe holds' ],
+              [ 'fork=1', 'starts a program' ],
+              [ 'warn=20000', 'writes 2 MB to stderr' ]) {
+    my ($q, $what) = @$case;
+    ok(inline_again('/where.plt'), "($q) the script runs inline");
+    my $t0 = time;
+    $r = $s->get("/where.plt?$q");
+    is($r->{status}, 200, "an inline run that $what answers");
+    is((split /\n/, $r->{content})[0], 'plxd-event', '... it ran inline');
+    if ($q =~ /^big/) {
+        is(length $r->{content}, length("plxd-event\n") + 3_000_000, '... with all its output');
+        is($r->{content}, "plxd-event\n" . ((('x' x 99) . "\n") x 30_000), '... in order');
+    }
+    like($r->{content}, qr/^from a child$/m, "... the program's output is in the response") if $q =~ /^fork/;
+    if ($q =~ /^warn/) {
+        ok(wait_for(sub { my @l = $s->error_log =~ /where\.plt: w+ \d+$/mg; @l == 20_000 }),
+            '... every stderr line is logged under its name');
+    }
+    cmp_ok(time - $t0, '<', 10, '... without waiting for its timeout');
+    is($where_is->('/where.plt'), 'plxd-perl', '... and its script is demoted');
+}
+
+# --- what a run writes past STDOUT's buffer, and to STDERR, a little ---
+ok(inline_again('/where.plt'), '(sys) the script runs inline');
+$r = $s->get('/where.plt?sys=1');
+is($r->{content}, "plxd-event\nwritten past the buffer\n", 'syswrite to STDOUT inline: in the response, in order');
+ok($s->wait_log(qr{where\.plt: a warning inline$}m), 'a line to STDERR inline: logged under its name');
+is($where_is->('/where.plt'), 'plxd-event', '... and the script stays inline');
+
+# --- the timeout ends an inline run, and the next request is served ---
+ok(inline_again('/where.plt'), '(loop) the script runs inline');
+$r = $s->get('/where.plt?loop=1');
+is($r->{status}, 504, 'an inline run past timeout gets 504');
+ok(wait_for(sub { $s->error_log =~ m{where\.plt: ran past timeout inline: its interpreter ends it} }),
+    '... logged under its name');
+is($s->get('/a.txt')->{status}, 200, 'the event thread serves again');
+is($where_is->('/where.plt'), 'plxd-perl', '... and the script runs on the interpreter threads');
+
+# --- the working directory is the event thread's own ---
+$s->get('/sub/cwd.plt') for 1 .. 3;
+my $cwd_before = readlink("/proc/" . $s->pid . "/cwd");
+is($s->get('/sub/cwd.plt')->{content}, $s->root . "/sub\n", "inline, the script's folder is its working directory");
+is(readlink("/proc/" . $s->pid . "/cwd"), $cwd_before, "plxd's own stays where it was");
+
+# --- a slow script does not stall its event thread's other connections ---
+# One event thread: the slow script is new, so it runs on the interpreter
+# thread, and the static file on another connection is answered meanwhile.
+my $best;
+for my $try (1 .. 3) {
+    my $slow = $s->connect;
+    $slow->syswrite(request_bytes('GET', '/slow.plt'));
+    select undef, undef, undef, 0.1;
+    my $t0 = time;
+    my $got = $s->get('/a.txt');
+    my $took = time - $t0;
+    $best = $took if !defined $best || $took < $best;
+    my ($slow_r) = read_responses($slow, 1, timeout => 20);
+    is($slow_r->{body}, "slow\n", "the slow script answers ($try)");
+    is($got->{content}, "static\n", "the static file meanwhile ($try)");
+}
+cmp_ok($best, '<', 0.05, sprintf('a static request beside a slow .plt on the same event thread: answered in %.0f ms', $best * 1000));
+$s->stop;
+
+# --- inline_budget = 0: never inline ---
+$s = PlxdTest->start(
+    files    => \%files,
+    handlers => { '.plt' => 'perl:thread' },
+    sections => { 'perl:thread' => { isolation => 'thread', workers => 1, inline_budget => 0 } },
+);
+my @seen = map { $where_is->('/never.plt') } 1 .. 10;
+is_deeply([ grep { $_ ne 'plxd-perl' } @seen ], [], 'inline_budget = 0: every run on an interpreter thread');
+unlike($s->error_log, qr/an event thread has its interpreter/, '... and no event thread made an interpreter');
+
+# --- a stop while an inline run is in progress ---
+$s->stop;
+$s = PlxdTest->start(
+    files    => \%files,
+    handlers => { '.plt' => 'perl:thread' },
+    sections => { 'perl:thread' => { isolation => 'thread', workers => 1, inline_budget => '200ms' } },
+);
+$s->get('/where.plt') for 1 .. 3;
+my $mark = $s->dir . '/running';
+# A reload while an inline run is in progress: the run is answered, and the
+# script runs inline after it, on the same interpreters.
+my $c = $s->connect;
+$c->syswrite(request_bytes('GET', "/where.plt?mark=$mark&then=500"));
+ok(wait_for(sub { -e $mark }), 'an inline run is in progress');
+$s->signal('HUP');
+my ($during) = read_responses($c, 1, timeout => 10);
+is($during->{status}, 200, 'SIGHUP during an inline run: it is answered');
+like($during->{body} // '', qr/^plxd-event$/m, '... inline');
+ok($s->wait_log(qr/configuration reloaded/), '... and the reload is done');
+ok(inline_again('/where.plt'), 'the script runs inline after the reload');
+unlink $mark;
+$c = $s->connect;
+$c->syswrite(request_bytes('GET', "/where.plt?mark=$mark&then=1500"));
+ok(wait_for(sub { -e $mark }), 'an inline run is in progress');
+my $t0 = time;
+$s->signal('TERM');
+my $status = $s->wait_exit(30);
+is($status, 0, 'SIGTERM during an inline run: plxd stops, with status 0');
+cmp_ok(time - $t0, '<', 20, sprintf('... in %.1f s', time - $t0));
+my ($inflight) = read_responses($c, 1, timeout => 5);
+is($inflight->{status}, 200, '... after answering the run in flight');
+like($inflight->{body} // '', qr/^plxd-event$/m, '... which ran inline');
+
+done_testing;
