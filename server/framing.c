@@ -9,6 +9,7 @@
  * buffer (framing_head); a chunked body's line ends are read as the bytes
  * arrive (chunk_scan). */
 #include "framing.h"
+#include "hex.h"
 
 #include <stdint.h>
 #include <string.h>
@@ -252,17 +253,6 @@ void chunk_scan_begin(struct chunk_scan *s)
 	*s = (struct chunk_scan){ .state = CHUNK_SIZE };
 }
 
-static int hex_digit(unsigned char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* The end of a chunk-size line: the data, or after the last chunk (size
  * 0) the trailers. */
 static void size_line_done(struct chunk_scan *s)
@@ -305,7 +295,7 @@ int chunk_scan(struct chunk_scan *s, const char *p, size_t n)
 		case CHUNK_SIZE:
 			/* libmicrohttpd reads digits up to ';' or the line end,
 			 * all hex, and refuses a size past 2^64 - 1 (413). */
-			if ((d = hex_digit(c)) >= 0) {
+			if ((d = hex_digit_value(c)) >= 0) {
 				if (s->size > UINT64_MAX >> 4)
 					s->state = CHUNK_LEFT;
 				s->size = s->size << 4 | (uint64_t)d;

@@ -1,20 +1,10 @@
 /* Decoding and normalising request paths (RFC 3986 section 5.2.4, with
  * ".." above the root refused rather than clamped). */
 #include "path.h"
+#include "hex.h"
 
 #include <string.h>
 #include <strings.h>
-
-static int hex_value(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
 
 /* Skips "http://authority" of an absolute-form target (RFC 9112 3.2.2). */
 static const char *skip_absolute_form(const char *target)
@@ -57,8 +47,8 @@ int path_from_target(const char *target, char *path, size_t pathlen, const char 
 	for (size_t i = 0; i < raw_len; i++) {
 		char c = p[i];
 		if (c == '%') {
-			int hi = i + 2 < raw_len ? hex_value(p[i + 1]) : -1;
-			int lo = hi >= 0 ? hex_value(p[i + 2]) : -1;
+			int hi = i + 2 < raw_len ? hex_digit_value(p[i + 1]) : -1;
+			int lo = hi >= 0 ? hex_digit_value(p[i + 2]) : -1;
 			if (hi < 0 || lo < 0) {
 				*why = "bad percent escape in the path";
 				return 400;
