@@ -237,7 +237,8 @@ if (!thread_mode()) {
                 my $took = time - $t0;
                 $worst = $took if !defined $worst || $took > $worst;
                 my $what = $r->{status} == 200 && $r->{content} =~ /^(\w+) \d+$/ ? "200 $1" : "$r->{status} $r->{content}";
-                $status{$what}++;
+                # The first answer of each preload, for the test to wait on.
+                write_file($z->dir . "/seen-$1", '') if !$status{$what}++ && $what =~ /^200 (\w+)$/;
                 select undef, undef, undef, 0.01;    # a steady load, not all the CPU
             }
             write_file($z->dir . "/client$n", join('', map { "$_\t$status{$_}\n" } sort keys %status)
@@ -257,6 +258,7 @@ if (!thread_mode()) {
     $reload_to->('startup2.pl');
     ok(wait_for(sub { (gen($z->get('/gen.plx')))[0] eq 'second' }, 60),
         '... a reload: a worker of the new preload serves after its start');
+    ok(wait_for(sub { -e $z->dir . '/seen-second' }, 60), '... and the clients too');
     $reload_to->('startup3.pl');
     # Both slots hold a worker of the last preload: several answers in a
     # row are all of it.
