@@ -99,13 +99,7 @@ static int fcgi_accept(pTHX_ struct perl_interp *pi)
 		pi->stop = 1;
 		return fcgi_loop_end(aTHX_ pi);
 	}
-	struct perl_file_facts facts = {
-		next->dev,
-		next->ino,
-		next->size,
-		next->mtime_sec,
-		next->mtime_nsec,
-	};
+	struct perl_file_facts facts = run_file_facts(next);
 	if (strcmp(next->script, pi->script->path) != 0
 			|| !perl_registry_current(pi->script, &facts)) {
 		f->pending = next;

@@ -227,6 +227,13 @@ extern _Thread_local struct perl_interp *current;
 /* This is a process a script forked. */
 extern _Thread_local volatile sig_atomic_t forked_child;
 
+/* The facts of run's file, as the registry compares them. */
+static inline struct perl_file_facts run_file_facts(const struct perl_run *run)
+{
+	return (struct perl_file_facts){ run->dev, run->ino, run->size, run->mtime_sec,
+		run->mtime_nsec };
+}
+
 typedef void protected_fn(pTHX_ void *arg);
 
 /* The thread-only code (perl_clone.c), which only what runs interpreter

@@ -211,13 +211,7 @@ static void open_data(pTHX_ struct perl_interp *pi, struct perl_script *s)
  * changed; NULL with run->outcome set when it cannot run. */
 static struct perl_script *script_fetch(pTHX_ struct perl_interp *pi, struct perl_run *run)
 {
-	struct perl_file_facts facts = {
-		run->dev,
-		run->ino,
-		run->size,
-		run->mtime_sec,
-		run->mtime_nsec,
-	};
+	struct perl_file_facts facts = run_file_facts(run);
 	struct perl_script *script = perl_registry_lookup(aTHX_ pi->registry, run->script, &facts);
 	if (script)
 		return script;
@@ -528,13 +522,7 @@ static struct perl_interp *interp_for(struct perl_interp *pi, struct perl_run *r
 {
 	if (pi->opts.taint != PERL_TAINT_HONOUR)
 		return pi;
-	struct perl_file_facts facts = {
-		run->dev,
-		run->ino,
-		run->size,
-		run->mtime_sec,
-		run->mtime_nsec,
-	};
+	struct perl_file_facts facts = run_file_facts(run);
 	if (perl_registry_lookup(pi->perl, pi->registry, run->script, &facts))
 		return pi;
 	if (pi->twin
