@@ -31,13 +31,7 @@ struct tslot {
 	int busy;
 	char script[PERL_VIEW_SCRIPT];
 	uint64_t since_us, served;
-	uint64_t compiled;          /* compiles by its interpreters since plxd started */
-	const char *path;           /* the script it runs, while busy */
-	unsigned long inline_after; /* its request's [perl] inline_after */
-	/* Its last run, from its end (thread_done): short enough to run
-	 * inline, and how long. */
-	int short_run;
-	uint64_t run_us;
+	uint64_t compiled; /* compiles by its interpreters since plxd started */
 	/* An inline run's, made for its request alone (an event thread's
 	 * interpreter is never lent to another): NULL on an interpreter
 	 * thread's slot. */
@@ -162,9 +156,6 @@ static void slot_take(struct tslot *s, struct perl_waiter *wt)
 {
 	s->busy = 1;
 	s->since_us = clock_us();
-	const struct perl_req *q = wt->ctx;
-	s->path = q->script;
-	s->inline_after = q->conf->inline_after;
 	snprintf(s->script, sizeof s->script, "%s", wt->script ? wt->script : "");
 }
 
@@ -243,9 +234,6 @@ static void tpool_release(void *b, struct perl_runner *r, enum perl_release how,
 	(void)why;
 	struct perl_tpool *p = b;
 	struct tslot *s = (struct tslot *)(void *)r;
-	if (s->path)
-		perl_inline_note(p->inline_runs, s->path, s->short_run, s->inl != NULL, s->run_us,
-				s->inline_after);
 	if (s->inl) {
 		if (r->out >= 0)
 			close(r->out);
@@ -257,7 +245,6 @@ static void tpool_release(void *b, struct perl_runner *r, enum perl_release how,
 	/* What its done said (perl_req_done), as a worker's slot counts it. */
 	s->compiled += r->compiled;
 	r->compiled = 0;
-	s->path = NULL;
 	struct perl_waiter *wt = perl_queue_give(&p->queue, r);
 	if (wt) {
 		slot_take(s, wt);
@@ -346,11 +333,14 @@ static void thread_done(struct perl_job *job, const struct perl_run *run)
 {
 	struct perl_req *q = job->ctx;
 	struct tslot *s = (struct tslot *)(void *)q->b.thread.given;
-	s->short_run = perl_inline_short(q, run);
-	s->run_us = run->run_us;
+	struct perl_inline *inline_runs = ((struct perl_tpool *)q->st->backend)->inline_runs;
+	int short_run = perl_inline_short(q, run);
 	if (s->inl)
-		s->short_run &= perl_inline_end(((struct perl_tpool *)q->st->backend)->inline_runs,
-				s->inl, q, run, &s->r.out);
+		short_run &= perl_inline_end(inline_runs, s->inl, q, run, &s->r.out);
+	/* Noted before its response can reach the client: the client's
+	 * next request finds the script's record up to date. */
+	perl_inline_note(inline_runs, q->script, short_run, s->inl != NULL, run->run_us,
+			q->conf->inline_after);
 	q->result = (struct perl_wire_done){
 		.type = PERL_WIRE_DONE,
 		.outcome = perl_wire_outcome(run->outcome),
