@@ -102,12 +102,23 @@ const struct conf_key server_keys[] = {
 	SERVER_KEY("max_header_size", CONF_SIZE, max_header_size, "8K", .min = 4096,
 		.max = 1024 * 1024, .flags = CONF_RESTART,
 		.help = "a request line and headers together at most (lighttpd's default); "
-			"libmicrohttpd's memory for a connection is twice this and 16 KB, 32 KB "
-			"at least, so a head at the limit that is all cookies, with 200 fields, "
-			"fits; above 8K that memory is mapped and unmapped for every connection",
+			"libmicrohttpd's memory for a connection is twice this, 64 bytes per "
+			"max_header_fields and 3 KB, 32 KB at least, so a head at both limits "
+			"fits, all cookie or not; above 32 KB that memory is mapped and "
+			"unmapped for every connection",
 		.limit = "served at the limit; one byte more: 414 when the request line is what "
 			 "does not fit, else 431, and the connection closed",
 		.tests = "integration/limits.t integration/attacks.t"),
+	SERVER_KEY("max_header_fields", CONF_UINT, max_header_fields, "200", .min = 10,
+		.max = 100000, .flags = CONF_RESTART,
+		.help = "header lines, cookies and query parameters in one request head, "
+			"together: libmicrohttpd keeps an entry of 64 bytes for each in the "
+			"connection's memory, which grows by that much per entry allowed "
+			"(Apache's LimitRequestFields counts header lines alone, 100)",
+		.limit = "431 before the head is parsed, and the connection closed; behind a "
+			 "request still being answered (pipelined), the connection is closed "
+			 "after nothing more is read",
+		.tests = "integration/limits.t unit/test_framing.c"),
 	SERVER_KEY("max_body", CONF_SIZE, max_body, "64M",
 		.help = "request body size at most; also what a CGI script may print while its "
 			"request body is still arriving",

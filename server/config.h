@@ -28,6 +28,7 @@ struct server_conf {
 	unsigned long body_timeout_ms;
 	unsigned long long body_min_rate;
 	unsigned long long max_header_size;
+	unsigned long max_header_fields;
 	unsigned long long max_body;
 	unsigned long shutdown_timeout_ms;
 	struct addr_list trusted_proxies;

@@ -11,6 +11,7 @@
 #include "framing.h"
 #include "hex.h"
 
+#include <ctype.h>
 #include <stdint.h>
 #include <string.h>
 #include <strings.h>
@@ -374,6 +375,59 @@ int chunk_scan(struct chunk_scan *s, const char *p, size_t n)
 		i++;
 	}
 	return s->state == CHUNK_DONE ? 1 : s->state == CHUNK_REFUSED ? -1 : 0;
+}
+
+void head_count_begin(struct head_count *h)
+{
+	*h = (struct head_count){ 0 };
+}
+
+int head_count(struct head_count *h, const char *p, size_t n, unsigned long max, size_t *used)
+{
+	static const char cookie[] = "cookie:";
+	*used = 0;
+	if (h->entries > max)
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)p[i];
+		int entry = 0;
+		if (c == '\n') {
+			if (h->in_line) {
+				h->lines++;
+			} else if (h->lines) {
+				*used = i + 1;
+				return 1;
+			}
+			h->in_line = h->spaces = h->query = h->matched = h->cookie = 0;
+			continue;
+		}
+		if (c == '\r')
+			continue;
+		if (!h->lines) {
+			/* The request line: its query's parameters. */
+			if (c == ' ') {
+				h->spaces++;
+			} else if (h->spaces == 1 && (c == '?' || (c == '&' && h->query))) {
+				h->query = 1;
+				entry = 1;
+			}
+		} else if (!h->in_line) {
+			entry = 1; /* a header line */
+			h->matched = tolower(c) == cookie[0];
+		} else if (h->cookie) {
+			entry = c == ';';
+		} else if (h->matched && h->matched < sizeof cookie - 1) {
+			h->matched = tolower(c) == cookie[h->matched] ? h->matched + 1 : 0;
+			if (h->matched == sizeof cookie - 1)
+				h->cookie = entry = 1; /* its first cookie */
+		}
+		h->in_line = 1;
+		if (entry && ++h->entries > max) {
+			*used = i;
+			return -1;
+		}
+	}
+	return 0;
 }
 
 unsigned framing_check(const char *method, const char *version,

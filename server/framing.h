@@ -108,6 +108,32 @@ void chunk_scan_begin(struct chunk_scan *s);
  * (s->why says why); the same again after that. */
 int chunk_scan(struct chunk_scan *s, const char *p, size_t n);
 
+/* The entries libmicrohttpd 0.9.75 keeps for a request head, counted as
+ * its bytes arrive, before libmicrohttpd parses them: one per header line,
+ * one per cookie of a Cookie line, one per query parameter. It keeps each
+ * in its fixed memory for the connection (http_connection_memory), and a
+ * head with more than that memory holds was answered twice over, not at
+ * all, or with a 500 blamed on the script, depending on the count. The
+ * count errs high (an empty query parameter, a ';' anywhere in
+ * a Cookie line, a folded line), never low. */
+struct head_count {
+	unsigned long entries;
+	unsigned long lines;   /* lines ended; empty lines before the request line are not */
+	unsigned char in_line; /* the line so far has a byte other than CR */
+	unsigned char spaces;  /* in the request line: spaces seen */
+	unsigned char query;   /* in the request line: a '?' seen in the target */
+	unsigned char matched; /* bytes of "cookie:" matched from a header line's start */
+	unsigned char cookie;  /* in a Cookie line's value */
+};
+
+void head_count_begin(struct head_count *h);
+
+/* Takes the next n bytes of a head, with at most max entries. Returns 0
+ * when all were taken and the head goes on; 1 when it ended, *used then
+ * being the bytes up to and with its empty line's LF; -1 when the entry
+ * that comes past max starts at p[*used]. The same -1 again after that. */
+int head_count(struct head_count *h, const char *p, size_t n, unsigned long max, size_t *used);
+
 /* The same over a whole list, for tests and fuzzing. */
 struct framing_header {
 	const char *name;

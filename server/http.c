@@ -189,9 +189,10 @@ void http_url(int fd, char *out, size_t outlen)
 		snprintf(out, outlen, "http://%s:%u/", addr, port);
 }
 
-size_t http_connection_memory(unsigned long long max_header_size)
+size_t http_connection_memory(const struct server_conf *server)
 {
-	size_t needed = (size_t)(2 * max_header_size) + HTTP_FIELDS_ROOM;
+	size_t needed = (size_t)(2 * server->max_header_size)
+			+ (size_t)server->max_header_fields * HTTP_FIELD_COST + HTTP_REPLY_ROOM;
 	return needed > HTTP_POOL_MALLOC_MAX ? needed : HTTP_POOL_MALLOC_MAX;
 }
 
@@ -813,7 +814,7 @@ int http_start(int fd, const struct server_conf *server, const struct http_handl
 	long cores = sysconf(_SC_NPROCESSORS_ONLN);
 	nthreads = server->threads ? (unsigned)server->threads : (unsigned)(cores > 0 ? cores : 1);
 	raise_fd_limit(connection_cap);
-	if (recv_tap_init() < 0) {
+	if (recv_tap_init(server->max_header_fields) < 0) {
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
@@ -842,7 +843,7 @@ int http_start(int fd, const struct server_conf *server, const struct http_handl
 			MHD_OPTION_CONNECTION_LIMIT, connection_cap,
 			MHD_OPTION_CONNECTION_TIMEOUT, timeout_s,
 			MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-				http_connection_memory(server->max_header_size),
+				http_connection_memory(server),
 			MHD_OPTION_NOTIFY_COMPLETED, callbacks.completed, NULL,
 			MHD_OPTION_NOTIFY_CONNECTION, on_connection, th,
 			MHD_OPTION_URI_LOG_CALLBACK, on_uri, NULL,

@@ -85,21 +85,22 @@ unsigned http_wait_idle(unsigned long timeout_ms);
 unsigned http_stop(void);
 
 /* The memory libmicrohttpd is given per connection, for [server]
- * max_header_size: it keeps there the request head, a copy of its Cookie
- * header, HTTP_FIELD_COST bytes for every header line, cookie and query
- * parameter, and then the response's head. Twice max_header_size and
- * HTTP_FIELDS_ROOM: a head at the limit that is all cookie fits, with 200
- * fields; plxd itself enforces max_header_size (request.c). Never less
- * than HTTP_POOL_MALLOC_MAX, which costs no more than less would: up to
+ * max_header_size and max_header_fields: it keeps there the request head, a
+ * copy of its Cookie header, HTTP_FIELD_COST bytes for every header line,
+ * cookie and query parameter, and then the response's head. Twice
+ * max_header_size, HTTP_FIELD_COST for each of max_header_fields and
+ * HTTP_REPLY_ROOM: a head at both limits fits, all cookie or not; plxd
+ * itself enforces both (request.c, recv_tap.c). Never less than
+ * HTTP_POOL_MALLOC_MAX, which costs no more than less would: up to
  * there libmicrohttpd 0.9.75 takes the memory from malloc, beyond it from
  * mmap, an mmap and a munmap for every connection, which halved the
  * requests per second with a new connection each (8K is the default for
  * that reason). More memory also costs every keep-alive request:
  * libmicrohttpd clears what was used between two requests. */
 #define HTTP_FIELD_COST      64
-#define HTTP_FIELDS_ROOM     (16 * 1024)
+#define HTTP_REPLY_ROOM      (3 * 1024)
 #define HTTP_POOL_MALLOC_MAX (32 * 1024)
-size_t http_connection_memory(unsigned long long max_header_size);
+size_t http_connection_memory(const struct server_conf *server);
 
 /* For request.c and status.c. */
 unsigned http_open_connections(void);

@@ -6,11 +6,17 @@
  * unchecked. */
 #undef _FORTIFY_SOURCE /* glibc's fortified recv() is an inline of its own */
 #include "recv_tap.h"
+#include "framing.h"
+#include "log.h"
 
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/types.h>
+
+#define NO_HEAD UINT64_MAX
 
 struct tap {
 	uint64_t bytes;
@@ -18,17 +24,22 @@ struct tap {
 	recv_tap_fn *fn;
 	void *cls;
 	int open;
+	int busy;           /* a request of the connection is being answered */
+	uint64_t head_from; /* where the head being counted starts: NO_HEAD, none */
+	struct head_count head;
 };
 
 /* One per descriptor, each used by the thread that serves its connection:
  * written before the event threads start, and never moved. */
 static struct tap *taps;
 static size_t ntaps;
+static unsigned long entries_max;
 
 ssize_t recv(int fd, void *buf, size_t len, int flags);
 
-int recv_tap_init(void)
+int recv_tap_init(unsigned long max_entries)
 {
+	entries_max = max_entries;
 	if (taps)
 		return 0;
 	struct rlimit rl;
@@ -48,7 +59,7 @@ int recv_tap_init(void)
 void recv_tap_open(int fd)
 {
 	if (fd >= 0 && (size_t)fd < ntaps)
-		taps[fd] = (struct tap){ .open = 1 };
+		taps[fd] = (struct tap){ .open = 1 }; /* its first head from byte 0 */
 }
 
 void recv_tap_close(int fd)
@@ -74,6 +85,76 @@ void recv_tap_watch(int fd, recv_tap_fn *fn, void *cls)
 	}
 }
 
+/* Counts p's n bytes into the head t counts. Returns head_count's answer. */
+static int head_take(struct tap *t, const char *p, size_t n)
+{
+	size_t used;
+	int how = head_count(&t->head, p, n, entries_max, &used);
+	if (how > 0)
+		t->head_from = NO_HEAD;
+	return how;
+}
+
+void recv_tap_idle(int fd)
+{
+	if (fd >= 0 && (size_t)fd < ntaps)
+		taps[fd].busy = 0;
+}
+
+int recv_tap_next_head(int fd, uint64_t at, const char *held, size_t held_len)
+{
+	if (fd < 0 || (size_t)fd >= ntaps || !taps[fd].open)
+		return 0;
+	struct tap *t = &taps[fd];
+	t->busy = 1;
+	t->head_from = at;
+	head_count_begin(&t->head);
+	return held_len && head_take(t, held, held_len) < 0 ? -1 : 0;
+}
+
+/* A head with more entries than libmicrohttpd's memory holds, refused
+ * before libmicrohttpd parses it: answered 431 here when no answer is in
+ * progress on the connection, and the connection closed. What the client
+ * sent meanwhile is read first (a little of it), so that the close does not
+ * reset the connection before the client has the answer. */
+static ssize_t refuse_head(int fd, const struct tap *t)
+{
+#define TOO_MANY "Too many header fields, cookies or query parameters\n"
+	_Static_assert(sizeof TOO_MANY - 1 == 52, "the Content-Length below");
+	static const char answer[] = "HTTP/1.1 431 Request Header Fields Too Large\r\n"
+				     "Connection: close\r\n"
+				     "Content-Type: text/plain\r\n"
+				     "Content-Length: 52\r\n"
+				     "\r\n" TOO_MANY;
+	struct sockaddr_storage ss;
+	socklen_t sslen = sizeof ss;
+	char addr[64] = "?";
+	if (getpeername(fd, (struct sockaddr *)&ss, &sslen) == 0)
+		log_format_addr((struct sockaddr *)&ss, addr, sizeof addr);
+	if (t->busy) {
+		plxd_log(PLXD_LOG_INFO,
+				"closed a connection from %s: a pipelined request head has more "
+				"than max_header_fields (%lu) header lines, cookies and query "
+				"parameters",
+				addr, entries_max);
+	} else {
+		plxd_log(PLXD_LOG_INFO,
+				"refused a request from %s: 431, its head has more than "
+				"max_header_fields (%lu) header lines, cookies and query "
+				"parameters",
+				addr, entries_max);
+		if (send(fd, answer, sizeof answer - 1, MSG_NOSIGNAL | MSG_DONTWAIT) > 0) {
+			shutdown(fd, SHUT_WR);
+			char sink[4096];
+			for (int i = 0; i < 16; i++)
+				if (recvfrom(fd, sink, sizeof sink, MSG_DONTWAIT, NULL, NULL) <= 0)
+					break;
+		}
+	}
+	errno = ECONNRESET;
+	return -1;
+}
+
 ssize_t recv(int fd, void *buf, size_t len, int flags)
 {
 	ssize_t n = recvfrom(fd, buf, len, flags, NULL, NULL);
@@ -83,10 +164,17 @@ ssize_t recv(int fd, void *buf, size_t len, int flags)
 	struct tap *t = &taps[fd];
 	if (!t->first)
 		t->first = buf;
-	if (n > 0) {
-		t->bytes += (uint64_t)n;
-		if (t->fn)
-			t->fn(t->cls, buf, (size_t)n);
-	}
+	if (n <= 0)
+		return n;
+	uint64_t at = t->bytes;
+	t->bytes += (uint64_t)n;
+	if (t->fn)
+		t->fn(t->cls, buf, (size_t)n);
+	/* (fn may have found where the next head starts.) */
+	if (t->head_from == NO_HEAD || at + (uint64_t)n <= t->head_from)
+		return n;
+	size_t skip = t->head_from > at ? (size_t)(t->head_from - at) : 0;
+	if (head_take(t, (const char *)buf + skip, (size_t)n - skip) < 0)
+		return refuse_head(fd, t);
 	return n;
 }

@@ -12,8 +12,11 @@
 
 typedef void recv_tap_fn(void *cls, const char *data, size_t len);
 
-/* Sizes the table to the descriptor limit; before any connection. */
-int recv_tap_init(void);
+/* Sizes the table to the descriptor limit; before any connection.
+ * max_entries: [server] max_header_fields, the entries (header lines,
+ * cookies, query parameters) a request head may have (framing.h's
+ * head_count); a head with more is refused before libmicrohttpd parses it. */
+int recv_tap_init(unsigned long max_entries);
 
 /* A client socket accepted (reads from now on are counted), or closed. */
 void recv_tap_open(int fd);
@@ -26,5 +29,17 @@ int recv_tap_state(int fd, uint64_t *bytes, const char **first);
 
 /* fn is called with what each read from fd brings, until called with NULL. */
 void recv_tap_watch(int fd, recv_tap_fn *fn, void *cls);
+
+/* A request's head is in and it is being answered: its next head starts at
+ * byte at of the stream, and held (held_len bytes) is what was read of it
+ * already, in libmicrohttpd's memory. Returns -1 when held already has too
+ * many entries: the caller closes the connection after its answer. The
+ * socket's later reads are counted as they come; a head with too many is
+ * answered 431 there, or its connection closed when an answer is still in
+ * progress on it. */
+int recv_tap_next_head(int fd, uint64_t at, const char *held, size_t held_len);
+
+/* The request's answer has ended. */
+void recv_tap_idle(int fd);
 
 #endif

@@ -398,7 +398,7 @@ size_t plxd_reply_header_room(struct plxd_request *pub)
 			MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);
 	int fields = MHD_get_connection_values(pub->connection,
 			MHD_HEADER_KIND | MHD_COOKIE_KIND | MHD_GET_ARGUMENT_KIND, NULL, NULL);
-	size_t pool = http_connection_memory(REQUEST_OF(pub)->site->config->server.max_header_size);
+	size_t pool = http_connection_memory(&REQUEST_OF(pub)->site->config->server);
 	size_t used = 2 * (head ? head->header_size : 0)
 			+ (size_t)(fields > 0 ? fields : 0) * HTTP_FIELD_COST + 1024;
 	return pool > used ? pool - used : 0;
@@ -754,8 +754,11 @@ static void on_chunk_read(void *cls, const char *data, size_t len)
 		return;
 	recv_tap_watch(r->conn->fd, NULL, NULL);
 	r->watching = 0;
-	if (how > 0)
+	if (how > 0) {
+		/* The rest of this read is counted as the next head's. */
+		recv_tap_next_head(r->conn->fd, r->body_at + r->chunk.length, NULL, 0);
 		return;
+	}
 	plxd_log(PLXD_LOG_INFO, "refused %s %s: %s", r->pub.method, r->target, r->chunk.why);
 	/* libmicrohttpd takes no answer before the body's end: the rest is
 	 * read and dropped, and the connection closed after the 400, before
@@ -763,6 +766,36 @@ static void on_chunk_read(void *cls, const char *data, size_t len)
 	if (!r->refuse)
 		r->refuse = 400;
 	r->close = r->close_after = 1;
+}
+
+/* Where the request after r starts, for the count of its head's entries
+ * (recv_tap.c): at the end of r's body, body_len bytes from body, where
+ * libmicrohttpd's memory holds what it read after r's head, nothing
+ * decoded or moved yet (chunk_watch). What it holds of the next head is
+ * counted now: with too many entries, r's answer is the connection's last,
+ * and the next head is never parsed. */
+static void next_head(struct request *r, const char *body, uint64_t body_len)
+{
+	struct conn *c = r->conn;
+	uint64_t bytes = 0;
+	const char *first = NULL;
+	if (!c || !c->pool || recv_tap_state(c->fd, &bytes, &first) < 0 || first != c->pool
+			|| bytes < r->body_at || (uintptr_t)body < (uintptr_t)first)
+		return;
+	size_t memory = http_connection_memory(&r->site->config->server);
+	uintptr_t off = (uintptr_t)body - (uintptr_t)first;
+	if (off > memory || bytes - r->body_at > memory - off)
+		return;
+	uint64_t at = r->body_at + body_len;
+	size_t held = bytes > at ? (size_t)(bytes - at) : 0;
+	if (recv_tap_next_head(c->fd, at, held ? body + body_len : NULL, held) < 0) {
+		plxd_log(PLXD_LOG_INFO,
+				"%s %s: the request pipelined behind it has more than "
+				"max_header_fields header lines, cookies and query parameters: "
+				"the connection is closed after this answer",
+				r->pub.method, r->target);
+		r->close = r->close_after = 1;
+	}
 }
 
 /* Checks the framing of a chunked body as far as libmicrohttpd has read it
@@ -795,6 +828,8 @@ static int chunk_watch(struct request *r, const char *body, size_t memory)
 	if (!how) {
 		recv_tap_watch(c->fd, on_chunk_read, r);
 		r->watching = 1;
+	} else {
+		next_head(r, body, r->chunk.length);
 	}
 	return 0;
 }
@@ -871,8 +906,10 @@ static void request_headers(struct request *r)
 	if (MHD_lookup_connection_value(connection, MHD_HEADER_KIND,
 			    MHD_HTTP_HEADER_TRANSFER_ENCODING)) {
 		r->pub.content_length = -1;
-		if (chunk_watch(r, body, http_connection_memory(server->max_header_size)) < 0)
+		if (chunk_watch(r, body, http_connection_memory(server)) < 0)
 			return;
+	} else {
+		next_head(r, body, declared);
 	}
 	/* The status page comes before any file of its name. A client that
 	 * may not see it gets what a missing file gets (404, the same way
@@ -1079,8 +1116,10 @@ void request_completed(void *cls, struct MHD_Connection *connection, void **con_
 
 	if (r->conn && r->watching)
 		recv_tap_watch(r->conn->fd, NULL, NULL);
-	if (r->conn)
+	if (r->conn) {
 		r->conn->stream_at = r->body_at + (r->chunked ? r->chunk.length : r->body_declared);
+		recv_tap_idle(r->conn->fd);
+	}
 	if (r->conn && r->close_after)
 		shutdown(r->conn->fd, SHUT_RDWR); /* before a pipelined request is read */
 	if (r->conn)

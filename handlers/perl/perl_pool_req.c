@@ -40,22 +40,34 @@ static int send_request(void *ctx, struct perl_runner *r)
 	struct perl_wire_request req = q->wire;
 	req.script_len = (uint32_t)script_len;
 	req.env_len = (uint32_t)env_len;
-	if (sizeof req + script_len + env_len > PERL_WIRE_MAX || nenv + 2 > 1000) {
+	if (sizeof req + script_len + env_len > PERL_WIRE_MAX) {
 		errno = EMSGSIZE;
 		return -1;
 	}
 	if (q->has_body && perl_req_body_pipe(inp) < 0)
 		return -1;
-	struct iovec stack_iov[64];
-	struct iovec *iov = nenv + 2 <= 64 ? stack_iov : xmalloc((nenv + 2) * sizeof *iov);
+	/* A variable per iovec, as they lie; past IOV_MAX's reach (a head of
+	 * many fields), all of them copied into one. */
+	struct iovec iov[64];
+	char *joined = NULL;
+	int niov = 2;
 	iov[0] = (struct iovec){ &req, sizeof req };
 	iov[1] = (struct iovec){ (void *)q->script, script_len };
-	for (size_t i = 0; i < nenv; i++)
-		iov[2 + i] = (struct iovec){ env[i], strlen(env[i]) + 1 };
-	int rc = perl_wire_send(w->ctl, iov, (int)(nenv + 2), &inp[0], q->has_body ? 1 : 0);
+	if (nenv + 2 <= sizeof iov / sizeof iov[0]) {
+		for (size_t i = 0; i < nenv; i++)
+			iov[niov++] = (struct iovec){ env[i], strlen(env[i]) + 1 };
+	} else {
+		joined = xmalloc(env_len);
+		for (size_t i = 0, at = 0; i < nenv; i++) {
+			size_t len = strlen(env[i]) + 1;
+			memcpy(joined + at, env[i], len);
+			at += len;
+		}
+		iov[niov++] = (struct iovec){ joined, env_len };
+	}
+	int rc = perl_wire_send(w->ctl, iov, niov, &inp[0], q->has_body ? 1 : 0);
 	int saved = errno;
-	if (iov != stack_iov)
-		free(iov);
+	free(joined);
 	if (inp[0] >= 0)
 		close(inp[0]);
 	if (rc < 0) {

@@ -307,10 +307,65 @@ static void chunk_framing(void)
 			"chunked: the largest size");
 }
 
+/* head_count: a head's entries (header lines, cookies, query parameters)
+ * at max 4: how it ends (1 at its empty line, `used` bytes in; -1 at the
+ * entry past max, which starts `used` bytes in; 0 going on), fed whole,
+ * then byte by byte. */
+struct head_row {
+	const char *name;
+	const char *bytes;
+	int how;
+	size_t used;
+};
+
+#define HEAD_MAX 4
+/* clang-format off */
+static const struct head_row head_rows[] = {
+	{ "4 header lines: at max", "GET / HTTP/1.1\r\nA: 1\r\nB: 2\r\nC: 3\r\nD: 4\r\n\r\nbody", 1, 42 },
+	{ "5 header lines: one past", "GET / HTTP/1.1\r\nA: 1\r\nB: 2\r\nC: 3\r\nD: 4\r\nE: 5\r\n\r\n", -1, 40 },
+	{ "4 query parameters", "GET /?a&b=1&c&d HTTP/1.1\r\n\r\n", 1, 28 },
+	{ "5 query parameters", "GET /?a&b=1&c&d&e HTTP/1.1\r\n\r\n", -1, 15 },
+	{ "an '&' in the path is no parameter", "GET /a&b&c&d&e HTTP/1.1\r\nA: 1\r\n\r\n", 1, 33 },
+	{ "a '?' in the version is none", "GET / HTTP/1.1?&&&&\r\nA: 1\r\n\r\n", 1, 29 },
+	{ "a Cookie line with 3 cookies: 4 entries", "GET / HTTP/1.1\r\nCookie: a=1; b=2; c=3\r\n\r\n", 1, 41 },
+	{ "... with 4 cookies: 5", "GET / HTTP/1.1\r\ncookie: a=1; b=2; c=3; d=4\r\n\r\n", -1, 37 },
+	{ "a name that only starts like Cookie", "GET / HTTP/1.1\r\nCookies: a;b;c;d;e\r\n\r\n", 1, 38 },
+	{ "query, cookies and lines together", "GET /?a HTTP/1.1\r\nA: 1\r\nCOOKIE: x; y\r\n\r\n", -1, 33 },
+	{ "empty lines before the request line", "\r\n\nGET / HTTP/1.1\r\nA: 1\r\n\r\n", 1, 27 },
+	{ "bare LF line ends", "GET / HTTP/1.1\nA: 1\n\n", 1, 21 },
+	{ "a head not ended yet", "GET / HTTP/1.1\r\nA: 1\r\n", 0, 0 },
+};
+/* clang-format on */
+
+static void head_entries(void)
+{
+	for (size_t i = 0; i < sizeof head_rows / sizeof head_rows[0]; i++) {
+		const struct head_row *c = &head_rows[i];
+		size_t len = strlen(c->bytes), used = 0;
+		struct head_count h;
+		head_count_begin(&h);
+		int how = head_count(&h, c->bytes, len, HEAD_MAX, &used);
+		ok(how == c->how && (how == 0 || used == c->used),
+				"head, whole: %s: %d at %zu (got %d at %zu)", c->name, c->how,
+				c->used, how, used);
+		head_count_begin(&h);
+		how = 0;
+		size_t k = 0;
+		for (; k < len && !how; k++)
+			how = head_count(&h, c->bytes + k, 1, HEAD_MAX, &used);
+		ok(how == c->how && (how == 0 || k - 1 + used == c->used),
+				"head, byte by byte: %s: %d (got %d)", c->name, c->how, how);
+		if (how < 0)
+			ok(head_count(&h, "\r\n\r\n", 4, HEAD_MAX, &used) == -1,
+					"head: %s: -1 again after it", c->name);
+	}
+}
+
 int main(void)
 {
 	raw_requests();
 	chunk_framing();
+	head_entries();
 
 	for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
 		const struct row *r = &rows[i];
