@@ -109,12 +109,13 @@ const struct conf_key server_keys[] = {
 		.limit = "served at the limit; one byte more: 414 when the request line is what "
 			 "does not fit, else 431, and the connection closed",
 		.tests = "integration/limits.t integration/attacks.t"),
-	SERVER_KEY("max_header_fields", CONF_UINT, max_header_fields, "200", .min = 10,
-		.max = 100000, .flags = CONF_RESTART,
+	SERVER_KEY("max_header_fields", CONF_UINT, max_header_fields, "0", .max = 100000,
+		.flags = CONF_RESTART,
 		.help = "header lines, cookies and query parameters in one request head, "
-			"together: libmicrohttpd keeps an entry of 64 bytes for each in the "
-			"connection's memory, which grows by that much per entry allowed "
-			"(Apache's LimitRequestFields counts header lines alone, 100)",
+			"together; 0: 25 for every KB of max_header_size, 200 at its default. "
+			"libmicrohttpd keeps an entry of 64 bytes for each in the connection's "
+			"memory, which grows by that much per entry allowed (Apache's "
+			"LimitRequestFields counts header lines alone, 100)",
 		.limit = "431 before the head is parsed, and the connection closed; behind a "
 			 "request still being answered (pipelined), the connection is closed "
 			 "after nothing more is read",

@@ -189,10 +189,17 @@ void http_url(int fd, char *out, size_t outlen)
 		snprintf(out, outlen, "http://%s:%u/", addr, port);
 }
 
+unsigned long http_header_fields(const struct server_conf *server)
+{
+	if (server->max_header_fields)
+		return server->max_header_fields;
+	return (unsigned long)(server->max_header_size / 1024 * 25);
+}
+
 size_t http_connection_memory(const struct server_conf *server)
 {
 	size_t needed = (size_t)(2 * server->max_header_size)
-			+ (size_t)server->max_header_fields * HTTP_FIELD_COST + HTTP_REPLY_ROOM;
+			+ (size_t)http_header_fields(server) * HTTP_FIELD_COST + HTTP_REPLY_ROOM;
 	return needed > HTTP_POOL_MALLOC_MAX ? needed : HTTP_POOL_MALLOC_MAX;
 }
 
@@ -814,7 +821,7 @@ int http_start(int fd, const struct server_conf *server, const struct http_handl
 	long cores = sysconf(_SC_NPROCESSORS_ONLN);
 	nthreads = server->threads ? (unsigned)server->threads : (unsigned)(cores > 0 ? cores : 1);
 	raise_fd_limit(connection_cap);
-	if (recv_tap_init(server->max_header_fields) < 0) {
+	if (recv_tap_init(http_header_fields(server)) < 0) {
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}

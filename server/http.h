@@ -102,6 +102,10 @@ unsigned http_stop(void);
 #define HTTP_POOL_MALLOC_MAX (32 * 1024)
 size_t http_connection_memory(const struct server_conf *server);
 
+/* [server] max_header_fields, or what its 0 stands for: 25 per KB of
+ * max_header_size. */
+unsigned long http_header_fields(const struct server_conf *server);
+
 /* For request.c and status.c. */
 unsigned http_open_connections(void);
 unsigned http_threads(void);

@@ -791,9 +791,10 @@ static void next_head(struct request *r, const char *body, uint64_t body_len)
 	if (recv_tap_next_head(c->fd, at, held ? body + body_len : NULL, held) < 0) {
 		plxd_log(PLXD_LOG_INFO,
 				"%s %s: the request pipelined behind it has more than "
-				"max_header_fields header lines, cookies and query parameters: "
+				"max_header_fields (%lu) header lines, cookies and query parameters: "
 				"the connection is closed after this answer",
-				r->pub.method, r->target);
+				r->pub.method, r->target,
+				http_header_fields(&r->site->config->server));
 		r->close = r->close_after = 1;
 	}
 }

@@ -104,6 +104,29 @@ ok($s->wait_log(qr/the request pipelined behind it has more than max_header_fiel
 is($s->get('/a.txt')->{status}, 200, 'still serving');
 $s->stop;
 
+# By default 25 per KB of max_header_size: 800 at 32K.
+$s = PlxdTest->start(files => \%files, handlers => \%handlers, sections => \%sections,
+    server => { max_header_size => '32K' });
+for my $path ('/a.txt', '/c.pl') {
+    my @r = responses(framed($s->raw(head($path, cookies => 797))));
+    is($r[0]{status}, 200, "max_header_size = 32K: $path: 800 entries served");
+    @r = responses(framed($s->raw(head($path, cookies => 798))));
+    is($r[0]{status}, 431, '... 801: 431');
+}
+ok($s->wait_log(qr/more than max_header_fields \(800\)/), '... and the log says 800');
+$s->stop;
+
+# Lowered: 50.
+$s = PlxdTest->start(files => \%files, handlers => \%handlers, sections => \%sections,
+    server => { max_header_fields => 50 });
+for my $path ('/a.txt', '/c.plx') {
+    my @r = responses(framed($s->raw(head($path, fields => 48))));
+    is($r[0]{status}, 200, "max_header_fields = 50: $path: 50 entries served");
+    @r = responses(framed($s->raw(head($path, fields => 49))));
+    is($r[0]{status}, 431, '... 51: 431');
+}
+$s->stop;
+
 # Raised: 1000 entries, with max_header_size 32K.
 $s = PlxdTest->start(files => \%files, handlers => \%handlers, sections => \%sections,
     server => { max_header_fields => 1000, max_header_size => '32K' });
