@@ -262,6 +262,13 @@ static void size_line_done(struct chunk_scan *s)
 	s->cr = 0;
 }
 
+/* Malformed in a way libmicrohttpd refuses itself, with status. */
+static void leave(struct chunk_scan *s, unsigned status)
+{
+	s->state = CHUNK_LEFT;
+	s->left_status = status;
+}
+
 static int refuse_lf(struct chunk_scan *s, const char *why)
 {
 	s->state = CHUNK_REFUSED;
@@ -273,6 +280,8 @@ int chunk_scan(struct chunk_scan *s, const char *p, size_t n)
 {
 	static const char size_lf[] = "a chunk-size line ending in a bare LF";
 	static const char last_lf[] = "the last chunk's line ending in a bare LF";
+	static const char bare_cr[] = "a bare CR (not before an LF) in a chunk extension or a "
+				      "trailer";
 	size_t i = 0;
 	while (i < n) {
 		unsigned char c = (unsigned char)p[i];
@@ -298,7 +307,7 @@ int chunk_scan(struct chunk_scan *s, const char *p, size_t n)
 			 * all hex, and refuses a size past 2^64 - 1 (413). */
 			if ((d = hex_digit_value(c)) >= 0) {
 				if (s->size > UINT64_MAX >> 4)
-					s->state = CHUNK_LEFT;
+					leave(s, 413);
 				s->size = s->size << 4 | (uint64_t)d;
 				s->digits = 1;
 			} else if (c == ';' && s->digits) {
@@ -309,22 +318,25 @@ int chunk_scan(struct chunk_scan *s, const char *p, size_t n)
 			} else if (c == '\n') {
 				return refuse_lf(s, s->digits && !s->size ? last_lf : size_lf);
 			} else {
-				s->state = CHUNK_LEFT;
+				leave(s, 400);
 			}
 			break;
 		case CHUNK_SIZE_CR:
 			if (c == '\n' && s->digits)
 				size_line_done(s);
 			else
-				s->state = CHUNK_LEFT;
+				leave(s, 400);
 			break;
 		case CHUNK_EXT:
 			/* libmicrohttpd ends the line at its first LF, whatever the
-			 * extension holds. */
+			 * extension holds; a parser that ends it at a CR too reads
+			 * a bare one as the line's end. */
 			if (c == '\n') {
 				if (!s->cr)
 					return refuse_lf(s, s->size ? size_lf : last_lf);
 				size_line_done(s);
+			} else if (s->cr) {
+				return refuse_lf(s, bare_cr);
 			} else {
 				s->cr = c == '\r';
 			}
@@ -333,7 +345,10 @@ int chunk_scan(struct chunk_scan *s, const char *p, size_t n)
 			if (c == '\n')
 				return refuse_lf(s,
 						"a chunk's data followed by a bare LF instead of CRLF");
-			s->state = c == '\r' ? CHUNK_DATA_LF : CHUNK_LEFT;
+			if (c == '\r')
+				s->state = CHUNK_DATA_LF;
+			else
+				leave(s, 400);
 			break;
 		case CHUNK_DATA_LF:
 			if (c == '\n') {
@@ -341,7 +356,7 @@ int chunk_scan(struct chunk_scan *s, const char *p, size_t n)
 				s->size = 0;
 				s->digits = 0;
 			} else {
-				s->state = CHUNK_LEFT;
+				leave(s, 400);
 			}
 			break;
 		case CHUNK_TRAILER:
@@ -357,16 +372,15 @@ int chunk_scan(struct chunk_scan *s, const char *p, size_t n)
 				s->state = CHUNK_DONE;
 				return 1;
 			}
-			/* A line that starts with a CR: a trailer line (libmicrohttpd
-			 * ends a line only at CRLF or LF). */
-			s->state = CHUNK_TRAILER_LINE;
-			s->cr = c == '\r';
-			break;
+			/* A line that starts with a bare CR. */
+			return refuse_lf(s, bare_cr);
 		case CHUNK_TRAILER_LINE:
 			if (c == '\n') {
 				if (!s->cr)
 					return refuse_lf(s, "a trailer line ending in a bare LF");
 				s->state = CHUNK_TRAILER;
+			} else if (s->cr) {
+				return refuse_lf(s, bare_cr);
 			}
 			s->cr = c == '\r';
 			break;

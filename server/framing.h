@@ -72,9 +72,11 @@ unsigned framing_end(struct framing *f, const char **why);
  * chunk's line, each trailer line and the empty line after them) must end
  * in CRLF. libmicrohttpd 0.9.75 decodes the body itself and takes a bare LF
  * for a CRLF in each of them, so a front end that reads the bytes by the
- * RFC finds the body ending elsewhere. plxd hands chunk_scan every byte
- * libmicrohttpd reads after the head, in order (server/recv_tap.c), and
- * refuses the request at the first bare LF. A body libmicrohttpd refuses
+ * RFC finds the body ending elsewhere; and it keeps a bare CR inside a
+ * chunk extension or a trailer line, where a parser that ends lines at a
+ * CR finds a line end. plxd hands chunk_scan every byte libmicrohttpd
+ * reads after the head, in order (server/recv_tap.c), and refuses the
+ * request at the first bare LF or bare CR. A body libmicrohttpd refuses
  * itself (a size that is not hex, or past 2^64 - 1; no CRLF after a
  * chunk's data) is left to it. */
 enum chunk_state {
@@ -98,6 +100,9 @@ struct chunk_scan {
 	uint64_t size;   /* the chunk-size read so far, then the data left */
 	uint64_t length; /* bytes of the body on the wire, to its end once done */
 	const char *why;
+	/* CHUNK_LEFT: what libmicrohttpd answers such a body, 413 for a size
+	 * past 2^64 - 1, else 400. */
+	unsigned left_status;
 };
 
 void chunk_scan_begin(struct chunk_scan *s);

@@ -1067,6 +1067,18 @@ static enum plxd_end end_of(enum MHD_RequestTerminationCode toe)
 	}
 }
 
+/* The status the access log gives r: what was sent. With no response
+ * queued, libmicrohttpd's own answer to a chunked body it refuses itself,
+ * else nginx's 499 when the client left first, or 500. */
+static unsigned logged_status(const struct request *r, enum plxd_end how)
+{
+	if (r->pub.status)
+		return r->pub.status;
+	if (r->chunked && r->chunk.state == CHUNK_LEFT)
+		return r->chunk.left_status;
+	return how == PLXD_END_CLIENT_GONE ? 499 : 500;
+}
+
 void request_completed(void *cls, struct MHD_Connection *connection, void **con_cls,
 		enum MHD_RequestTerminationCode toe)
 {
@@ -1100,8 +1112,7 @@ void request_completed(void *cls, struct MHD_Connection *connection, void **con_
 		.method = r->pub.method,
 		.target = r->target,
 		.version = r->pub.version,
-		/* No response queued: nginx's 499 when the client left first. */
-		.status = r->pub.status ? r->pub.status : (how == PLXD_END_CLIENT_GONE ? 499 : 500),
+		.status = logged_status(r, how),
 		.bytes = r->head ? 0 : r->pub.bytes_sent,
 		.referer = plxd_request_header(&r->pub, "Referer"),
 		.user_agent = plxd_request_header(&r->pub, "User-Agent"),

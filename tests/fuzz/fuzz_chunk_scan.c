@@ -17,8 +17,8 @@ static int hexval(unsigned char c)
 }
 
 /* The length of a well-formed chunked body at the start of p, by RFC 9112
- * 7.1 (a CR not before an LF allowed inside an extension or a trailer, as
- * libmicrohttpd does); 0 when p does not start with one. */
+ * 7.1 (no CR inside an extension or a trailer but before its LF); 0 when p
+ * does not start with one. */
 static size_t strict_length(const unsigned char *p, size_t n)
 {
 	size_t i = 0;
@@ -35,10 +35,11 @@ static size_t strict_length(const unsigned char *p, size_t n)
 		}
 		if (!digits || i >= n)
 			return 0;
-		if (p[i] == ';')
+		if (p[i] == ';') {
 			while (i < n && p[i] != '\n')
-				i++;
-		else
+				if (p[i++] == '\r' && i < n && p[i] != '\n')
+					return 0;
+		} else
 			i++; /* past the CR, checked below */
 		if (i >= n || p[i] != '\n' || p[i - 1] != '\r')
 			return 0;
@@ -56,7 +57,8 @@ static size_t strict_length(const unsigned char *p, size_t n)
 	for (;;) {
 		size_t start = i;
 		while (i < n && p[i] != '\n')
-			i++;
+			if (p[i++] == '\r' && i < n && p[i] != '\n')
+				return 0;
 		if (i >= n || i == start || p[i - 1] != '\r')
 			return 0;
 		i++;

@@ -18,7 +18,7 @@ use strict;
 use warnings;
 use Test::More;
 use Time::HiRes qw(time);
-use PlxdTest;
+use PlxdTest qw(wait_for);
 use PlxdRaw qw(responses);
 use IO::Select;
 use Socket qw(IPPROTO_TCP TCP_NODELAY);
@@ -280,6 +280,13 @@ like($ok[1]{body}, qr/^body\nhi\z/m, 'bare LF throughout: the body');
           qr/the line ending a chunked body's trailers in a bare LF/ ],
         [ 'the final empty line after a trailer', "5\r\nhello\r\n0\r\nX-T: 1\r\n\n",
           qr/the line ending a chunked body's trailers in a bare LF/ ],
+        # A bare CR, which a parser that ends lines at a CR takes for one.
+        [ 'a chunk extension (bare CR)', "5;a\rb\r\nhello\r\n0\r\n\r\n",
+          qr/a bare CR \(not before an LF\) in a chunk extension or a trailer/ ],
+        [ 'a trailer line (bare CR)', "5\r\nhello\r\n0\r\nX-T: 1\r2\r\n\r\n",
+          qr/a bare CR \(not before an LF\) in a chunk extension or a trailer/ ],
+        [ 'the start of a trailer line (bare CR)', "5\r\nhello\r\n0\r\n\rX-T: 1\r\n\r\n",
+          qr/a bare CR \(not before an LF\) in a chunk extension or a trailer/ ],
     );
     my $n = 0;
     for my $target ('/a.txt', '/x.pl', '/x.plx') {
@@ -287,7 +294,7 @@ like($ok[1]{body}, qr/^body\nhi\z/m, 'bare LF throughout: the body');
             my ($where, $body, $why) = @$p;
             for my $bytewise (0, 1) {
                 $n++;
-                my $name = "bare LF in $where, $target, " . ($bytewise ? 'byte by byte' : 'one write');
+                my $name = "bare line end in $where, $target, " . ($bytewise ? 'byte by byte' : 'one write');
                 # A static file is served to a GET (a POST is 405 before its body).
                 my $method = $target eq '/a.txt' ? 'GET' : 'POST';
                 my $bytes = "$method $target?lf=$n HTTP/1.1\r\nHost: a\r\n"
@@ -339,6 +346,22 @@ like($ok[1]{body}, qr/^body\nhi\z/m, 'bare LF throughout: the body');
         @r = responses($t->raw("$first${chunked}5\r\nhello\r\n0\r\n\r\n$behind", 20));
         is(join(' ', map { $_->{status} } @r), '200 200 200',
             "pipelined behind '$shown': CRLF throughout, all three answered");
+    }
+
+    # A chunked body libmicrohttpd refuses itself (a size that is not hex
+    # or past 2^64 - 1, no CRLF after a chunk's data): the access log has
+    # the status it sent, not a 500.
+    my @own = ([ 'a size that is not hex', "0x5\r\nhello\r\n0\r\n\r\n", 400 ],
+        [ 'a size past 2^64 - 1', "10000000000000000\r\n\r\n", 413 ],
+        [ "no CRLF after a chunk's data", "1\r\naXY\r\n0\r\n\r\n", 400 ]);
+    my $k = 0;
+    for my $case (@own) {
+        my ($what, $body, $status) = @$case;
+        $k++;
+        my @r = responses($t->raw("POST /x.pl?own=$k HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n$body", 20));
+        is($r[0]{status}, $status, "$what: libmicrohttpd answers $status");
+        ok(wait_for(sub { $t->access_log =~ m{"POST /x\.pl\?own=$k HTTP/1\.1" (\d+) } && $1 == $status }),
+            "... and the access log says $status");
     }
 }
 
