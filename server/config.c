@@ -115,7 +115,9 @@ const struct conf_key server_keys[] = {
 			"together; 0: 25 for every KB of max_header_size, 200 at its default. "
 			"libmicrohttpd keeps an entry of 64 bytes for each in the connection's "
 			"memory, which grows by that much per entry allowed (Apache's "
-			"LimitRequestFields counts header lines alone, 100)",
+			"LimitRequestFields counts header lines alone, 100). A chunked body's "
+			"trailer lines count too. A head at both limits leaves a script about "
+			"2.5 KB of that memory for its response's header block",
 		.limit = "431 before the head is parsed, and the connection closed; behind a "
 			 "request still being answered (pipelined), the connection is closed "
 			 "after nothing more is read",

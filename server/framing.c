@@ -12,6 +12,7 @@
 #include "hex.h"
 
 #include <ctype.h>
+#include <limits.h>
 #include <stdint.h>
 #include <string.h>
 #include <strings.h>
@@ -251,7 +252,7 @@ unsigned framing_end(struct framing *f, const char **why)
 
 void chunk_scan_begin(struct chunk_scan *s)
 {
-	*s = (struct chunk_scan){ .state = CHUNK_SIZE };
+	*s = (struct chunk_scan){ .state = CHUNK_SIZE, .trailers_left = ULONG_MAX };
 }
 
 /* The end of a chunk-size line: the data, or after the last chunk (size
@@ -363,8 +364,27 @@ int chunk_scan(struct chunk_scan *s, const char *p, size_t n)
 			if (c == '\n')
 				return refuse_lf(s,
 						"the line ending a chunked body's trailers in a bare LF");
-			s->state = c == '\r' ? CHUNK_END_LF : CHUNK_TRAILER_LINE;
-			s->cr = c == '\r';
+			if (c == '\r') {
+				s->state = CHUNK_END_LF;
+				s->cr = 1;
+				break;
+			}
+			/* libmicrohttpd ends the trailers at a line that starts
+			 * with a NUL, takes one that starts with a space or a tab
+			 * as part of the one before, and refuses one with no
+			 * name; each costs it an entry in the connection's memory
+			 * (head_count). */
+			if (c == '\0' || c == ' ' || c == '\t' || c == ':')
+				return refuse_lf(s,
+						"a trailer line starting with a NUL, a space, a tab "
+						"or a colon");
+			if (!s->trailers_left)
+				return refuse_lf(s,
+						"more trailer lines than max_header_fields leaves "
+						"beside the head");
+			s->trailers_left--;
+			s->state = CHUNK_TRAILER_LINE;
+			s->cr = s->colon = 0;
 			break;
 		case CHUNK_END_LF:
 			if (c == '\n') {
@@ -378,10 +398,15 @@ int chunk_scan(struct chunk_scan *s, const char *p, size_t n)
 			if (c == '\n') {
 				if (!s->cr)
 					return refuse_lf(s, "a trailer line ending in a bare LF");
+				if (!s->colon)
+					return refuse_lf(s, "a trailer line without a colon");
 				s->state = CHUNK_TRAILER;
 			} else if (s->cr) {
 				return refuse_lf(s, bare_cr);
+			} else if (c == '\0') {
+				return refuse_lf(s, "a NUL in a trailer line");
 			}
+			s->colon |= c == ':';
 			s->cr = c == '\r';
 			break;
 		}
@@ -412,16 +437,19 @@ int head_count(struct head_count *h, const char *p, size_t n, unsigned long max,
 				*used = i + 1;
 				return 1;
 			}
-			h->in_line = h->spaces = h->query = h->matched = h->cookie = 0;
+			h->in_line = h->past_method = h->query = h->matched = h->cookie = 0;
 			continue;
 		}
 		if (c == '\r')
 			continue;
 		if (!h->lines) {
-			/* The request line: its query's parameters. */
+			/* The request line: its query's parameters. libmicrohttpd
+			 * takes the target to the line's last space, and its
+			 * query from the first '?' in it, split at each '&'. */
 			if (c == ' ') {
-				h->spaces++;
-			} else if (h->spaces == 1 && (c == '?' || (c == '&' && h->query))) {
+				h->past_method = 1;
+			} else if (h->past_method
+					&& (c == '&' ? h->query : c == '?' && !h->query)) {
 				h->query = 1;
 				entry = 1;
 			}
@@ -429,7 +457,7 @@ int head_count(struct head_count *h, const char *p, size_t n, unsigned long max,
 			entry = 1; /* a header line */
 			h->matched = tolower(c) == cookie[0];
 		} else if (h->cookie) {
-			entry = c == ';';
+			entry = c == ';' || c == ','; /* libmicrohttpd splits at both */
 		} else if (h->matched && h->matched < sizeof cookie - 1) {
 			h->matched = tolower(c) == cookie[h->matched] ? h->matched + 1 : 0;
 			if (h->matched == sizeof cookie - 1)

@@ -76,7 +76,11 @@ unsigned framing_end(struct framing *f, const char **why);
  * chunk extension or a trailer line, where a parser that ends lines at a
  * CR finds a line end. plxd hands chunk_scan every byte libmicrohttpd
  * reads after the head, in order (server/recv_tap.c), and refuses the
- * request at the first bare LF or bare CR. A body libmicrohttpd refuses
+ * request at the first bare LF or bare CR. Trailer lines are held to what
+ * plxd takes in a head: one that libmicrohttpd would read as the end of the
+ * trailers (a NUL first), as part of the line before (a space or tab
+ * first), or refuse itself (no name, no colon, a NUL inside) is refused
+ * here, and so is one past trailers_left. A body libmicrohttpd refuses
  * itself (a size that is not hex, or past 2^64 - 1; no CRLF after a
  * chunk's data) is left to it. */
 enum chunk_state {
@@ -95,8 +99,12 @@ enum chunk_state {
 };
 struct chunk_scan {
 	enum chunk_state state;
-	int digits;      /* the size line has a digit */
-	int cr;          /* the byte before is a CR */
+	int digits; /* the size line has a digit */
+	int cr;     /* the byte before is a CR */
+	int colon;  /* the trailer line so far has a ':' */
+	/* Trailer lines still allowed: chunk_scan_begin allows any number;
+	 * plxd allows what max_header_fields leaves beside the head. */
+	unsigned long trailers_left;
 	uint64_t size;   /* the chunk-size read so far, then the data left */
 	uint64_t length; /* bytes of the body on the wire, to its end once done */
 	const char *why;
@@ -119,16 +127,17 @@ int chunk_scan(struct chunk_scan *s, const char *p, size_t n);
  * in its fixed memory for the connection (http_connection_memory), and a
  * head with more than that memory holds was answered twice over, not at
  * all, or with a 500 blamed on the script, depending on the count. The
- * count errs high (an empty query parameter, a ';' anywhere in
- * a Cookie line, a folded line), never low. */
+ * count errs high (an empty query parameter, an '&' after a '?' in the
+ * version, a ';' or ',' anywhere in a Cookie line, a folded line), never
+ * low. */
 struct head_count {
 	unsigned long entries;
-	unsigned long lines;   /* lines ended; empty lines before the request line are not */
-	unsigned char in_line; /* the line so far has a byte other than CR */
-	unsigned char spaces;  /* in the request line: spaces seen */
-	unsigned char query;   /* in the request line: a '?' seen in the target */
-	unsigned char matched; /* bytes of "cookie:" matched from a header line's start */
-	unsigned char cookie;  /* in a Cookie line's value */
+	unsigned long lines;       /* lines ended; empty lines before the request line are not */
+	unsigned char in_line;     /* the line so far has a byte other than CR */
+	unsigned char past_method; /* in the request line: a space seen */
+	unsigned char query;       /* in the request line: a '?' seen after it */
+	unsigned char matched;     /* bytes of "cookie:" matched from a header line's start */
+	unsigned char cookie;      /* in a Cookie line's value */
 };
 
 void head_count_begin(struct head_count *h);

@@ -25,6 +25,7 @@ struct tap {
 	void *cls;
 	int open;
 	int busy;           /* a request of the connection is being answered */
+	int closing;        /* a head behind it had too many entries: no more is read */
 	uint64_t head_from; /* where the head being counted starts: NO_HEAD, none */
 	struct head_count head;
 };
@@ -85,14 +86,19 @@ void recv_tap_watch(int fd, recv_tap_fn *fn, void *cls)
 	}
 }
 
-/* Counts p's n bytes into the head t counts. Returns head_count's answer. */
-static int head_take(struct tap *t, const char *p, size_t n)
+/* Counts p's n bytes into the head t counts. Returns head_count's answer;
+ * *used: for -1, the bytes before the entry past the limit. */
+static int head_take(struct tap *t, const char *p, size_t n, size_t *used)
 {
-	size_t used;
-	int how = head_count(&t->head, p, n, entries_max, &used);
+	int how = head_count(&t->head, p, n, entries_max, used);
 	if (how > 0)
 		t->head_from = NO_HEAD;
 	return how;
+}
+
+int recv_tap_closing(int fd)
+{
+	return fd >= 0 && (size_t)fd < ntaps && taps[fd].closing;
 }
 
 void recv_tap_idle(int fd)
@@ -109,15 +115,24 @@ int recv_tap_next_head(int fd, uint64_t at, const char *held, size_t held_len)
 	t->busy = 1;
 	t->head_from = at;
 	head_count_begin(&t->head);
-	return held_len && head_take(t, held, held_len) < 0 ? -1 : 0;
+	size_t used;
+	return held_len && head_take(t, held, held_len, &used) < 0 ? -1 : 0;
+}
+
+/* Reads (a little of) what the client sent, and drops it: so that a close
+ * does not reset the connection before the client has its answer. */
+static void drain(int fd)
+{
+	char sink[4096];
+	for (int i = 0; i < 16; i++)
+		if (recvfrom(fd, sink, sizeof sink, MSG_DONTWAIT, NULL, NULL) <= 0)
+			break;
 }
 
 /* A head with more entries than libmicrohttpd's memory holds, refused
- * before libmicrohttpd parses it: answered 431 here when no answer is in
- * progress on the connection, and the connection closed. What the client
- * sent meanwhile is read first (a little of it), so that the close does not
- * reset the connection before the client has the answer. */
-static ssize_t refuse_head(int fd, const struct tap *t)
+ * before libmicrohttpd parses it, with no answer in progress on the
+ * connection: answered 431 here, and the connection closed. */
+static ssize_t refuse_head(int fd)
 {
 #define TOO_MANY "Too many header fields, cookies or query parameters\n"
 	_Static_assert(sizeof TOO_MANY - 1 == 52, "the Content-Length below");
@@ -131,25 +146,13 @@ static ssize_t refuse_head(int fd, const struct tap *t)
 	char addr[64] = "?";
 	if (getpeername(fd, (struct sockaddr *)&ss, &sslen) == 0)
 		log_format_addr((struct sockaddr *)&ss, addr, sizeof addr);
-	if (t->busy) {
-		plxd_log(PLXD_LOG_INFO,
-				"closed a connection from %s: a pipelined request head has more "
-				"than max_header_fields (%lu) header lines, cookies and query "
-				"parameters",
-				addr, entries_max);
-	} else {
-		plxd_log(PLXD_LOG_INFO,
-				"refused a request from %s: 431, its head has more than "
-				"max_header_fields (%lu) header lines, cookies and query "
-				"parameters",
-				addr, entries_max);
-		if (send(fd, answer, sizeof answer - 1, MSG_NOSIGNAL | MSG_DONTWAIT) > 0) {
-			shutdown(fd, SHUT_WR);
-			char sink[4096];
-			for (int i = 0; i < 16; i++)
-				if (recvfrom(fd, sink, sizeof sink, MSG_DONTWAIT, NULL, NULL) <= 0)
-					break;
-		}
+	plxd_log(PLXD_LOG_INFO,
+			"refused a request from %s: 431, its head has more than "
+			"max_header_fields (%lu) header lines, cookies and query parameters",
+			addr, entries_max);
+	if (send(fd, answer, sizeof answer - 1, MSG_NOSIGNAL | MSG_DONTWAIT) > 0) {
+		shutdown(fd, SHUT_WR);
+		drain(fd);
 	}
 	errno = ECONNRESET;
 	return -1;
@@ -164,6 +167,13 @@ ssize_t recv(int fd, void *buf, size_t len, int flags)
 	struct tap *t = &taps[fd];
 	if (!t->first)
 		t->first = buf;
+	if (n > 0 && t->closing) {
+		/* Nothing more is taken: the answer in progress is the
+		 * connection's last (request.c). */
+		drain(fd);
+		errno = EAGAIN;
+		return -1;
+	}
 	if (n <= 0)
 		return n;
 	uint64_t at = t->bytes;
@@ -174,7 +184,23 @@ ssize_t recv(int fd, void *buf, size_t len, int flags)
 	if (t->head_from == NO_HEAD || at + (uint64_t)n <= t->head_from)
 		return n;
 	size_t skip = t->head_from > at ? (size_t)(t->head_from - at) : 0;
-	if (head_take(t, (const char *)buf + skip, (size_t)n - skip) < 0)
-		return refuse_head(fd, t);
-	return n;
+	size_t used;
+	if (head_take(t, (const char *)buf + skip, (size_t)n - skip, &used) >= 0)
+		return n;
+	if (!t->busy)
+		return refuse_head(fd);
+	/* Pipelined behind a request still being answered: that request
+	 * keeps what is its own (its body), libmicrohttpd never has the entry
+	 * past the limit, and the answer closes the connection. */
+	plxd_log(PLXD_LOG_INFO,
+			"a request pipelined behind one being answered has more than "
+			"max_header_fields (%lu) header lines, cookies and query parameters: "
+			"the connection closes after that answer",
+			entries_max);
+	t->closing = 1;
+	if (!skip && !used) {
+		errno = EAGAIN; /* 0 would say the client closed */
+		return -1;
+	}
+	return (ssize_t)(skip + used);
 }

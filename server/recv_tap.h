@@ -35,11 +35,16 @@ void recv_tap_watch(int fd, recv_tap_fn *fn, void *cls);
  * already, in libmicrohttpd's memory. Returns -1 when held already has too
  * many entries: the caller closes the connection after its answer. The
  * socket's later reads are counted as they come; a head with too many is
- * answered 431 there, or its connection closed when an answer is still in
- * progress on it. */
+ * answered 431 there, or, when an answer is still in progress on the
+ * connection, never handed to libmicrohttpd (recv_tap_closing). */
 int recv_tap_next_head(int fd, uint64_t at, const char *held, size_t held_len);
 
 /* The request's answer has ended. */
 void recv_tap_idle(int fd);
+
+/* Whether a head pipelined behind the request being answered had too many
+ * entries: that answer must close the connection, and nothing more is
+ * read from it. */
+int recv_tap_closing(int fd);
 
 #endif

@@ -219,6 +219,15 @@ static int queue(struct request *r, unsigned status, struct MHD_Response *respon
 	return 0;
 }
 
+/* Whether r's answer must close its connection: r asked, or a head
+ * pipelined behind it had too many entries (recv_tap.c). */
+static int closing(struct request *r)
+{
+	if (!r->close && r->conn && recv_tap_closing(r->conn->fd))
+		r->close = r->close_after = 1;
+	return r->close;
+}
+
 int plxd_respond(struct plxd_request *pub, unsigned status, struct MHD_Response *response)
 {
 	struct request *r = REQUEST_OF(pub);
@@ -227,7 +236,7 @@ int plxd_respond(struct plxd_request *pub, unsigned status, struct MHD_Response 
 		return -1;
 	}
 	plxd_response_share(response);
-	if (r->close)
+	if (closing(r))
 		MHD_add_response_header(response, MHD_HTTP_HEADER_CONNECTION, "close");
 	int rc = queue(r, status, response);
 	MHD_destroy_response(response);
@@ -243,7 +252,7 @@ int plxd_respond_shared(struct plxd_request *pub, unsigned status, struct MHD_Re
 {
 	struct request *r = REQUEST_OF(pub);
 	/* A shared response cannot say Connection: close for one request. */
-	if (r->responded || r->aborted || r->close)
+	if (r->responded || r->aborted || closing(r))
 		return -1;
 	return queue(r, status, response);
 }
@@ -812,6 +821,13 @@ static int chunk_watch(struct request *r, const char *body, size_t memory)
 	const char *first = NULL;
 	r->chunked = 1;
 	chunk_scan_begin(&r->chunk);
+	/* Trailers take entries in libmicrohttpd's memory as the head's did. */
+	int entries = MHD_get_connection_values(r->pub.connection,
+			MHD_HEADER_KIND | MHD_COOKIE_KIND | MHD_GET_ARGUMENT_KIND, NULL, NULL);
+	unsigned long max = http_header_fields(&r->site->config->server);
+	r->chunk.trailers_left = entries >= 0 && (unsigned long)entries < max
+			? max - (unsigned long)entries
+			: 0;
 	int laid_out = c && recv_tap_state(c->fd, &bytes, &first) == 0 && first == c->pool
 			&& (uintptr_t)body >= (uintptr_t)first;
 	uintptr_t at = laid_out ? (uintptr_t)body - (uintptr_t)first : 0;
@@ -1132,8 +1148,10 @@ void request_completed(void *cls, struct MHD_Connection *connection, void **con_
 		r->conn->stream_at = r->body_at + (r->chunked ? r->chunk.length : r->body_declared);
 		recv_tap_idle(r->conn->fd);
 	}
-	if (r->conn && r->close_after)
-		shutdown(r->conn->fd, SHUT_RDWR); /* before a pipelined request is read */
+	/* Before a pipelined request is read (and when the head behind had
+	 * too many entries after r's answer was queued). */
+	if (r->conn && (r->close_after || recv_tap_closing(r->conn->fd)))
+		shutdown(r->conn->fd, SHUT_RDWR);
 	if (r->conn)
 		http_request_ended(r->conn);
 	file_release(r);

@@ -14,9 +14,9 @@
 #define MAX 8
 
 /* The entries of p's first n bytes, line by line (CRs dropped): the
- * request line's '?' and the '&' after it, before its second space; a line
- * for each header line; a Cookie line's first cookie and each ';' after
- * its colon. *end: the bytes up to and with the empty line that ends the
+ * request line's first '?' after a space and each '&' after that; a line
+ * for each header line; a Cookie line's first cookie and each ';' or ','
+ * after its colon. *end: the bytes up to and with the empty line that ends the
  * head, 0 when none does. */
 static unsigned long by_lines(const unsigned char *p, size_t n, size_t *end)
 {
@@ -36,13 +36,14 @@ static unsigned long by_lines(const unsigned char *p, size_t n, size_t *end)
 			return entries;
 		}
 		if (len && !request_seen) {
-			int spaces = 0, query = 0;
+			int past_method = 0, query = 0;
 			for (size_t j = 0; j < len; j++) {
 				if (line[j] == ' ')
-					spaces++;
-				else if (spaces == 1
-						&& (line[j] == '?' || (line[j] == '&' && query)))
+					past_method = 1;
+				else if (past_method && line[j] == '?' && !query)
 					entries++, query = 1;
+				else if (past_method && line[j] == '&' && query)
+					entries++;
 			}
 			request_seen = 1;
 		} else if (len) {
@@ -50,7 +51,7 @@ static unsigned long by_lines(const unsigned char *p, size_t n, size_t *end)
 			if (len >= 7 && strncasecmp(line, "cookie:", 7) == 0) {
 				entries++;
 				for (size_t j = 7; j < len; j++)
-					entries += line[j] == ';';
+					entries += line[j] == ';' || line[j] == ',';
 			}
 		}
 		i = k + 1;

@@ -287,6 +287,18 @@ like($ok[1]{body}, qr/^body\nhi\z/m, 'bare LF throughout: the body');
           qr/a bare CR \(not before an LF\) in a chunk extension or a trailer/ ],
         [ 'the start of a trailer line (bare CR)', "5\r\nhello\r\n0\r\n\rX-T: 1\r\n\r\n",
           qr/a bare CR \(not before an LF\) in a chunk extension or a trailer/ ],
+        # Trailer lines libmicrohttpd reads otherwise than the RFC: a NUL
+        # first ends its trailers (what follows would be a request of its
+        # own), a space first continues the line before; the rest it
+        # refuses itself, which plxd's access log would not have seen.
+        [ 'a trailer line starting with a NUL', "5\r\nhello\r\n0\r\n\0\r\n",
+          qr/a trailer line starting with a NUL, a space, a tab or a colon/ ],
+        [ 'a folded trailer line', "5\r\nhello\r\n0\r\nX-T: 1\r\n 2\r\n\r\n",
+          qr/a trailer line starting with a NUL, a space, a tab or a colon/ ],
+        [ 'a trailer line without a colon', "5\r\nhello\r\n0\r\nnocolon\r\n\r\n",
+          qr/a trailer line without a colon/ ],
+        [ 'a NUL inside a trailer line', "5\r\nhello\r\n0\r\nX-T: a\0b\r\n\r\n",
+          qr/a NUL in a trailer line/ ],
     );
     my $n = 0;
     for my $target ('/a.txt', '/x.pl', '/x.plx') {

@@ -67,6 +67,19 @@ ok($s->wait_log(qr/refused a request from 127\.0\.0\.1: 431, its head has more t
     'the refusal is logged, naming the key');
 unlike($s->error_log, qr/answered 500|header block too large/, 'no script was blamed for the head');
 
+# Trailers take entries too: with Host and Transfer-Encoding, a chunked
+# body may have 198 trailer lines; 199 are refused (400, Connection: close).
+for my $path ('/c.pl', '/c.plx') {
+    my $trailers = sub { "POST $path HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n"
+        . join('', map { "T$_: v\r\n" } 1 .. $_[0]) . "\r\n" };
+    my @r = responses(framed($s->raw($trailers->(198))));
+    is($r[0]{status}, 200, "$path: 198 trailer lines beside 2 header lines: served");
+    @r = responses(framed($s->raw($trailers->(199))));
+    is(join(' ', map { $_->{status} } @r), '400', '... 199: 400, and nothing else');
+    is($r[0]{headers}{connection}, 'close', '... and the connection closed');
+}
+ok($s->wait_log(qr/more trailer lines than max_header_fields leaves beside the head/), '... logged');
+
 # Far past the limit, as a flood would be: 3000 cookies, 3000 query
 # parameters, 1000 header lines. One 431, and nothing else.
 for my $head (head('/a.txt', cookies => 3000), head('/c.pl', params => 3000),
@@ -74,6 +87,29 @@ for my $head (head('/a.txt', cookies => 3000), head('/c.pl', params => 3000),
 {
     my @r = responses(framed($s->raw($head)));
     is(join(' ', map { $_->{status} } @r), '431', 'a head far past the limit: one 431 (' . length($head) . ' bytes)');
+}
+
+# libmicrohttpd's own reading: it skips spaces after the method and takes
+# the target to the line's last space; it splits cookies at ',' as at ';'.
+# Neither hides an entry from the count; only a query's first '?' starts
+# a parameter.
+for my $path ('/a.txt', '/c.plx') {
+    my $amps = sub { "GET  $path?a b?" . ('&' x $_[0]) . " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n" };
+    my @r = responses(framed($s->raw($amps->(197))));
+    is($r[0]{status}, 200, "$path: a doubled space and a space in the target, 200 entries: served");
+    @r = responses(framed($s->raw($amps->(198))));
+    is($r[0]{status}, 431, '... 201: 431');
+    @r = responses(framed($s->raw($amps->(2000))));
+    is(join(' ', map { $_->{status} } @r), '431', '... 2001: one 431');
+    my $commas = sub { "GET $path HTTP/1.1\r\nHost: x\r\nConnection: close\r\nCookie: " . join(',', ('a') x $_[0]) . "\r\n\r\n" };
+    @r = responses(framed($s->raw($commas->(197))));
+    is($r[0]{status}, 200, "$path: 197 cookies split at commas (200 entries): served");
+    @r = responses(framed($s->raw($commas->(198))));
+    is($r[0]{status}, 431, '... 198: 431');
+    @r = responses(framed($s->raw($commas->(600))));
+    is(join(' ', map { $_->{status} } @r), '431', '... 600: one 431, not libmicrohttpd\'s twice');
+    @r = responses(framed($s->raw("GET $path?q=" . ('?' x 250) . " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")));
+    is($r[0]{status}, 200, "$path: 250 '?' in one parameter: served");
 }
 
 # Pipelined behind a request: in the same packet, the first request is
@@ -101,6 +137,31 @@ for my $first ([ 'a GET', $get ], [ 'a POST with a length', $post ], [ 'a chunke
 }
 ok($s->wait_log(qr/the request pipelined behind it has more than max_header_fields/),
     'the closed pipeline is logged');
+
+# The head past the limit comes in the same read as the body of the request
+# before it (sent after that request's head): that request is answered,
+# with Connection: close, and nothing after it.
+for my $case ([ 'a Content-Length body', "Content-Length: 5\r\n\r\n", 'hello' ],
+    [ 'a 30,000-byte body', "Content-Length: 30000\r\n\r\n", 'x' x 30000 ],
+    [ 'a chunked body', "Transfer-Encoding: chunked\r\n\r\n", "5\r\nhello\r\n0\r\n\r\n" ],
+    [ 'Expect: 100-continue', "Content-Length: 5\r\nExpect: 100-continue\r\n\r\n", 'hello' ])
+{
+    my ($what, $head, $body) = @$case;
+    for my $path ('/c.pl', '/c.plx', '/c.plt') {
+        my $c = $s->connect;
+        $c->syswrite("POST $path HTTP/1.1\r\nHost: x\r\n$head");
+        # The rest in a read of its own, as a client would send it; had both
+        # come in one read, the answer would be the same (the case above).
+        select undef, undef, undef, 0.2;
+        $c->syswrite($body . $past);
+        my @r = responses(framed(PlxdTest::read_until_closed($c, 10)));
+        is(join(' ', map { $_->{status} } grep { $_->{status} != 100 } @r), '200',
+            "$path, $what, then a head past the limit with its body: the request answered, and nothing else");
+        is($r[-1]{headers}{connection}, 'close', '... with Connection: close');
+    }
+}
+ok($s->wait_log(qr/a request pipelined behind one being answered has more than max_header_fields \(200\)/),
+    '... and logged');
 is($s->get('/a.txt')->{status}, 200, 'still serving');
 $s->stop;
 

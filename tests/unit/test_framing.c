@@ -260,6 +260,9 @@ static const struct chunk_row chunk_rows[] = {
 	{ "a bare CR inside a trailer", "0\r\nX-A: b\rc\r\n\r\n", -1, 0 },
 	{ "a bare CR inside an extension", "5;a\rb\r\nhello\r\n0\r\n\r\n", -1, 0 },
 	{ "a trailer line starting with a bare CR", "0\r\n\rX: b\r\n\r\n", -1, 0 },
+	{ "a folded trailer line", "0\r\nX: a\r\n b\r\n\r\n", -1, 0 },
+	{ "a trailer line with an empty name", "0\r\n: b\r\n\r\n", -1, 0 },
+	{ "a trailer line without a colon", "0\r\nnocolon\r\n\r\n", -1, 0 },
 	{ "a CR before the extension's CRLF", "5;a\r\r\nhello\r\n0\r\n\r\n", -1, 0 },
 	{ "capital hex, leading zeros", "0000A\r\n0123456789\r\n0\r\n\r\n", 1, 24 },
 	{ "an empty body", "0\r\n\r\n" NEXT, 1, 5 },
@@ -308,6 +311,25 @@ static void chunk_framing(void)
 	chunk_scan_begin(&s);
 	ok(chunk_scan(&s, "ffffffffffffffff\r\nab", 20) == 0 && s.size == UINT64_MAX - 2,
 			"chunked: the largest size");
+	/* A NUL first in a trailer line ends libmicrohttpd's trailers (what
+	 * follows would be read as a request of its own); one inside it. */
+	static const char nul_first[] = "0\r\n\0GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+	static const char nul_inside[] = "0\r\nX: a\0b\r\n\r\n";
+	chunk_scan_begin(&s);
+	ok(chunk_scan(&s, nul_first, sizeof nul_first - 1) == -1,
+			"chunked: a trailer line starting with a NUL: refused");
+	chunk_scan_begin(&s);
+	ok(chunk_scan(&s, nul_inside, sizeof nul_inside - 1) == -1,
+			"chunked: a NUL inside a trailer line: refused");
+	/* Trailer lines at exactly trailers_left, and one past it. */
+	static const char two[] = "0\r\nA: 1\r\nB: 2\r\n\r\n";
+	chunk_scan_begin(&s);
+	s.trailers_left = 2;
+	ok(chunk_scan(&s, two, sizeof two - 1) == 1, "chunked: 2 trailer lines at trailers_left 2");
+	chunk_scan_begin(&s);
+	s.trailers_left = 1;
+	ok(chunk_scan(&s, two, sizeof two - 1) == -1 && strstr(s.why, "max_header_fields"),
+			"chunked: 2 trailer lines at trailers_left 1: refused");
 }
 
 /* head_count: a head's entries (header lines, cookies, query parameters)
@@ -329,7 +351,10 @@ static const struct head_row head_rows[] = {
 	{ "4 query parameters", "GET /?a&b=1&c&d HTTP/1.1\r\n\r\n", 1, 28 },
 	{ "5 query parameters", "GET /?a&b=1&c&d&e HTTP/1.1\r\n\r\n", -1, 15 },
 	{ "an '&' in the path is no parameter", "GET /a&b&c&d&e HTTP/1.1\r\nA: 1\r\n\r\n", 1, 33 },
-	{ "a '?' in the version is none", "GET / HTTP/1.1?&&&&\r\nA: 1\r\n\r\n", 1, 29 },
+	{ "doubled spaces and a space in the target hide nothing", "GET  /?a b?&&& HTTP/1.1\r\n\r\n", 1, 27 },
+	{ "... one '&' more", "GET  /?a b?&&&& HTTP/1.1\r\n\r\n", -1, 14 },
+	{ "only the first '?' starts a parameter", "GET /?q=???????? HTTP/1.1\r\nA: 1\r\nB: 2\r\nC: 3\r\n\r\n", 1, 47 },
+	{ "a comma splits cookies too", "GET / HTTP/1.1\r\nCookie: a=1, b=2; c=3,d\r\n\r\n", -1, 37 },
 	{ "a Cookie line with 3 cookies: 4 entries", "GET / HTTP/1.1\r\nCookie: a=1; b=2; c=3\r\n\r\n", 1, 41 },
 	{ "... with 4 cookies: 5", "GET / HTTP/1.1\r\ncookie: a=1; b=2; c=3; d=4\r\n\r\n", -1, 37 },
 	{ "a name that only starts like Cookie", "GET / HTTP/1.1\r\nCookies: a;b;c;d;e\r\n\r\n", 1, 38 },
