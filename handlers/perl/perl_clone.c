@@ -717,6 +717,7 @@ static const struct perl_clone_hooks clone_hooks = {
 	.children_reap = clone_children_reap,
 	.twin_make = clone_twin_make,
 	.end = clone_end,
+	.linger = perl_linger,
 };
 
 void perl_interp_threads_init(void)

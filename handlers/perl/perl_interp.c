@@ -669,7 +669,7 @@ int interp_bind(pTHX_ struct perl_interp *pi, char *err, size_t errlen)
 
 void perl_interp_destroy(struct perl_interp *pi)
 {
-	if (!pi)
+	if (!pi || (pi->cloned && perl_clone_hooks->linger(pi)))
 		return;
 	perl_interp_destroy(pi->twin);
 	perl_interp_destroy(pi->taint_parent);

@@ -186,4 +186,9 @@ int perl_interp_has_twin(const struct perl_interp *pi);
  * process, which in thread mode is plxd. */
 void perl_interp_destroy(struct perl_interp *pi);
 
+/* Thread mode: destroys the interpreters that perl_interp_destroy kept
+ * for the Perl threads their scripts left running, once those have ended
+ * (perl_linger.c). Cheap when there are none. */
+void perl_linger_reap(void);
+
 #endif

@@ -152,6 +152,10 @@ struct perl_clone_state {
 	char *child_env_buf;
 	size_t child_env_buf_cap;
 	sigset_t child_ignore; /* ... and the signals %SIG has as 'IGNORE' */
+	/* Kept past its end for the Perl threads its scripts left
+	 * (perl_linger.c). */
+	struct perl_interp *linger_next;
+	int threads_detached;
 };
 
 /* The files its modules were loaded from (perl_modwatch.c). */
@@ -250,6 +254,9 @@ struct perl_clone_hooks {
 	struct perl_interp *(*twin_make)(struct perl_interp *pi, char *err, size_t errlen);
 	/* Frees what a clone holds beyond its interpreter, as it is destroyed. */
 	void (*end)(struct perl_interp *pi);
+	/* Keeps pi, whose scripts left Perl threads running, to be destroyed
+	 * once they end (perl_linger.c): returns 1 when kept. */
+	int (*linger)(struct perl_interp *pi);
 };
 extern const struct perl_clone_hooks *perl_clone_hooks;
 
@@ -288,6 +295,9 @@ SV *settings_snapshot(pTHX_ struct perl_interp *pi);
 void signals_apply(pTHX_ struct perl_interp *pi, AV *sig);
 AV *signals_snapshot(pTHX_ struct perl_interp *pi);
 void switches_apply(pTHX_ struct perl_interp *pi, const struct perl_script_switches *sw);
+
+/* perl_linger.c (thread-only, as perl_clone.c) */
+int perl_linger(struct perl_interp *pi);
 
 /* perl_interp.c */
 void install_sigpipe(void);

@@ -108,6 +108,9 @@ static int answer_job(void *ctx, struct perl_run *run)
 	}
 	int canceled = run->outcome == PERL_CANCELED;
 	job->done(job, run); /* job may be freed from now on */
+	/* Interpreters kept for the Perl threads their scripts left, now
+	 * that the answer is out. */
+	perl_linger_reap();
 	if (perl_interp_threads_left(pi)) {
 		t->replace = 1;
 		return -1; /* the log says so, under its script */

@@ -4,11 +4,14 @@
 # descriptors, which later requests' responses, bodies and log lines use.
 # Once the request is answered they point at /dev/null, so that nothing the
 # thread prints reaches another response or the log under another script's
-# name, and a fresh interpreter serves the next request.
+# name, and a fresh interpreter serves the next request. In thread mode the
+# interpreter left behind is destroyed once its threads have ended: a
+# script that leaves a thread on every request costs plxd no descriptor and
+# no thread for good.
 use strict;
 use warnings;
 use Test::More;
-use PlxdTest qw(thread_mode);
+use PlxdTest qw(thread_mode wait_for);
 
 my %files = (
     'join.plx' => <<'EOF',
@@ -46,6 +49,9 @@ push @keep, threads->create(sub {
     open my $fh, '>', $mark;
 });
 EOF
+    # Leaves a short detached thread on every request.
+    'leave.plx' => "use threads;\nthreads->create(sub { select undef, undef, undef, 0.2 })->detach;\n"
+        . "print \"Content-Type: text/plain\\n\\nleft\\n\";\n",
     # Runs until the threads named in its query have printed (3 s at most:
     # in process mode they end with their worker).
     'slow.plx' => <<'EOF',
@@ -110,6 +116,19 @@ if (!thread_mode()) {
         'in process mode its worker retires');
 }
 like($s->get('/join.plx')->{content}, qr/^joined:42 run:\d+$/, 'threads still work');
+
+# A thread left on every request: once they have all ended, plxd has the
+# descriptors and threads it had before (in process mode each worker
+# retires, and plxd holds nothing of it).
+my $count = sub { my @e = glob('/proc/' . $s->pid . "/$_[0]/*"); scalar @e };
+$s->get('/join.plx') for 1 .. 2;
+my ($fds, $tasks) = ($count->('fd'), $count->('task'));
+is($s->get("/leave.plx")->{content}, "left\n", "leave.plx: its own response ($_)") for 1 .. 30;
+ok(wait_for(sub { $count->('task') <= $tasks }, 20), "30 requests that each left a thread: plxd's threads back to $tasks once they end")
+    or diag($count->('task') . ' threads');
+# The interpreters left behind go after the next request.
+ok(wait_for(sub { $s->get('/join.plx'); $count->('fd') <= $fds }, 20),
+    "... and its descriptors back to $fds") or diag($count->('fd') . ' descriptors');
 $s->stop;
 unlike($s->error_log, qr/AddressSanitizer|LeakSanitizer|runtime error:/, 'no sanitizer report');
 
