@@ -28,8 +28,9 @@
 #define SHORT_RUNS_MAX 1000000
 /* How often the watchdog looks, and after how long a run has its pipes
  * read into memory (stdout) and the log (stderr). */
-#define WATCHDOG_MS    20
-#define SPILL_AFTER_MS 40
+#define WATCHDOG_MS         20
+#define SPILL_AFTER_MS      40
+#define WATCHDOG_IDLE_TICKS 50 /* 1 s */
 
 /* A script's record of short runs. */
 struct fit {
@@ -65,6 +66,11 @@ struct perl_inline {
 	int off; /* an inline thread could not be made: none is */
 	pthread_t watchdog;
 	int watching, stop;
+	/* The watchdog's ticks with no inline run, up to WATCHDOG_IDLE_TICKS;
+	 * then it sleeps until a run begins (asleep), so that an idle plxd
+	 * is not woken 50 times a second. */
+	unsigned idle_ticks;
+	int asleep;
 	pthread_cond_t wake;
 };
 
@@ -189,6 +195,15 @@ static int pipe_take(struct perl_inline_thread *it, int fd, int out, const char 
 	return any;
 }
 
+/* Whether an inline run is in progress; under lock. */
+static int running(const struct perl_inline *in)
+{
+	for (const struct perl_inline_thread *it = in->list; it; it = it->next)
+		if (it->job)
+			return 1;
+	return 0;
+}
+
 /* Every WATCHDOG_MS: a run that has gone on SPILL_AFTER_MS has its pipes
  * read, so that it never waits on a full one, and its loop marked held;
  * a run past its timeout is ended, as the loop's deadline would. */
@@ -198,12 +213,21 @@ static void *watchdog_main(void *arg)
 	pthread_setname_np(pthread_self(), "plxd-watchdog");
 	pthread_mutex_lock(&in->lock);
 	while (!in->stop) {
+		if (in->idle_ticks >= WATCHDOG_IDLE_TICKS && !running(in)) {
+			in->asleep = 1;
+			pthread_cond_wait(&in->wake, &in->lock);
+			in->asleep = 0;
+			in->idle_ticks = 0;
+			continue;
+		}
 		struct timespec at = clock_deadline(CLOCK_REALTIME, WATCHDOG_MS);
 		pthread_cond_timedwait(&in->wake, &in->lock, &at);
 		uint64_t now_us = clock_us();
+		in->idle_ticks++;
 		for (struct perl_inline_thread *it = in->list; it; it = it->next) {
 			if (!it->job)
 				continue;
+			in->idle_ticks = 0;
 			if (now_us - it->since_us >= SPILL_AFTER_MS * 1000) {
 				it->spilled |= pipe_take(it, it->out, 1, it->script);
 				it->spilled |= pipe_take(it, it->err, 0, it->script);
@@ -305,6 +329,9 @@ void perl_inline_begin(struct perl_inline *in, struct perl_inline_thread *it, st
 	it->since_us = clock_us();
 	it->deadline_ms = it->since_us / 1000 + q->conf->timeout_ms;
 	it->timed_out = it->spilled = 0;
+	/* Under load the watchdog never sleeps, and this costs nothing. */
+	if (in->asleep)
+		pthread_cond_signal(&in->wake);
 	pthread_mutex_unlock(&in->lock);
 }
 

@@ -101,6 +101,19 @@ is($r->{content}, "plxd-event\nwritten past the buffer\n", 'syswrite to STDOUT i
 ok($s->wait_log(qr{where\.plt: a warning inline$}m), 'a line to STDERR inline: logged under its name');
 is($where_is->('/where.plt'), 'plxd-event', '... and the script stays inline');
 
+# --- the watchdog sleeps while no inline run is in progress ---
+# (a second with none), and wakes for the next: the timeout below is its.
+my ($watchdog) = grep { (read_comm($_) // '') eq 'plxd-watchdog' } glob('/proc/' . $s->pid . '/task/*');
+sub read_comm { open my $fh, '<', "$_[0]/comm" or return; my $c = <$fh>; chomp $c; $c }
+sub switches {
+    open my $fh, '<', "$watchdog/status" or return -1;
+    my ($n) = join('', <$fh>) =~ /^voluntary_ctxt_switches:\s*(\d+)/m;
+    return $n;
+}
+ok($watchdog, 'the watchdog thread is there');
+ok(wait_for(sub { my $n = switches(); select undef, undef, undef, 0.3; switches() == $n }, 10),
+    '... and once no run is in progress, it is not woken (no switch in 0.3 s)');
+
 # --- the timeout ends an inline run, and the next request is served ---
 ok(inline_again('/where.plt'), '(loop) the script runs inline');
 $r = $s->get('/where.plt?loop=1');
