@@ -136,11 +136,12 @@ static void describe(int status, char *out, size_t outlen)
  * reparented to the master when it dies (the master is their subreaper):
  * every child the master has besides keep is such an orphan. Each is
  * ended with its process group, and reaped; the scan repeats for what
- * their ends orphan in turn, for a second at most. */
+ * their ends orphan in turn, for a second at most (SIGKILL ends a process
+ * within a few ms unless it is stuck in the kernel). */
 static void end_orphans(pid_t keep)
 {
 	pid_t self = getpid();
-	for (int round = 0; round < 50; round++) {
+	for (int round = 0; round < 200; round++) {
 		int found = 0;
 		DIR *d = opendir("/proc");
 		if (!d)
@@ -182,7 +183,7 @@ static void end_orphans(pid_t keep)
 			;
 		if (!found)
 			return;
-		struct timespec ts = { 0, 20 * 1000 * 1000 };
+		struct timespec ts = { 0, 5 * 1000 * 1000 };
 		nanosleep(&ts, NULL);
 	}
 }
