@@ -211,6 +211,7 @@ like($log, qr/master: serving process \d+ killed by signal 11 \(Segmentation fau
 like($log, qr/master: serving process \d+ killed by signal 9 \(Killed\)/, 'the master logs a SIGKILL');
 is(() = $log =~ /master: restarting the serving process at once/g, 3, 'each restarted at once');
 my $j = status_json();
+is($j->{pid}, $s->pid, 'the status page\'s pid is the serving process\'s');
 is($j->{restarts}, 3, 'the status page counts 3 restarts');
 like($j->{last_restart} // '', qr/killed by signal 11/, '... and the last reason');
 like($s->get('/status?prometheus')->{content}, qr/^plxd_restarts_total 3$/m, '... in Prometheus text too');
