@@ -312,7 +312,7 @@ static void child_died(struct master *m, int status)
 
 static void read_child(struct master *m)
 {
-	char buf[64];
+	char buf[512];
 	ssize_t n = read(m->from_child, buf, sizeof buf);
 	if (n <= 0) {
 		if (n == 0 || (errno != EINTR && errno != EAGAIN)) {

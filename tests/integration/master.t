@@ -263,6 +263,20 @@ is($status, 0, 'SIGTERM: the master exits 0, the serving process\'s status');
     like($elog->(), qr/master: .*stopping/, 'the master says it stops');
 }
 
+# ---- a serving process that cannot start: plxd does not start ----
+{
+    my $d = tempdir('plxd-master-XXXXXX', TMPDIR => 1, CLEANUP => 1);
+    mkdir "$d/root";
+    write_file("$d/bad.pl", "die qq{no preload for you\\n};\n");
+    write_file("$d/plxd.conf", "[server]\nroot = root\nerror_log = error.log\n"
+        . "[handlers]\n.plt = perl\n[perl]\nisolation = thread\npreload = bad.pl\n");
+    my ($st) = PlxdTest::run_plxd('--config', "$d/plxd.conf", '--listen', '127.0.0.1:0');
+    is($st >> 8, 1, 'a handler that cannot start: plxd exits 1, not restarted');
+    my $l = read_file("$d/error.log");
+    like($l, qr/master: the serving process could not start: not starting/, '... and the master says so');
+    is(() = $l =~ /master: started serving process/g, 1, '... after one start');
+}
+
 # ---- without the master ----
 for my $way ('--no-master', 'master = no') {
     my $o = PlxdTest->start(
