@@ -20,14 +20,17 @@ use PlxdTest qw(wait_for read_file write_file plxd_bin source_dir);
 use PlxdServer;
 
 # In a child about to exec: the descriptors given become 3, 4, ..., open
-# across exec (dup2 to the same number would leave FD_CLOEXEC set).
+# across exec (dup2 to the same number would leave FD_CLOEXEC set). The
+# handles stay referenced: a handle freed closes its descriptor.
+my @passed;
 sub pass_fds {
     my @from = map { POSIX::dup($_) // _exit(126) } @_;
     my $to = 3;
     for my $fd (@from) {
-        dup2($fd, $to) // _exit(126);
+        dup2($fd, $to) // _exit(126) if $fd != $to;
         open my $h, '<&=', $to or _exit(126);
         fcntl($h, F_SETFD, 0) // _exit(126);
+        push @passed, $h;
         $to++;
     }
 }
