@@ -48,15 +48,16 @@ static unsigned long alive_ms;
 /* The master's own state. */
 struct master {
 	const struct master_spec *spec;
-	int sfd;        /* signalfd: SIGHUP, SIGTERM, SIGINT, SIGCHLD */
-	int from_child; /* the pipe's read end; -1 between serving processes */
-	pid_t child;    /* -1 between serving processes */
-	int ready;      /* the running one said MASTER_READY */
-	int failed;     /* ... or MASTER_FAILED */
-	int ever_ready; /* some serving process has been ready */
-	int announced;  /* "listening on" printed */
-	int stopping;   /* SIGTERM or SIGINT came: no more restarts */
-	unsigned quick; /* deaths in a row, each soon after its start */
+	int sfd;           /* signalfd: SIGHUP, SIGTERM, SIGINT, SIGCHLD */
+	int from_child;    /* the pipe's read end; -1 between serving processes */
+	pid_t child;       /* -1 between serving processes */
+	int ready;         /* the running one said MASTER_READY */
+	int failed;        /* ... or MASTER_FAILED */
+	int ever_ready;    /* some serving process has been ready */
+	int announced;     /* "listening on" printed */
+	int stopping;      /* SIGTERM or SIGINT came: no more restarts */
+	int told_stopping; /* STOPPING=1 sent */
+	unsigned quick;    /* deaths in a row, each soon after its start */
 	uint64_t started_at, ready_at, restart_at; /* ms; restart_at 0: none due */
 	uint64_t watchdog_us, next_watchdog, alive_at;
 	int exit_status; /* the master's, once stopping */
@@ -345,7 +346,10 @@ static void read_child(struct master *m)
 			systemd_notify("READY=1");
 			break;
 		case 'S':
-			systemd_notify("STOPPING=1");
+			/* Also when the stop was sent to the serving process. */
+			if (!m->told_stopping)
+				systemd_notify("STOPPING=1");
+			m->told_stopping = 1;
 			break;
 		case 'W':
 			m->alive_at = clock_ms();
@@ -375,9 +379,9 @@ static void on_signal(struct master *m, int sig)
 		return;
 	}
 	/* SIGTERM, SIGINT: a graceful stop, the serving process's to do. */
-	if (!m->stopping)
+	if (!m->told_stopping)
 		systemd_notify("STOPPING=1");
-	m->stopping = 1;
+	m->stopping = m->told_stopping = 1;
 	if (m->child > 0) {
 		kill(m->child, sig);
 		return;

@@ -156,6 +156,9 @@ for my $mode ('master', 'no master') {
     my $status = wait_exit($p->{pid}, 60);
     is($status, 0, "$mode: it stops, exit status 0");
     kill 'KILL', $p->{pid} unless defined $status;
+    # Sent before it exited, so already in the socket: read what is left.
+    next_message($p, qr/(?!)/, 0.2);
+    is(scalar(grep { /^STOPPING=1$/ } @{ $p->{seen} }), 1, "$mode: one STOPPING=1");
     unlike($elog->(), qr/AddressSanitizer|LeakSanitizer|runtime error:/, "$mode: no sanitizer report");
     diag($elog->()) unless Test::More->builder->is_passing;
 }
