@@ -7,11 +7,12 @@
 set -eu
 cd "$(dirname "$0")"
 
-# Build and run: compiler, CMake, libmicrohttpd, libinih, libperl, CGI.pm
+# Build and run: compiler, CMake, libmicrohttpd, libinih, libperl, libsystemd
+# (socket activation and readiness under systemd), CGI.pm
 # (no longer in core Perl), the system's mime.types; Mojolicious, Dancer2 and
 # Plack for cgi-bin's framework samples.
 RUN_PACKAGES="build-essential cmake pkg-config git libmicrohttpd-dev libinih-dev libperl-dev
-  perl libcgi-pm-perl media-types libmojolicious-perl libdancer2-perl libplack-perl"
+  libsystemd-dev perl libcgi-pm-perl media-types libmojolicious-perl libdancer2-perl libplack-perl"
 # Tests: clang's libFuzzer runtime for the fuzz targets, the load tools;
 # gnuplot and fonts for bench/run's chart, headless Chromium for the front page,
 # valgrind for tests/leakcheck; the Perl web libraries that

@@ -41,6 +41,12 @@ const struct conf_key server_keys[] = {
 		.help = "address and port to accept connections on: `127.0.0.1:8080`, `[::1]:0`, "
 			"`*:80` (port 0: any free port)",
 		.tests = "integration/startup.t integration/config.t"),
+	SERVER_KEY("master", CONF_BOOL, master, "yes", .flags = CONF_RESTART,
+		.help = "run a master process that holds the listening socket and starts the serving "
+			"process again when it dies (a crash costs the requests in flight only); "
+			"`no` (or `--no-master`): one process, for debugging or a supervisor of "
+			"its own",
+		.tests = "integration/master.t"),
 	SERVER_KEY("threads", CONF_UINT, threads, "0", .max = 256, .flags = CONF_RESTART,
 		.help = "event threads that carry every connection; 0: one per CPU core",
 		.tests = "integration/engine.t"),

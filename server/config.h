@@ -16,6 +16,7 @@ struct deny_list;
 
 struct server_conf {
 	char *listen;
+	int master;
 	unsigned long threads;
 	char *root;
 	char *user;

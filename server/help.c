@@ -81,6 +81,10 @@ static const struct help_option options[] = {
 	  "validate the configuration, and that the document root opens, then exit: 0 after "
 	  "printing `plxd: FILE: configuration OK`, 1 after printing every mistake",
 	  "integration/config.t" },
+	{ 0, "no-master", NULL,
+	  "run without the master process, over `[server] master`: one process serves, and a "
+	  "crash ends it (for debugging, or under a supervisor that restarts it)",
+	  "integration/master.t" },
 	{ 'V', "version", NULL,
 	  "print the version, the git revision and the handler interface version, and exit",
 	  "integration/cli.t" },
@@ -98,9 +102,15 @@ static const char *const description[] = {
 	"worker processes, each with an embedded Perl interpreter that keeps every script "
 	"compiled between requests. Every other file under the document root is served as a "
 	"static file.",
-	"plxd reads its configuration, binds its address, opens its logs, becomes `[server] "
-	"user` when started as root, starts its handlers and, once it accepts connections, "
-	"prints one line to standard output: `listening on http://ADDRESS:PORT/`.",
+	"plxd reads its configuration, binds its address (or takes the socket systemd passes, "
+	"`LISTEN_FDS`), opens its logs, becomes `[server] user` when started as root, starts its "
+	"handlers and, once it accepts connections, prints one line to standard output: "
+	"`listening on http://ADDRESS:PORT/`.",
+	"plxd runs as two processes: a master, which holds the listening socket and does "
+	"nothing else, and the serving process it starts, which runs the handlers and serves. "
+	"When the serving process dies, the master logs why and starts another on the same "
+	"socket: only the requests in flight are lost. Under systemd (`Type=notify`) the master "
+	"sends `READY=1`, `RELOADING=1`, `STOPPING=1` and `WATCHDOG=1`.",
 	NULL
 };
 /* clang-format on */
@@ -125,8 +135,8 @@ static const struct help_signal signals[] = {
 	{ "`SIGTERM`, `SIGINT`",
 	  "stop gracefully: no new connections; requests in flight get `[server] "
 	  "shutdown_timeout` to finish, then their connections are closed; the handlers stop "
-	  "and plxd exits 0.",
-	  "integration/logs_signals.t" },
+	  "and plxd exits 0 (the master, with the serving process's exit status).",
+	  "integration/logs_signals.t integration/master.t" },
 	{ "`SIGPIPE`",
 	  "ignored: a client or a script that goes away is an EPIPE error, never the end of plxd.",
 	  "code:server/main.c" },
@@ -138,7 +148,8 @@ static const char *const exit_status[] = {
 	"0 after a graceful stop, and for `--check` with a valid configuration, `--help` and "
 	"`--version`; 1 for an invalid configuration, a bad option, or a start that failed "
 	"(the address in use, a handler that could not start), after saying why on standard "
-	"error or in the error log.",
+	"error or in the error log. A serving process that dies of a signal while stopping "
+	"ends the master with 128 + the signal's number.",
 	NULL
 };
 /* clang-format on */
@@ -697,7 +708,7 @@ void help_usage(FILE *f)
 {
 	struct out o = { .f = f, .format = HELP_TEXT };
 	fputs("usage: plxd [--config FILE] [--listen ADDR:PORT] [--root DIR] [--check]\n"
-	      "            [--version] [--help[=FORMAT]]\n\n",
+	      "            [--no-master] [--version] [--help[=FORMAT]]\n\n",
 			f);
 	for (size_t i = 0; i < sizeof options / sizeof options[0]; i++) {
 		char *flags = NULL;
@@ -744,8 +755,8 @@ static void print_markdown(FILE *f)
 			"[security.md](security.md).");
 
 	fputs("\n## The command line\n\n", f);
-	fputs("```\nplxd [--config FILE] [--listen ADDR:PORT] [--root DIR] [--check] [--version] "
-	      "[--help[=FORMAT]]\n```\n\n",
+	fputs("```\nplxd [--config FILE] [--listen ADDR:PORT] [--root DIR] [--check] [--no-master] "
+	      "[--version] [--help[=FORMAT]]\n```\n\n",
 			f);
 	put_paragraphs(&o, description);
 	fputs("\n| option | what it does | test |\n|---|---|---|\n", f);

@@ -1,5 +1,6 @@
-/* plxd: command line, start-up, privileges, and the signal loop (SIGHUP
- * reloads, SIGTERM and SIGINT stop gracefully). */
+/* plxd: command line, start-up (the listening socket, privileges, the
+ * master), and the serving process's signal loop (SIGHUP reloads, SIGTERM
+ * and SIGINT stop gracefully). */
 #include "alloc.h"
 #include "clock.h"
 #include "config.h"
@@ -9,8 +10,10 @@
 #include "request.h"
 #include "http.h"
 #include "log.h"
+#include "master.h"
 #include "site.h"
 #include "stats.h"
+#include "systemd.h"
 #include "version.h"
 
 #include <errno.h>
@@ -22,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #ifndef PLXD_DEFAULT_CONFIG
@@ -37,6 +41,7 @@ struct options {
 	const char *listen; /* overrides [server] listen */
 	const char *root;   /* overrides [server] root */
 	int check;
+	int no_master; /* overrides [server] master */
 };
 
 static int parse_args(int argc, char **argv, struct options *o)
@@ -47,6 +52,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{ "listen", required_argument, NULL, 'l' },
 		{ "root", required_argument, NULL, 'r' },
 		{ "check", no_argument, NULL, 'k' },
+		{ "no-master", no_argument, NULL, 'M' },
 		{ "version", no_argument, NULL, 'V' },
 		{ "help", optional_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -66,6 +72,9 @@ static int parse_args(int argc, char **argv, struct options *o)
 			break;
 		case 'k':
 			o->check = 1;
+			break;
+		case 'M':
+			o->no_master = 1;
 			break;
 		case 'V':
 			printf("plxd %s (%s)\nhandler interface %08x\n", PLXD_VERSION,
@@ -165,6 +174,26 @@ static void log_lines(enum log_level level, const char *text)
 	}
 }
 
+/* The keys that need a restart of plxd keep their running values in c,
+ * each change logged. */
+static void keep_restart_keys(struct config *c, const struct config *running)
+{
+	for (const struct conf_key *k = server_keys; k->name; k++) {
+		if (!(k->flags & CONF_RESTART) || conf_value_equal(k, &c->server, &running->server))
+			continue;
+		plxd_log(PLXD_LOG_WARN, "[server] %s changed: it takes effect only after a restart",
+				k->name);
+		conf_value_copy(k, &c->server, &running->server);
+	}
+	for (const struct conf_key *k = status_keys; k->name; k++) {
+		if (!(k->flags & CONF_RESTART) || conf_value_equal(k, &c->status, &running->status))
+			continue;
+		plxd_log(PLXD_LOG_WARN, "[status] %s changed: it takes effect only after a restart",
+				k->name);
+		conf_value_copy(k, &c->status, &running->status);
+	}
+}
+
 static void reload(const struct options *o)
 {
 	plxd_log(PLXD_LOG_INFO, "SIGHUP: reloading the configuration");
@@ -177,22 +206,7 @@ static void reload(const struct options *o)
 		return;
 	}
 	struct site *old = site_acquire();
-	for (const struct conf_key *k = server_keys; k->name; k++) {
-		if (!(k->flags & CONF_RESTART)
-				|| conf_value_equal(k, &c->server, &old->config->server))
-			continue;
-		plxd_log(PLXD_LOG_WARN, "[server] %s changed: it takes effect only after a restart",
-				k->name);
-		conf_value_copy(k, &c->server, &old->config->server);
-	}
-	for (const struct conf_key *k = status_keys; k->name; k++) {
-		if (!(k->flags & CONF_RESTART)
-				|| conf_value_equal(k, &c->status, &old->config->status))
-			continue;
-		plxd_log(PLXD_LOG_WARN, "[status] %s changed: it takes effect only after a restart",
-				k->name);
-		conf_value_copy(k, &c->status, &old->config->status);
-	}
+	keep_restart_keys(c, old->config);
 	site_release(old);
 
 	char err[512];
@@ -233,30 +247,47 @@ static int threads_left(void)
 	return n > 1;
 }
 
-static int serve(const struct options *o, struct config *config)
+/* A serving process started after one died reads the configuration file
+ * again, as a reload would: a restart after a SIGHUP keeps what the reload
+ * gave. The keys that need a restart keep the master's values (the socket
+ * and the user are the master's); a file that no longer loads leaves the
+ * configuration the master started with. */
+static struct config *config_for_restart(const struct options *o, struct config *started)
+{
+	char *errors = NULL;
+	struct config *c = load(o, &errors);
+	if (!c) {
+		log_lines(PLXD_LOG_ERROR, errors);
+		plxd_log(PLXD_LOG_ERROR,
+				"the configuration file is invalid: the serving process runs with "
+				"the configuration plxd started with");
+		free(errors);
+		return started;
+	}
+	keep_restart_keys(c, started);
+	char err[512];
+	if (open_logs(&c->server, err, sizeof err) < 0) {
+		plxd_log(PLXD_LOG_ERROR,
+				"%s: the serving process runs with the configuration plxd started with",
+				err);
+		config_free(c);
+		return started;
+	}
+	log_lines(PLXD_LOG_WARN, c->warnings);
+	config_free(started);
+	return c;
+}
+
+/* The serving process: everything but the listening socket, which it is
+ * given. Returns its exit status. */
+static int serve(const struct options *o, struct config *config, int listen_fd, const char *url)
 {
 	char err[512];
-	if (open_logs(&config->server, err, sizeof err) < 0) {
-		fprintf(stderr, "plxd: %s\n", err);
-		config_free(config);
-		return 1;
-	}
-	log_lines(PLXD_LOG_WARN, config->warnings);
-	int listen_fd = http_listen(config->server.listen, err, sizeof err);
-	if (listen_fd < 0) {
-		plxd_log(PLXD_LOG_ERROR, "%s", err);
-		config_free(config);
-		return 1;
-	}
-	if (drop_privileges(config) < 0) {
-		close(listen_fd);
-		config_free(config);
-		return 1;
-	}
 	struct site *site = site_create(config, err, sizeof err);
 	if (!site) {
 		plxd_log(PLXD_LOG_ERROR, "%s", err);
 		close(listen_fd);
+		master_tell(MASTER_FAILED);
 		return 1;
 	}
 	stats_init(site->config->status.counters);
@@ -265,12 +296,11 @@ static int serve(const struct options *o, struct config *config)
 		modules_stop_all();
 		site_release(site);
 		modules_unload();
+		master_tell(MASTER_FAILED);
 		return 1;
 	}
 	site_install(site);
 	unsigned long shutdown_ms = site->config->server.shutdown_timeout_ms;
-	char url[128];
-	http_url(listen_fd, url, sizeof url);
 	static const struct http_handlers handlers = {
 		.access = request_access,
 		.completed = request_completed,
@@ -282,28 +312,46 @@ static int serve(const struct options *o, struct config *config)
 		modules_stop_all();
 		site_install(NULL);
 		modules_unload();
+		master_tell(MASTER_FAILED);
 		return 1;
 	}
 	plxd_log(PLXD_LOG_INFO, "plxd %s listening on %s", PLXD_VERSION, url);
-	printf("listening on %s\n", url);
-	fflush(stdout);
+	/* Under a master, the master prints the line, once. */
+	if (!master_supervised()) {
+		printf("listening on %s\n", url);
+		fflush(stdout);
+	}
+	master_tell(MASTER_READY);
 
 	sigset_t signals;
 	sigemptyset(&signals);
 	sigaddset(&signals, SIGHUP);
 	sigaddset(&signals, SIGTERM);
 	sigaddset(&signals, SIGINT);
+	unsigned long alive_ms = master_alive_ms();
 	for (;;) {
-		int sig = sigwaitinfo(&signals, NULL);
+		int sig;
+		if (alive_ms) {
+			struct timespec ts = { (time_t)(alive_ms / 1000),
+				(long)(alive_ms % 1000) * 1000000L };
+			sig = sigtimedwait(&signals, NULL, &ts);
+			if (sig < 0 && errno == EAGAIN)
+				master_tell(MASTER_ALIVE);
+		} else {
+			sig = sigwaitinfo(&signals, NULL);
+		}
 		if (sig == SIGHUP) {
+			master_tell(MASTER_RELOADING);
 			reload(o);
 			struct site *now = site_acquire();
 			shutdown_ms = now->config->server.shutdown_timeout_ms;
 			site_release(now);
+			master_tell(MASTER_RELOADED);
 		} else if (sig == SIGTERM || sig == SIGINT) {
 			break;
 		}
 	}
+	master_tell(MASTER_STOPPING);
 	plxd_log(PLXD_LOG_INFO,
 			"stopping: no new connections; waiting up to %lu ms for requests in flight",
 			shutdown_ms);
@@ -333,6 +381,67 @@ static int serve(const struct options *o, struct config *config)
 	if (threads_left())
 		_exit(0);
 	return 0;
+}
+
+/* The listening socket: the one systemd passed, or bound here. */
+static int listen_socket(const struct config *config)
+{
+	char err[512];
+	int fd = systemd_listen_fd(err, sizeof err);
+	if (fd >= 0) {
+		plxd_log(PLXD_LOG_INFO,
+				"listening on the socket systemd passed; [server] listen is not used");
+		return fd;
+	}
+	if (err[0]) {
+		plxd_log(PLXD_LOG_ERROR, "%s", err);
+		return -1;
+	}
+	fd = http_listen(config->server.listen, err, sizeof err);
+	if (fd < 0)
+		plxd_log(PLXD_LOG_ERROR, "%s", err);
+	return fd;
+}
+
+/* Opens the logs, takes the listening socket and drops privileges; then,
+ * unless told otherwise, becomes the master, which returns only in the
+ * serving processes it starts. Returns the exit status. */
+static int start(const struct options *o, struct config *config)
+{
+	char err[512];
+	if (open_logs(&config->server, err, sizeof err) < 0) {
+		fprintf(stderr, "plxd: %s\n", err);
+		config_free(config);
+		return 1;
+	}
+	log_lines(PLXD_LOG_WARN, config->warnings);
+	int listen_fd = listen_socket(config);
+	if (listen_fd < 0) {
+		config_free(config);
+		return 1;
+	}
+	if (drop_privileges(config) < 0) {
+		close(listen_fd);
+		config_free(config);
+		return 1;
+	}
+	char url[128];
+	http_url(listen_fd, url, sizeof url);
+	if (config->server.master && !o->no_master) {
+		enum log_level level = PLXD_LOG_INFO;
+		log_level_parse(config->server.log_level, &level);
+		struct master_spec spec = {
+			.listen_fd = listen_fd,
+			.url = url,
+			.error_log = config->server.error_log,
+			.access_log = config->server.access_log,
+			.level = level,
+		};
+		master_run(&spec);
+		if (master_restarts() > 0)
+			config = config_for_restart(o, config);
+	}
+	return serve(o, config, listen_fd, url);
 }
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -389,6 +498,5 @@ int main(int argc, char **argv)
 		modules_unload();
 		return 0;
 	}
-	int rc = serve(&o, config);
-	return rc;
+	return start(&o, config);
 }

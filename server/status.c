@@ -5,6 +5,7 @@
 #include "alloc.h"
 #include "handler.h"
 #include "http.h"
+#include "master.h"
 #include "site.h"
 #include "version.h"
 
@@ -99,6 +100,8 @@ static void gather(struct status_data *d, const struct site *site)
 	*d = (struct status_data){
 		.version = PLXD_VERSION,
 		.pid = (long)getpid(),
+		.restarts = master_restarts(),
+		.last_restart = master_last_reason(),
 		.generation = site->generation,
 		.threads = http_threads(),
 		/* What is in effect: a reload keeps the value plxd started with. */

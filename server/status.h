@@ -51,6 +51,8 @@ struct status_script {
 struct status_data {
 	const char *version;
 	long pid;
+	unsigned restarts;        /* serving processes the master started after the first */
+	const char *last_restart; /* why the last one before this ended; "" */
 	unsigned generation;
 	unsigned threads;
 	int counters; /* [status] counters: the request figures are kept */

@@ -212,6 +212,12 @@ static void render_json(struct out *o, const struct status_data *d)
 			"\"counters\":%s,",
 			d->pid, (double)d->sum.uptime_us / 1e6, d->generation, d->threads,
 			d->counters ? "true" : "false");
+	putf(o, "\"restarts\":%u,\"last_restart\":", d->restarts);
+	if (d->last_restart && d->last_restart[0])
+		put_json_string(o, d->last_restart);
+	else
+		put_s(o, "null");
+	put_s(o, ",");
 	/* Without the counters the phases are not kept: null, not 0 (idle
 	 * would be every open connection, the status request's own too). */
 	putf(o, "\"connections\":{\"open\":%" PRIu64, d->open);
@@ -361,6 +367,12 @@ static void render_html(struct out *o, const struct status_data *d)
 			"<a href=\"?prometheus\">Prometheus text</a>; refreshed every 5 s.</p>\n",
 			d->version, d->pid, (double)d->sum.uptime_us / 1e6, d->generation,
 			d->threads);
+	if (d->restarts) {
+		putf(o, "<p>The serving process was restarted %u times; the last one before it ",
+				d->restarts);
+		put_html(o, d->last_restart ? d->last_restart : "");
+		put_s(o, ".</p>\n");
+	}
 	if (!d->counters)
 		put_s(o,
 				"<p><b>[status] counters = off</b>: requests, connection phases "
@@ -484,6 +496,10 @@ static void render_prometheus(struct out *o, const struct status_data *d)
 			"# HELP plxd_uptime_seconds Seconds since plxd started.\n"
 			"# TYPE plxd_uptime_seconds gauge\nplxd_uptime_seconds %.3f\n",
 			(double)d->sum.uptime_us / 1e6);
+	putf(o,
+			"# HELP plxd_restarts_total Serving processes the master started after the "
+			"first.\n# TYPE plxd_restarts_total counter\nplxd_restarts_total %u\n",
+			d->restarts);
 	putf(o,
 			"# HELP plxd_generation The configuration generation (1, then one more per "
 			"reload).\n# TYPE plxd_generation gauge\nplxd_generation %u\n",

@@ -94,6 +94,31 @@ sub start {
 }
 
 sub pid    { $_[0]{pid} }
+
+# plxd's serving process (server/master.c): the master's child that runs
+# the same program, a fork of it; the process itself when it has none (plxd
+# --no-master, or another server). Waits up to timeout seconds (default 0)
+# for one while the master starts it. Memory and threads are read there.
+sub serving_pid {
+    my ($self, $timeout) = @_;
+    my $pid = ref $self ? $self->{pid} : $self;
+    return undef unless defined $pid;
+    my $exe = readlink("/proc/$pid/exe") // return $pid;
+    my $until = time + ($timeout // 0);
+    while (1) {
+        my $kids = -e "/proc/$pid/task/$pid/children" ? _read("/proc/$pid/task/$pid/children") : undef;
+        my @kids = defined $kids ? split(' ', $kids)
+            : grep { ((_stat_fields($_))[1] // 0) == $pid } map { m{/(\d+)$} } glob '/proc/[0-9]*';
+        for my $k (@kids) {
+            my @f = _stat_fields($k) or next;
+            return $k if $f[1] == $pid && $f[0] ne 'Z' && (readlink("/proc/$k/exe") // '') eq $exe;
+        }
+        return $pid if time >= $until;
+        select(undef, undef, undef, 0.02);
+    }
+}
+
+sub _read { open my $fh, '<', $_[0] or return ''; local $/; return scalar(<$fh>) // '' }
 sub name   { $_[0]{name} }
 sub url    { $_[0]{url} }
 sub host   { $_[0]{host} }

@@ -14,6 +14,13 @@ package PlxdTest;
 #   my $res = $s->get('/hello.html');                # HTTP::Tiny response
 #   my $raw = $s->raw("GET / HTTP/1.0\r\n\r\n");     # bytes over a socket
 #   $s->stop;                                        # or let it go out of scope
+#   $s->pid;           # the serving process (the engine, the handlers), whose
+#                      # /proc a test reads; $s->master_pid: the process
+#                      # started, which signals and the stop go to
+#
+# plxd runs as a master that starts the serving process. The serving
+# process dying is logged by the master and counted a failure when the file
+# ends, unless the test expects it: crashes => 1 (or $s->expect_crashes).
 #
 # Knobs: PLXD_TEST_KEEP=1 keeps the temporary folder; the logs are printed
 # with diag whenever the test file is failing.
@@ -172,7 +179,11 @@ sub start {
     my $self = bless {
         dir => $dir, root => $root, conf => "$dir/plxd.conf", args => $o{args} || [],
         listen => $o{listen} // '127.0.0.1:0', env => $o{env} || {},
-        prefix => $o{prefix} || [],
+        prefix => $o{prefix} || [], crashes => $o{crashes},
+        # Without a master the process started serves itself.
+        no_master => (grep({ $_ eq '--no-master' } @{ $o{args} || [] })
+            || ($server{master} // 'yes') =~ /^(?:no|off|false|0)$/i
+            || ($o{conf} // '') =~ /^\s*master\s*=\s*(?:no|off|false|0)\s*$/mi) ? 1 : 0,
     }, $class;
     $self->_spawn;
     $live{"$self"} = $self;
@@ -202,7 +213,32 @@ sub _spawn {
 sub url  { my ($self, $path) = @_; my $u = $self->{url}; $u =~ s{/$}{}; return $u . ($path // '/') }
 sub port { $_[0]{port} }
 sub host { $_[0]{host} }
-sub pid  { $_[0]{pid} }
+sub master_pid { $_[0]{pid} }
+sub expect_crashes { $_[0]{crashes} = 1 }
+
+# The serving process: the master's child (waited for up to 30 s while the
+# master starts a new one), or, run without a master, plxd itself.
+sub pid {
+    my ($self) = @_;
+    my $master = $self->{pid} // return undef;
+    return $master if $self->{no_master};
+    my $cached = $self->{serving};
+    if ($cached) {
+        my @f = PlxdServer::_stat_fields($cached);
+        return $cached if @f && $f[1] == $master && $f[0] ne 'Z';
+    }
+    $self->{serving} = wait_for(sub { $self->serving_pid }, 30);
+    return $self->{serving} || undef;
+}
+
+# The serving process found in /proc now, or 0 while there is none.
+sub serving_pid {
+    my ($self) = @_;
+    my $master = $self->{pid} // return 0;
+    my $p = PlxdServer::serving_pid($master);
+    return defined $p && $p != $master ? $p : 0;
+}
+
 sub dir  { $_[0]{dir} }
 sub root { $_[0]{root} }
 sub conf_file { $_[0]{conf} }
@@ -278,6 +314,11 @@ sub stop {
     fail('plxd stopped within 60 s of SIGTERM') if $self->{server}->killed;
     my $signal = $status & 127;
     ok(!$signal, 'plxd main process was not killed by a signal') or diag("signal $signal");
+    # A crash the master recovered from is a failure all the same.
+    if (!$self->{crashes}) {
+        my ($died) = $self->error_log =~ /^(.*master: serving process \d+ (?:killed by signal|exited with status).*)$/m;
+        ok(!$died, 'the serving process did not die') or diag($died);
+    }
     unlike($self->error_log, qr/AddressSanitizer|LeakSanitizer|UndefinedBehaviorSanitizer|runtime error:/,
         'no sanitizer report in the logs');
     diag($self->logs) unless Test::More->builder->is_passing;
