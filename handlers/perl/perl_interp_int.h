@@ -155,7 +155,7 @@ struct perl_clone_state {
 	/* Kept past its end for the Perl threads its scripts left
 	 * (perl_linger.c). */
 	struct perl_interp *linger_next;
-	int threads_detached;
+	int objects_cleaned;
 };
 
 /* The files its modules were loaded from (perl_modwatch.c). */

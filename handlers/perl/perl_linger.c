@@ -3,9 +3,10 @@
  * started them while any of them is not yet freed, and perl then frees
  * nothing of it, its descriptors included: a script that left a thread on
  * every request leaked an interpreter and three descriptors each time.
- * Such an interpreter is kept here instead, its threads detached so that
- * each frees itself as it ends, and destroyed once they all have
- * (perl_linger_reap, after each request an interpreter thread serves).
+ * Such an interpreter is kept here instead, its threads detached and its
+ * objects destroyed so that each thread frees itself as it ends, and
+ * destroyed once they all have (perl_linger_reap, after each Perl request
+ * served in thread mode).
  * Thread mode only: a worker process that a thread outlives is ended. */
 #include "perl_interp.h"
 #include "perl_interp_int.h"
@@ -23,11 +24,21 @@ static int threads_gone(struct perl_interp *pi)
 	void *was = PERL_GET_CONTEXT;
 	dTHXa(pi->perl);
 	PERL_SET_CONTEXT(pi->perl);
-	if (!pi->clone.threads_detached) {
-		/* A thread left unjoined is freed only when joined or
-		 * detached, and none of its script's code runs again. */
-		pi->clone.threads_detached = 1;
-		eval_pv("$_->detach for threads->list()", FALSE);
+	/* A thread left unjoined is freed only when joined or detached, and
+	 * none of its script's code runs again; threads started since (by
+	 * the threads themselves) too. */
+	ENTER;
+	SAVETMPS;
+	eval_pv("$_->detach for threads->list()", FALSE);
+	/* The objects list made hold their threads too. */
+	FREETMPS;
+	LEAVE;
+	/* A thread object the script kept (in a global) holds its thread
+	 * as long as the interpreter: its objects are destroyed now, once,
+	 * as perl's own destruction would first. */
+	if (!pi->clone.objects_cleaned) {
+		pi->clone.objects_cleaned = 1;
+		Perl_sv_clean_objs(aTHX);
 	}
 	/* threads.pm's hook, which decides the veto, also warns "Perl
 	 * exited with active threads": plxd is not exiting. */

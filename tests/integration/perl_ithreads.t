@@ -49,9 +49,20 @@ push @keep, threads->create(sub {
     open my $fh, '>', $mark;
 });
 EOF
-    # Leaves a short detached thread on every request.
-    'leave.plx' => "use threads;\nthreads->create(sub { select undef, undef, undef, 0.2 })->detach;\n"
-        . "print \"Content-Type: text/plain\\n\\nleft\\n\";\n",
+    # Leaves short threads on every request, in every way: detached, not
+    # joined (its object dropped, or kept in a global), one that starts
+    # another, one that dies.
+    'leave.plx' => <<'EOF',
+use threads;
+our @keep;
+my $short = sub { select undef, undef, undef, 0.2; 1 };
+threads->create($short)->detach;
+threads->create($short);
+push @keep, threads->create($short);
+threads->create(sub { threads->create($short); $short->() });
+threads->create(sub { die "a thread's own death\n" });
+print "Content-Type: text/plain\n\nleft\n";
+EOF
     # Runs until the threads named in its query have printed (3 s at most:
     # in process mode they end with their worker).
     'slow.plx' => <<'EOF',
@@ -117,14 +128,14 @@ if (!thread_mode()) {
 }
 like($s->get('/join.plx')->{content}, qr/^joined:42 run:\d+$/, 'threads still work');
 
-# A thread left on every request: once they have all ended, plxd has the
+# Threads left on every request: once they have all ended, plxd has the
 # descriptors and threads it had before (in process mode each worker
 # retires, and plxd holds nothing of it).
 my $count = sub { my @e = glob('/proc/' . $s->pid . "/$_[0]/*"); scalar @e };
 $s->get('/join.plx') for 1 .. 2;
 my ($fds, $tasks) = ($count->('fd'), $count->('task'));
 is($s->get("/leave.plx")->{content}, "left\n", "leave.plx: its own response ($_)") for 1 .. 30;
-ok(wait_for(sub { $count->('task') <= $tasks }, 20), "30 requests that each left a thread: plxd's threads back to $tasks once they end")
+ok(wait_for(sub { $count->('task') <= $tasks }, 20), "30 requests that each left threads: plxd's threads back to $tasks once they end")
     or diag($count->('task') . ' threads');
 # The interpreters left behind go after the next request.
 ok(wait_for(sub { $s->get('/join.plx'); $count->('fd') <= $fds }, 20),
