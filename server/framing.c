@@ -252,7 +252,9 @@ unsigned framing_end(struct framing *f, const char **why)
 
 void chunk_scan_begin(struct chunk_scan *s)
 {
-	*s = (struct chunk_scan){ .state = CHUNK_SIZE, .trailers_left = ULONG_MAX };
+	*s = (struct chunk_scan){ .state = CHUNK_SIZE,
+		.trailers_left = ULONG_MAX,
+		.trailer_bytes_left = UINT64_MAX };
 }
 
 /* The end of a chunk-size line: the data, or after the last chunk (size
@@ -281,6 +283,8 @@ int chunk_scan(struct chunk_scan *s, const char *p, size_t n)
 {
 	static const char size_lf[] = "a chunk-size line ending in a bare LF";
 	static const char last_lf[] = "the last chunk's line ending in a bare LF";
+	static const char trailers_big[] = "trailers larger than max_header_size leaves beside "
+					   "the head";
 	static const char bare_cr[] = "a bare CR (not before an LF) in a chunk extension or a "
 				      "trailer";
 	size_t i = 0;
@@ -361,6 +365,8 @@ int chunk_scan(struct chunk_scan *s, const char *p, size_t n)
 			}
 			break;
 		case CHUNK_TRAILER:
+			if (!s->trailer_bytes_left--)
+				return refuse_lf(s, trailers_big);
 			if (c == '\n')
 				return refuse_lf(s,
 						"the line ending a chunked body's trailers in a bare LF");
@@ -387,6 +393,8 @@ int chunk_scan(struct chunk_scan *s, const char *p, size_t n)
 			s->cr = s->colon = 0;
 			break;
 		case CHUNK_END_LF:
+			if (!s->trailer_bytes_left--)
+				return refuse_lf(s, trailers_big);
 			if (c == '\n') {
 				s->length++;
 				s->state = CHUNK_DONE;
@@ -395,6 +403,8 @@ int chunk_scan(struct chunk_scan *s, const char *p, size_t n)
 			/* A line that starts with a bare CR. */
 			return refuse_lf(s, bare_cr);
 		case CHUNK_TRAILER_LINE:
+			if (!s->trailer_bytes_left--)
+				return refuse_lf(s, trailers_big);
 			if (c == '\n') {
 				if (!s->cr)
 					return refuse_lf(s, "a trailer line ending in a bare LF");

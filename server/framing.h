@@ -102,9 +102,12 @@ struct chunk_scan {
 	int digits; /* the size line has a digit */
 	int cr;     /* the byte before is a CR */
 	int colon;  /* the trailer line so far has a ':' */
-	/* Trailer lines still allowed: chunk_scan_begin allows any number;
-	 * plxd allows what max_header_fields leaves beside the head. */
+	/* Trailer lines still allowed, and their bytes: chunk_scan_begin
+	 * allows any; plxd allows what max_header_fields and max_header_size
+	 * leave beside the head, as libmicrohttpd keeps trailers where it
+	 * keeps the head (past that memory it answered 431 itself). */
 	unsigned long trailers_left;
+	uint64_t trailer_bytes_left;
 	uint64_t size;   /* the chunk-size read so far, then the data left */
 	uint64_t length; /* bytes of the body on the wire, to its end once done */
 	const char *why;

@@ -828,6 +828,9 @@ static int chunk_watch(struct request *r, const char *body, size_t memory)
 	r->chunk.trailers_left = entries >= 0 && (unsigned long)entries < max
 			? max - (unsigned long)entries
 			: 0;
+	size_t head_len = (size_t)(body - r->pub.method);
+	unsigned long long head_max = r->site->config->server.max_header_size;
+	r->chunk.trailer_bytes_left = head_len < head_max ? head_max - head_len : 0;
 	int laid_out = c && recv_tap_state(c->fd, &bytes, &first) == 0 && first == c->pool
 			&& (uintptr_t)body >= (uintptr_t)first;
 	uintptr_t at = laid_out ? (uintptr_t)body - (uintptr_t)first : 0;

@@ -321,6 +321,17 @@ static void chunk_framing(void)
 	chunk_scan_begin(&s);
 	ok(chunk_scan(&s, nul_inside, sizeof nul_inside - 1) == -1,
 			"chunked: a NUL inside a trailer line: refused");
+	/* Trailer bytes (lines and the final CRLF) at exactly
+	 * trailer_bytes_left, and one past it. */
+	static const char bytes[] = "0\r\nA: 1\r\n\r\n"; /* 8 bytes of trailers */
+	chunk_scan_begin(&s);
+	s.trailer_bytes_left = 8;
+	ok(chunk_scan(&s, bytes, sizeof bytes - 1) == 1,
+			"chunked: 8 trailer bytes at trailer_bytes_left 8");
+	chunk_scan_begin(&s);
+	s.trailer_bytes_left = 7;
+	ok(chunk_scan(&s, bytes, sizeof bytes - 1) == -1 && strstr(s.why, "max_header_size"),
+			"chunked: 8 trailer bytes at trailer_bytes_left 7: refused");
 	/* Trailer lines at exactly trailers_left, and one past it. */
 	static const char two[] = "0\r\nA: 1\r\nB: 2\r\n\r\n";
 	chunk_scan_begin(&s);
