@@ -425,6 +425,20 @@ struct MHD_Response *plxd_response_stream(struct plxd_request *pub, unsigned sta
 	 * their headers whatever they say (RFC 9112 6.3); for HEAD the size
 	 * is what GET would send: a caller that does not know it counts it
 	 * first (the gateway does), else the response says 0. */
+	if (status == 304 && size == MHD_SIZE_UNKNOWN) {
+		/* A 304 may carry only the length a 200 would have (RFC 9110
+		 * 8.6), which a script that did not say it leaves unknown:
+		 * libmicrohttpd writes a Content-Length for any size it is
+		 * given, and neither a length nor chunks without one but in
+		 * its HTTP/1.0-compatible mode, which closes the connection
+		 * after the response. */
+		struct MHD_Response *resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN,
+				STREAM_BLOCK, no_body, NULL, NULL);
+		if (resp)
+			MHD_set_response_options(resp, MHD_RF_HTTP_1_0_COMPATIBLE_STRICT,
+					MHD_RO_END);
+		return resp;
+	}
 	if (size == MHD_SIZE_UNKNOWN || status == 304 || status == 204 || status < 200)
 		size = 0;
 	return MHD_create_response_from_callback(size, STREAM_BLOCK, no_body, NULL, NULL);
