@@ -66,13 +66,22 @@ int perl_req_start(struct plxd_request *r)
 	gw_init(&q->gw, &perl_req_gw_ops, r, q->script, &set);
 	r->data = q;
 	/* The environment a .pl script gets, PERL5LIB and [request] included. */
-	q->env = gw_request_env(r, conf->path, conf->pass_authorization, st->perl5lib);
+	/* A PSGI app does its own authentication, as under any PSGI server:
+	 * it sees Authorization whatever pass_authorization says. */
+	int psgi = perl_req_is_psgi(r->file);
+	q->env = gw_request_env(r, conf->path, conf->pass_authorization || psgi, st->perl5lib);
 	/* The request is complete before its script starts: the gateway must
 	 * know it first, or what an idle runner prints at once would be held
 	 * as if its body still arrived ([server] max_body), not streamed. */
 	int rc = gw_handle(&q->gw);
 	acquire(q);
 	return rc;
+}
+
+int perl_req_is_psgi(const char *file)
+{
+	size_t n = strlen(file);
+	return n > 5 && strcmp(file + n - 5, ".psgi") == 0;
 }
 
 int perl_req_body_pipe(int inp[2])

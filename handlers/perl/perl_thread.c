@@ -107,6 +107,7 @@ static int answer_job(void *ctx, struct perl_run *run)
 		job->fresh_out = fresh[0];
 	}
 	int canceled = run->outcome == PERL_CANCELED;
+	int harakiri = run->harakiri;
 	job->done(job, run); /* job may be freed from now on */
 	if (perl_interp_threads_left(pi)) {
 		t->replace = 1;
@@ -117,7 +118,11 @@ static int answer_job(void *ctx, struct perl_run *run)
 		fprintf(stderr,
 				"perl: an interpreter thread is replaced by a fresh clone: "
 				"a module it loaded changed\n");
-	t->replace = canceled || changed;
+	if (harakiri)
+		fprintf(stderr,
+				"perl: an interpreter thread is replaced by a fresh clone: "
+				"its PSGI application asked for it (psgix.harakiri.commit)\n");
+	t->replace = canceled || changed || harakiri;
 	return t->replace ? -1 : 0;
 }
 

@@ -112,7 +112,8 @@ enum perl_wire_retire {
 	PERL_RETIRE_MAX_RSS,
 	PERL_RETIRE_MODULES, /* a module file changed */
 	PERL_RETIRE_FATAL,   /* the interpreter cannot go on */
-	PERL_RETIRE_THREADS  /* Perl threads a script started run on */
+	PERL_RETIRE_THREADS, /* Perl threads a script started run on */
+	PERL_RETIRE_HARAKIRI /* a PSGI app set psgix.harakiri.commit */
 };
 
 /* With PERL_WIRE_TIMING, before the script runs: whether it was compiled

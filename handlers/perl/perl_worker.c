@@ -261,6 +261,8 @@ static int answer(void *ctx, struct perl_run *run)
 		done.retire = PERL_RETIRE_FATAL;
 	else if (perl_interp_threads_left(w->pi))
 		done.retire = PERL_RETIRE_THREADS;
+	else if (run->harakiri)
+		done.retire = PERL_RETIRE_HARAKIRI;
 	else if (s->max_requests && w->requests >= s->max_requests)
 		done.retire = PERL_RETIRE_MAX_REQUESTS;
 	else if (s->max_rss_kb && done.rss_kb > s->max_rss_kb)
