@@ -262,6 +262,7 @@ static void xs_init(pTHX)
 	newXS("PLXD::Worker::fcgi_flush", xs_fcgi_flush, file);
 	newXS("PLXD::Worker::fcgi_last_call", xs_fcgi_last_call, file);
 	newXS("PLXD::Worker::in_child", xs_in_child, file);
+	newXS("PLXD::PSGI::client_gone", xs_psgi_client_gone, file);
 }
 
 /* A child the script forked (fork, or open with "-|") runs the worker's

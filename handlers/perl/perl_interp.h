@@ -140,6 +140,10 @@ struct perl_transport {
 	/* Optional: run's script is compiled (compiled, compile_us are set)
 	 * and about to run; called when run->want_running. */
 	void (*running)(void *ctx, const struct perl_run *run);
+	/* Optional: whether the current request's response is wanted no
+	 * more (its client left); a PSGI writer's write then dies. Never
+	 * blocks. */
+	int (*gone)(void *ctx);
 	void *ctx;
 };
 

@@ -17,6 +17,18 @@ static int load(pTHX_ struct perl_interp *pi, struct perl_script *s, struct perl
 static HV *env_build(pTHX_ struct perl_interp *pi, const struct perl_run *run);
 static void cleanup_run(pTHX_ struct perl_interp *pi, HV *env);
 
+/* PLXD::PSGI::client_gone(): whether the request's response is wanted no
+ * more (the client left), for the streaming writer. */
+XS(xs_psgi_client_gone)
+{
+	dXSARGS;
+	PERL_UNUSED_VAR(items);
+	struct perl_interp *pi = current;
+	const struct perl_transport *t = pi ? pi->transport : NULL;
+	int gone = t && t->gone && !pi->fcgi.answered && !forked_child && t->gone(t->ctx);
+	XSRETURN_IV(gone);
+}
+
 int psgi_is_app(const char *path)
 {
 	size_t n = strlen(path);

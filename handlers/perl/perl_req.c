@@ -447,7 +447,10 @@ void perl_req_script_stop(struct gw *g, enum gw_stop how)
 	}
 	/* The script still runs (the client left, its answer failed, or HEAD
 	 * skipped its body): its output goes nowhere now; it may finish, and
-	 * keep its runner, within a grace period. */
+	 * keep its runner, within a grace period. A PSGI app's writer is told
+	 * (its write dies), so that it ends, and its cleanup handlers run. */
+	if (q->phase == PERL_REQ_RUNNING && perl_req_is_psgi(q->script))
+		q->be->client_gone(q);
 	loop_watch_add(q->loop, &q->drain_w, q->w->out, LOOP_IN, perl_req_on_drain);
 	uint64_t until = clock_ms() + PERL_LINGER_MS;
 	loop_timer_set(q->loop, &q->timer, until, perl_req_on_timer);

@@ -126,6 +126,13 @@ static int answer_job(void *ctx, struct perl_run *run)
 	return t->replace ? -1 : 0;
 }
 
+static int gone_job(void *ctx)
+{
+	struct perl_thread *t = ctx;
+	struct perl_job *job = t->serving; /* this thread's own write */
+	return job && __atomic_load_n(&job->gone, __ATOMIC_ACQUIRE);
+}
+
 static void running_job(void *ctx, const struct perl_run *run)
 {
 	struct perl_thread *t = ctx;
@@ -191,6 +198,7 @@ static void *thread_main(void *arg)
 		.next = next_job,
 		.answer = answer_job,
 		.running = running_job,
+		.gone = gone_job,
 		.ctx = t,
 	};
 	while (pi) {
@@ -532,6 +540,7 @@ static void inline_serve(struct perl_thread *t)
 		.next = next_job,
 		.answer = answer_job,
 		.running = running_job,
+		.gone = gone_job,
 		.ctx = t,
 	};
 	t->replace = 0;

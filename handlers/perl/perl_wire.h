@@ -49,7 +49,16 @@ enum perl_wire_type {
 	PERL_WIRE_READY,
 	PERL_WIRE_REQUEST,
 	PERL_WIRE_DONE,
-	PERL_WIRE_RUNNING
+	PERL_WIRE_RUNNING,
+	PERL_WIRE_GONE /* plxd to worker: the request's client left */
+};
+
+/* While a PSGI app runs: its response is wanted no more (the client left).
+ * Left on the socket for the app's writer to see (a peek); the worker
+ * drops it before its next request. */
+struct perl_wire_gone {
+	uint32_t type;
+	uint32_t reserved;
 };
 
 /* Followed by preload_len bytes (the preload file, NUL-terminated, or

@@ -133,6 +133,29 @@ sub {
     [200, ['Content-Type' => 'text/plain'], ["answered"]];
 }
 EOF
+    # Streams until its writer dies (at most 30 s), its cleanup handler
+    # noting why.
+    'endless.psgi' => <<'EOF',
+sub {
+    my $env = shift;
+    my $root = $env->{DOCUMENT_ROOT};
+    my $why = 'never died';
+    push @{ $env->{'psgix.cleanup.handlers'} }, sub {
+        open my $f, '>', "$root/endless.out" or die;
+        print $f $why;
+        close $f;
+    };
+    return sub {
+        my $w = $_[0]->([200, ['Content-Type' => 'text/plain']]);
+        my $ok = eval {
+            for (1 .. 1500) { $w->write("x" x 1000); select undef, undef, undef, 0.02 }
+            1;
+        };
+        $why = $@ unless $ok;
+        $w->close;
+    };
+}
+EOF
     'data.bin' => join('', map { chr($_ % 251) } 0 .. 200_000),
 );
 
@@ -251,6 +274,22 @@ for my $case (['crlf', 'header Content-Type has a CR, LF or control byte in its 
     ok(wait_for(sub { $s->error_log =~ /\Q$root\E\/forms\.psgi: the PSGI application died: \Q$log\E/ }),
         "$q: a log line naming the app says why");
 }
+
+# A client that leaves during a streamed response: the writer's next write
+# dies with a clear message, the cleanup handlers still run, and the
+# interpreter serves on.
+unlink "$root/endless.out";
+$c = $s->connect;
+$c->syswrite(request_bytes('GET', '/endless.psgi'));
+$got = '';
+$c->blocking(0);
+ok(wait_for(sub { $more->(); $got =~ /xxxx/ }), 'an endless stream starts');
+close $c;
+ok(wait_for(sub { -s "$root/endless.out" }), 'the client left: the app ended, its cleanup handler ran');
+is(eval { read_file("$root/endless.out") }, "the PSGI writer cannot write: the client left\n",
+    '... its writer\'s write died saying why');
+is($s->get('/forms.psgi?array')->{content}, 'array', 'the interpreter serves on');
+unlike($s->error_log, qr/endless\.psgi.*(?:ran on|killed|ran past)/, '... not ended, nor replaced');
 
 # ---- failures ----
 is($s->get('/die.psgi')->{content}, 'alive 1', 'an app answers');

@@ -117,9 +117,10 @@ sub _new { return bless { open => 1 }, shift }
 sub write {
     my ($self, $data) = @_;
     die "the PSGI writer was written to after close\n" unless $self->{open};
+    die "the PSGI writer cannot write: the client left\n" if PLXD::PSGI::client_gone();
     return unless defined $data && length $data;
     local $| = 1;
-    print STDOUT $data or die "the PSGI writer cannot write: the client left ($!)\n";
+    print STDOUT $data or die "the PSGI writer cannot write: $!\n";
     return;
 }
 
