@@ -28,6 +28,7 @@ sub {
         $out .= "$k=$v\n";
     }
     $out .= "ENV_METHOD=" . ($ENV{REQUEST_METHOD} // 'none') . "\n";
+    $out .= "INPUT_IN_MEMORY=" . (fileno($env->{'psgi.input'}) // -1) . "\n";
     $out .= "ENV_HTTP=" . join(',', grep { /^HTTP_/ } sort keys %ENV) . "\n";
     print {$env->{'psgi.errors'}} "a line for the log\n";
     [200, ['Content-Type' => 'text/plain'], [$out]];
@@ -41,8 +42,9 @@ sub {
     $in->seek(0, 0) or die "no seek";
     my $all = '';
     while ($in->read(my $buf, 65536)) { $all .= $buf }
+    my $where = (fileno($in) // -1) >= 0 ? 'file' : 'memory';
     [200, ['Content-Type' => 'text/plain'],
-        ["$n:$first:" . length($all) . ':' . unpack('%32C*', $all)]];
+        ["$n:$first:" . length($all) . ':' . unpack('%32C*', $all) . ":$where"]];
 }
 EOF
     'forms.psgi' => <<'EOF',
@@ -196,6 +198,7 @@ is($e{'psgix.cleanup'}, "'1'", 'psgix.cleanup true');
 is($e{'psgix.cleanup.handlers'}, 'ARRAY[]', 'psgix.cleanup.handlers an empty array');
 ok(!grep({ /^(?:PATH|PERL5LIB|PLXD_.*|HTTP_CONTENT_.*)$/ } keys %e), 'no process variables, no HTTP_CONTENT_*');
 is($e{ENV_METHOD}, 'none', '%ENV holds no request variable');
+is($e{INPUT_IN_MEMORY}, -1, 'no body: psgi.input is in memory, no temporary file');
 is($e{ENV_HTTP}, '', '... nor request headers');
 ok(wait_for(sub { $s->error_log =~ m{\Q$root\E/dir/env\.psgi: a line for the log} }),
     'psgi.errors goes to the error log, naming the app');
@@ -209,12 +212,15 @@ is($e{'psgi.url_scheme'}, "'https'", 'psgi.url_scheme https from a trusted proxy
 # ---- psgi.input ----
 my $body = join '', map { chr($_ % 256) } 1 .. 3000;
 $r = $s->request('POST', '/input.psgi', content => $body);
-is($r->{content}, "5:" . substr($body, 0, 5) . ":3000:" . unpack('%32C*', $body),
+is($r->{content}, "5:" . substr($body, 0, 5) . ":3000:" . unpack('%32C*', $body) . ':memory',
     'psgi.input reads with an offset, seeks back, and reads it all');
-my $big = 'z' x (3 << 20);
-$r = $s->request('POST', '/input.psgi', content => $big);
-is($r->{content}, "5:zzzzz:" . length($big) . ':' . unpack('%32C*', $big),
-    'a 3 MB body: the same, from a temporary file');
+# In memory up to 1 MB (and the read that crosses it), a file beyond.
+for my $len ((1 << 20), (1 << 20) + 1, 3 << 20) {
+    my $big = 'z' x $len;
+    $r = $s->request('POST', '/input.psgi', content => $big);
+    is($r->{content}, "5:zzzzz:$len:" . unpack('%32C*', $big) . ($len > (1 << 20) ? ':file' : ':memory'),
+        "a body of $len bytes: the same, " . ($len > (1 << 20) ? 'from a temporary file' : 'in memory'));
+}
 
 # ---- responses ----
 $r = $s->get('/forms.psgi?array');

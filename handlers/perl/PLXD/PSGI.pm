@@ -19,7 +19,7 @@ my $BAD_VALUE = qr/[\x00-\x08\x0a-\x1f\x7f]/;
 # dies or answers what PSGI does not allow. Returns nothing.
 sub serve {
     my ($app, $env) = @_;
-    $env->{'psgi.input'} = input($env->{CONTENT_LENGTH});
+    $env->{'psgi.input'} = input();
     my $res = $app->($env);
     if (ref $res eq 'ARRAY') {
         _head($res);
@@ -144,28 +144,24 @@ package PLXD::PSGI;
 
 # The request body for psgi.input: read whole from STDIN and made
 # seekable (psgix.input.buffered), in memory up to 1 MB, in an anonymous
-# temporary file beyond.
+# temporary file beyond. A request without a body reads an empty STDIN.
 sub input {
-    my ($length) = @_;
     my $buf = '';
-    my $fh;
-    if (defined $length && $length <= 1 << 20) {
-        while (length $buf < $length) {
-            my $n = read(STDIN, $buf, $length - length $buf, length $buf);
-            die "reading the request body: $!\n" unless defined $n;
-            last unless $n;
+    while (length $buf <= 1 << 20) {
+        my $n = read(STDIN, $buf, 65536, length $buf);
+        die "reading the request body: $!\n" unless defined $n;
+        if (!$n) {
+            open my $mem, '<', \$buf or die "psgi.input: $!\n";
+            return $mem;
         }
-        open $fh, '<', \$buf or die "psgi.input: $!\n";
-        return $fh;
     }
-    open $fh, '+>', undef or die "psgi.input: a temporary file: $!\n";
+    open my $fh, '+>', undef or die "psgi.input: a temporary file: $!\n";
     binmode $fh;
-    my $chunk;
     while (1) {
-        my $n = read(STDIN, $chunk, 65536);
+        print $fh $buf or die "psgi.input: writing a temporary file: $!\n";
+        my $n = read(STDIN, $buf, 65536);
         die "reading the request body: $!\n" unless defined $n;
         last unless $n;
-        print $fh $chunk or die "psgi.input: writing a temporary file: $!\n";
     }
     seek $fh, 0, 0;
     return $fh;
