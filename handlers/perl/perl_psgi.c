@@ -11,6 +11,7 @@
 #include "perl_interp_int.h"
 
 #include <string.h>
+#include <strings.h>
 
 static int load(pTHX_ struct perl_interp *pi, struct perl_script *s, struct perl_run *run,
 		int *ret);
@@ -32,7 +33,7 @@ XS(xs_psgi_client_gone)
 int psgi_is_app(const char *path)
 {
 	size_t n = strlen(path);
-	return n > 5 && strcmp(path + n - 5, ".psgi") == 0;
+	return n > 5 && strcasecmp(path + n - 5, ".psgi") == 0;
 }
 
 char *const *psgi_process_env(char *const *env, char *out[3])

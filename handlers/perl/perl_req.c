@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 /* Sending a request to a runner found dead while idle: others are tried,
@@ -81,7 +82,7 @@ int perl_req_start(struct plxd_request *r)
 int perl_req_is_psgi(const char *file)
 {
 	size_t n = strlen(file);
-	return n > 5 && strcmp(file + n - 5, ".psgi") == 0;
+	return n > 5 && strcasecmp(file + n - 5, ".psgi") == 0;
 }
 
 int perl_req_body_pipe(int inp[2])

@@ -113,6 +113,7 @@ sub {
 }
 EOF
     'version.psgi' => qq{sub { [200, ['Content-Type' => 'text/plain'], ["v1"]] }\n},
+    'Upper.PSGI'   => qq{sub { [200, ['Content-Type' => 'text/plain'], ["upper"]] }\n},
     'lib/PsgiMod.pm' => qq{package PsgiMod;\nsub word { 'first' }\n1;\n},
     'mod.psgi'     => <<'EOF',
 use lib ($0 =~ s{/[^/]*$}{}r) . '/lib';
@@ -312,6 +313,8 @@ $r = $s->get('/broken.psgi');
 is($r->{status}, 500, 'a file that dies as it loads: 500');
 ok(wait_for(sub { $s->error_log =~ /\Q$root\E\/broken\.psgi: the PSGI application did not load: cannot build the app/ }),
     '... naming the file');
+
+is($s->get('/Upper.PSGI')->{content}, 'upper', 'the extension in any case, as [handlers] matches it');
 
 # ---- compiled once, recompiled on a change ----
 my ($n1) = $s->get('/count.psgi')->{content} =~ /n=(\d+)/;
