@@ -215,6 +215,9 @@ my $body = join '', map { chr($_ % 256) } 1 .. 3000;
 $r = $s->request('POST', '/input.psgi', content => $body);
 is($r->{content}, "5:" . substr($body, 0, 5) . ":3000:" . unpack('%32C*', $body) . ':memory',
     'psgi.input reads with an offset, seeks back, and reads it all');
+my @chunked = responses($s->raw("POST /input.psgi HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+    . "Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n"));
+is($chunked[0]{body}, "5:hello:11:" . unpack('%32C*', 'hello world') . ':memory', 'a chunked body: the same');
 # In memory up to 1 MB (and the read that crosses it), a file beyond.
 for my $len ((1 << 20), (1 << 20) + 1, 3 << 20) {
     my $big = 'z' x $len;

@@ -19,7 +19,7 @@ my $BAD_VALUE = qr/[\x00-\x08\x0a-\x1f\x7f]/;
 # dies or answers what PSGI does not allow. Returns nothing.
 sub serve {
     my ($app, $env) = @_;
-    $env->{'psgi.input'} = input();
+    $env->{'psgi.input'} = input($env->{CONTENT_LENGTH});
     my $res = $app->($env);
     if (ref $res eq 'ARRAY') {
         _head($res);
@@ -144,9 +144,15 @@ package PLXD::PSGI;
 
 # The request body for psgi.input: read whole from STDIN and made
 # seekable (psgix.input.buffered), in memory up to 1 MB, in an anonymous
-# temporary file beyond. A request without a body reads an empty STDIN.
+# temporary file beyond. A request without a body (no CONTENT_LENGTH, or
+# 0: plxd gives a chunked body's length once it is spooled) reads nothing.
 sub input {
+    my ($length) = @_;
     my $buf = '';
+    if (!$length) {
+        open my $none, '<', \$buf or die "psgi.input: $!\n";
+        return $none;
+    }
     while (length $buf <= 1 << 20) {
         my $n = read(STDIN, $buf, 65536, length $buf);
         die "reading the request body: $!\n" unless defined $n;
