@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #ifndef PLXD_DEFAULT_ROOT
@@ -408,7 +409,8 @@ static void read_file(struct parse *p)
 static int is_key_section(const char *name)
 {
 	return strcmp(name, "server") == 0 || strcmp(name, "handlers") == 0
-			|| strcmp(name, "request") == 0 || strcmp(name, "status") == 0;
+			|| strcmp(name, "mount") == 0 || strcmp(name, "request") == 0
+			|| strcmp(name, "status") == 0;
 }
 
 static int same_key(const struct entry *a, const struct entry *b)
@@ -555,6 +557,85 @@ static int valid_extension(const char *ext)
 	return 1;
 }
 
+/* A [mount] prefix: "/", or "/" and segments without a trailing '/',
+ * none empty, "." or "..", no '%' (paths are matched decoded). */
+static int valid_prefix(const char *s)
+{
+	if (s[0] != '/')
+		return 0;
+	if (s[1] == '\0')
+		return 1;
+	for (const char *seg = s + 1;;) {
+		const char *end = strchr(seg, '/');
+		size_t len = end ? (size_t)(end - seg) : strlen(seg);
+		if (len == 0 || (len == 1 && seg[0] == '.')
+				|| (len == 2 && seg[0] == '.' && seg[1] == '.')
+				|| memchr(seg, '%', len))
+			return 0;
+		if (!end)
+			return 1;
+		seg = end + 1;
+	}
+}
+
+static int by_prefix_length(const void *a, const void *b)
+{
+	const struct mount *x = a, *y = b;
+	return (y->prefix_len > x->prefix_len) - (y->prefix_len < x->prefix_len);
+}
+
+/* [mount] lines, once the routes are final: each file must exist and be
+ * routed to a handler other than static. A relative file is relative to
+ * the configuration file's folder (the command line's: where plxd
+ * started). */
+static void add_mounts(struct parse *p, struct config *c, const char *base_dir)
+{
+	for (size_t i = 0; i < p->nentries; i++) {
+		struct entry *e = &p->entries[i];
+		if (e->used || strcmp(e->section, "mount") != 0)
+			continue;
+		e->used = 1;
+		if (!valid_prefix(e->key)) {
+			entry_error(p, e,
+					"expected a URL prefix: /, or /a/b without a trailing /, "
+					"dot segments or %%");
+			continue;
+		}
+		char cwd[PATH_MAX];
+		const char *dir = e->origin ? (getcwd(cwd, sizeof cwd) ? cwd : ".") : base_dir;
+		char *file = e->value[0] == '/' ? xstrdup(e->value)
+						: xasprintf("%s/%s", dir, e->value);
+		struct stat st;
+		const char *name = strrchr(file, '/') + 1;
+		const struct handler_section *section = config_route(c, name);
+		int bad = stat(file, &st) < 0 ? errno : 0;
+		if (bad || !S_ISREG(st.st_mode)) {
+			entry_error(p, e, "%s: %s", file,
+					bad ? strerror(bad) : "not a regular file");
+			free(file);
+			continue;
+		}
+		if (section == c->fallback) {
+			entry_error(p, e,
+					"%s: no [handlers] line routes its extension to a handler "
+					"(a PSGI application needs .psgi = perl)",
+					file);
+			free(file);
+			continue;
+		}
+		c->mounts = xrealloc(c->mounts, (c->nmounts + 1) * sizeof *c->mounts);
+		c->mounts[c->nmounts++] = (struct mount){
+			.prefix = xstrdup(e->key),
+			.prefix_len = strlen(e->key),
+			.file = file,
+			.name = name,
+			.section = (struct handler_section *)section,
+		};
+	}
+	if (c->nmounts > 1) /* qsort's array must not be NULL, even empty */
+		qsort(c->mounts, c->nmounts, sizeof *c->mounts, by_prefix_length);
+}
+
 static void add_routes(struct parse *p, struct config *c, const char *base_dir,
 		config_find_fn *find, void *ctx)
 {
@@ -688,6 +769,7 @@ struct config *config_load(const char *file, const struct config_override *overr
 		c->routes[i].section = &c->handlers[p.route_sections[i]];
 	c->fallback = find_section(c, "static");
 	c->deny = deny_create(fallback_deny(c));
+	add_mounts(&p, c, base_dir);
 
 	/* Entries not consumed belong to sections no handler claimed: already
 	 * reported as unknown sections, or given on the command line. */
@@ -726,6 +808,11 @@ void config_free(struct config *c)
 	for (size_t i = 0; i < c->nroutes; i++)
 		free(c->routes[i].ext);
 	free(c->routes);
+	for (size_t i = 0; i < c->nmounts; i++) {
+		free(c->mounts[i].prefix);
+		free(c->mounts[i].file);
+	}
+	free(c->mounts);
 	deny_destroy(c->deny);
 	free(c->warnings);
 	free(c->file);
@@ -741,6 +828,19 @@ const struct handler_section *config_route(const struct config *c, const char *n
 			return r->section;
 	}
 	return c->fallback;
+}
+
+const struct mount *config_mount(const struct config *c, const char *path)
+{
+	for (size_t i = 0; i < c->nmounts; i++) {
+		const struct mount *m = &c->mounts[i];
+		if (m->prefix_len == 1
+				|| (strncmp(path, m->prefix, m->prefix_len) == 0
+						&& (path[m->prefix_len] == '/'
+								|| path[m->prefix_len] == '\0')))
+			return m;
+	}
+	return NULL;
 }
 
 int config_bare_extension(const struct config *c, const char *name)

@@ -71,6 +71,17 @@ struct route {
 	struct handler_section *section;
 };
 
+/* [mount]: a file served for every path under a URL prefix, whatever the
+ * document root holds there (a PSGI application at /, as plackup serves
+ * one). */
+struct mount {
+	char *prefix; /* "/" or "/a/b": no trailing '/', no dot segments */
+	size_t prefix_len;
+	char *file;       /* absolute */
+	const char *name; /* its last component, in file */
+	struct handler_section *section;
+};
+
 struct config {
 	char *file; /* as given, for messages */
 	/* Lines worth logging that are no error (an old key name used), one
@@ -85,6 +96,8 @@ struct config {
 	size_t nhandlers;
 	struct route *routes;
 	size_t nroutes;
+	struct mount *mounts; /* longest prefix first */
+	size_t nmounts;
 	struct handler_section *fallback; /* "static": files no route claims */
 	/* [static] deny: names no handler serves (routing refuses them with
 	 * 404); from the static section's "deny" row, empty when it has none. */
@@ -116,6 +129,11 @@ void config_free(struct config *config);
 /* The handler section that serves a file name (matched on its extension,
  * ignoring case), or the fallback. */
 const struct handler_section *config_route(const struct config *config, const char *name);
+
+/* The mount whose prefix path is under (path itself, or a '/' after the
+ * prefix; "/" takes every path), the longest, or NULL. path is decoded and
+ * normalised (server/path.c). */
+const struct mount *config_mount(const struct config *config, const char *path);
 
 /* Whether name is nothing but a mapped extension (".pl", ".PLX"): such a
  * file has no extension for config_route, yet must never be sent as

@@ -77,6 +77,11 @@ static const struct help_option options[] = {
 	  "the document root, over `[server] root`; a relative DIR is relative to the current "
 	  "folder",
 	  "integration/startup.t" },
+	{ 'a', "app", "FILE",
+	  "serve the PSGI application FILE at `/` for every path, as `plackup FILE` does "
+	  "(`[mount]` `/ = FILE`); without `--config` no configuration file is read, "
+	  "`.psgi = perl` is the one handler line and FILE's folder is the root",
+	  "integration/psgi_mount.t" },
 	{ 0, "check", NULL,
 	  "validate the configuration, and that the document root opens, then exit: 0 after "
 	  "printing `plxd: FILE: configuration OK`, 1 after printing every mistake",
@@ -233,6 +238,15 @@ static const char handlers_about[] =
 		"another instance of a handler, with a `[HANDLER:NAME]` section of its own: started "
 		"apart, with settings and state of its own (`.plz = perl:other` runs a second perl "
 		"pool beside `[perl]`'s).";
+
+static const char mount_about[] =
+		"Each line serves one file for every path under a URL prefix, whatever the "
+		"document root holds there: `/ = app.psgi` serves a PSGI application at `/` with "
+		"`SCRIPT_NAME` `''`, `/api = /srv/api/app.psgi` at `/api` (`/api` and `/api/...`, "
+		"not `/apix`) with `SCRIPT_NAME` `/api` and `PATH_INFO` the rest (`doc/psgi.md`). "
+		"The longest prefix wins; the status page's path is never a mount's. A relative "
+		"FILE is relative to the configuration file's folder. FILE must exist, and its "
+		"extension be routed by `[handlers]` to a handler other than static.";
 
 /* ---- inline markup ------------------------------------------------------- */
 
@@ -659,6 +673,23 @@ static void all_sections(struct out *o)
 		      "the instance \\fB[\\fIHANDLER\\fB:\\fINAME\\fB]\\fR of \\fIHANDLER\\fR.\n",
 				o->f);
 
+	section_start(o, "mount", o->format == HELP_TEXT ? NULL : mount_about);
+	if (o->format == HELP_TEXT)
+		fputs("  /PREFIX = FILE           every path under /PREFIX (/ for all) is served by\n"
+		      "                           FILE, with SCRIPT_NAME /PREFIX ('' for /)\n",
+				o->f);
+	else if (o->format == HELP_MARKDOWN) {
+		fputs("| line | what it does | test |\n|---|---|---|\n"
+		      "| `/PREFIX = FILE` | every path under `/PREFIX` (`/`: every path) is served "
+		      "by FILE, with `SCRIPT_NAME` `/PREFIX` (`''` for `/`) and `PATH_INFO` the rest | ",
+				o->f);
+		put_tests_cell(o, "integration/psgi_mount.t integration/psgi_suite.t");
+		fputs(" |\n", o->f);
+	} else
+		fputs(".TP\n.BI / PREFIX \" = \" FILE\nEvery path under \\fI/PREFIX\\fR (\\fB/\\fR: "
+		      "every path) is served by \\fIFILE\\fR, with SCRIPT_NAME \\fI/PREFIX\\fR.\n",
+				o->f);
+
 	struct known_list l = { 0 };
 	modules_each_known(collect, &l);
 	qsort(l.v, l.n, sizeof *l.v, by_kind_then_name);
@@ -707,7 +738,7 @@ static void option_flags(struct out *o, const struct help_option *opt)
 void help_usage(FILE *f)
 {
 	struct out o = { .f = f, .format = HELP_TEXT };
-	fputs("usage: plxd [--config FILE] [--listen ADDR:PORT] [--root DIR] [--check]\n"
+	fputs("usage: plxd [--config FILE] [--listen ADDR:PORT] [--root DIR] [--app FILE] [--check]\n"
 	      "            [--no-master] [--version] [--help[=FORMAT]]\n\n",
 			f);
 	for (size_t i = 0; i < sizeof options / sizeof options[0]; i++) {
@@ -755,8 +786,8 @@ static void print_markdown(FILE *f)
 			"[security.md](security.md).");
 
 	fputs("\n## The command line\n\n", f);
-	fputs("```\nplxd [--config FILE] [--listen ADDR:PORT] [--root DIR] [--check] [--no-master] "
-	      "[--version] [--help[=FORMAT]]\n```\n\n",
+	fputs("```\nplxd [--config FILE] [--listen ADDR:PORT] [--root DIR] [--app FILE] [--check] "
+	      "[--no-master] [--version] [--help[=FORMAT]]\n```\n\n",
 			f);
 	put_paragraphs(&o, description);
 	fputs("\n| option | what it does | test |\n|---|---|---|\n", f);

@@ -18,6 +18,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <libgen.h>
 #include <grp.h>
 #include <limits.h>
 #include <pwd.h>
@@ -40,6 +41,7 @@ struct options {
 	const char *config;
 	const char *listen; /* overrides [server] listen */
 	const char *root;   /* overrides [server] root */
+	const char *app;    /* a PSGI app served at / ([mount]) */
 	int check;
 	int no_master; /* overrides [server] master */
 };
@@ -51,6 +53,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{ "config", required_argument, NULL, 'c' },
 		{ "listen", required_argument, NULL, 'l' },
 		{ "root", required_argument, NULL, 'r' },
+		{ "app", required_argument, NULL, 'a' },
 		{ "check", no_argument, NULL, 'k' },
 		{ "no-master", no_argument, NULL, 'M' },
 		{ "version", no_argument, NULL, 'V' },
@@ -59,7 +62,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 	};
 	/* clang-format on */
 	int c;
-	while ((c = getopt_long(argc, argv, "c:l:r:Vh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "c:l:r:a:Vh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'c':
 			o->config = optarg;
@@ -69,6 +72,9 @@ static int parse_args(int argc, char **argv, struct options *o)
 			break;
 		case 'r':
 			o->root = optarg;
+			break;
+		case 'a':
+			o->app = optarg;
 			break;
 		case 'k':
 			o->check = 1;
@@ -111,18 +117,38 @@ static struct config *load(const struct options *o, char **errors)
 	 * it lies, reads its own and not another installation's. */
 	char installed[PATH_MAX];
 	const char *file = o->config;
-	if (!file && modules_from_binary(PLXD_CONFIG_FROM_BIN, installed, sizeof installed) == 0)
+	/* --app alone is the whole site, as plackup's FILE: no configuration
+	 * file but one given, the app's folder the root. */
+	if (!file && !o->app
+			&& modules_from_binary(PLXD_CONFIG_FROM_BIN, installed, sizeof installed)
+					== 0)
 		file = installed;
-	if (!file && access(PLXD_DEFAULT_CONFIG, F_OK) == 0)
+	if (!file && !o->app && access(PLXD_DEFAULT_CONFIG, F_OK) == 0)
 		file = PLXD_DEFAULT_CONFIG;
-	struct config_override overrides[2];
+	struct config_override overrides[5];
 	size_t n = 0;
+	char *app_dir = NULL;
+	if (o->app) {
+		overrides[n++] = (struct config_override){ "--app", "mount", "/", o->app };
+		if (!o->config) {
+			char *copy = xstrdup(o->app);
+			app_dir = xstrdup(dirname(copy));
+			free(copy);
+			overrides[n++] = (struct config_override){ "--app", "handlers", ".psgi",
+				"perl" };
+			if (!o->root)
+				overrides[n++] = (struct config_override){ "--app", "server",
+					"root", app_dir };
+		}
+	}
 	if (o->listen)
 		overrides[n++] = (struct config_override){ "--listen", "server", "listen",
 			o->listen };
 	if (o->root)
 		overrides[n++] = (struct config_override){ "--root", "server", "root", o->root };
-	return config_load(file, overrides, n, modules_find, NULL, errors);
+	struct config *c = config_load(file, overrides, n, modules_find, NULL, errors);
+	free(app_dir);
+	return c;
 }
 
 static int open_logs(const struct server_conf *s, char *err, size_t errlen)

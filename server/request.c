@@ -434,6 +434,20 @@ struct MHD_Response *plxd_response_stream(struct plxd_request *pub, unsigned sta
 	 * their headers whatever they say (RFC 9112 6.3); for HEAD the size
 	 * is what GET would send: a caller that does not know it counts it
 	 * first (the gateway does), else the response says 0. */
+	if (status == 304 && size == MHD_SIZE_UNKNOWN) {
+		/* A 304 may carry only the length a 200 would have (RFC 9110
+		 * 8.6), which a script that did not say it leaves unknown:
+		 * libmicrohttpd writes a Content-Length for any size it is
+		 * given, and neither a length nor chunks without one but in
+		 * its HTTP/1.0-compatible mode, which closes the connection
+		 * after the response. */
+		struct MHD_Response *resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN,
+				STREAM_BLOCK, no_body, NULL, NULL);
+		if (resp)
+			MHD_set_response_options(resp, MHD_RF_HTTP_1_0_COMPATIBLE_STRICT,
+					MHD_RO_END);
+		return resp;
+	}
 	if (size == MHD_SIZE_UNKNOWN || status == 304 || status == 204 || status < 200)
 		size = 0;
 	return MHD_create_response_from_callback(size, STREAM_BLOCK, no_body, NULL, NULL);
@@ -524,6 +538,36 @@ static const char *refused_name(const struct config *config, const char *path, s
 	return NULL;
 }
 
+/* A path under a [mount] prefix: its file, opened for this request (the
+ * handler sees whether it changed), with SCRIPT_NAME the prefix ("" for
+ * "/") and PATH_INFO the rest of the path. Returns 0, or an HTTP status. */
+static unsigned route_mount(struct request *r, const struct mount *m, const char *target)
+{
+	const struct config *config = r->site->config;
+	int fd = open(m->file, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &r->pub.st) < 0) {
+		plxd_log(PLXD_LOG_ERROR, "%s: [mount] %s: %s: %s", target, m->prefix, m->file,
+				strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return 500;
+	}
+	r->pub.fd = fd;
+	size_t len = m->prefix_len == 1 ? 0 : m->prefix_len;
+	r->script_name = xstrndup(r->path, len);
+	r->pub.script_name = r->script_name;
+	r->pub.path_info = r->path + len;
+	r->file = xstrdup(m->file);
+	r->pub.file = r->file;
+	r->pub.root = config->server.root;
+	r->section = m->section;
+	r->route_name = xstrdup(m->name);
+	r->pub.route_name = r->route_name;
+	r->pub.conf = r->section->conf;
+	r->pub.state = r->section->state;
+	return 0;
+}
+
 /* Finds the file and the handler for target. Returns 0, or an HTTP
  * status. */
 static unsigned route(struct request *r, const char *target)
@@ -549,6 +593,9 @@ static unsigned route(struct request *r, const char *target)
 				target);
 		return 404;
 	}
+	const struct mount *m = config_mount(config, r->path);
+	if (m)
+		return route_mount(r, m, target);
 	struct resolved res;
 	int stat_cache = config->server.stat_cache;
 	r->cached = stat_cache ? resolve_cache_get(r->site->generation, r->path, &res) : NULL;

@@ -127,6 +127,9 @@ struct perl_backend {
 	 * when the backend asked it to end and its end comes with
 	 * perl_req_done, 0 when its runner is to be released killed. */
 	int (*end_script)(struct perl_req *q, const char *why);
+	/* q's response is wanted no more while its script runs (the client
+	 * left): tells the runner, for a PSGI app's writer. Never blocks. */
+	void (*client_gone)(struct perl_req *q);
 	/* q lets go of its runner: nothing of q's is watched from now. */
 	void (*unwatch)(struct perl_req *q);
 	/* Until its script returns, all it prints is read and dropped once

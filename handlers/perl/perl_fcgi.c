@@ -163,6 +163,14 @@ static int fcgi_answer(pTHX_ struct perl_interp *pi)
 	return rc;
 }
 
+void fcgi_answer_early(pTHX_ struct perl_interp *pi)
+{
+	if (pi->fcgi.answered || forked_child)
+		return;
+	(void)fcgi_answer(aTHX_ pi);
+	fcgi_hold_stderr(aTHX_ pi);
+}
+
 static void fcgi_turn_begin(pTHX_ struct perl_interp *pi, struct perl_run *run)
 {
 	struct fcgi_state *f = &pi->fcgi;

@@ -1,5 +1,6 @@
-/* The perl handler module: runs .plx and .plt scripts in interpreters that
- * keep every script compiled, behind one backend table (perl_backend.h:
+/* The perl handler module: runs .plx and .plt scripts, and .psgi
+ * applications, in interpreters that keep every script compiled, behind
+ * one backend table (perl_backend.h:
  * worker processes or interpreter threads in plxd, as the configuration
  * says). This file is the module's hooks and its status rows; a request's
  * life is perl_req.c, its output perl_output.c. Everything between the

@@ -14,6 +14,7 @@
 #include "perl_interp.h"
 #include "perl_interp_int.h"
 #include "alloc.h"
+#include "perl_psgi_pm.h"   /* psgi_pm: PLXD/PSGI.pm */
 #include "perl_worker_pm.h" /* worker_pm: PLXD/Worker.pm */
 
 #include <errno.h>
@@ -261,6 +262,7 @@ static void xs_init(pTHX)
 	newXS("PLXD::Worker::fcgi_flush", xs_fcgi_flush, file);
 	newXS("PLXD::Worker::fcgi_last_call", xs_fcgi_last_call, file);
 	newXS("PLXD::Worker::in_child", xs_in_child, file);
+	newXS("PLXD::PSGI::client_gone", xs_psgi_client_gone, file);
 }
 
 /* A child the script forked (fork, or open with "-|") runs the worker's
@@ -544,6 +546,12 @@ struct perl_interp *interp_create(const struct perl_interp_options *o, int taint
 		snprintf(err, errlen, "worker bootstrap failed: %s", SvPV_nolen(ERRSV));
 		goto fail;
 	}
+	struct eval_arg psgi = { .code = psgi_pm };
+	if (protect(aTHX_ do_eval, &psgi) != 0 || SvTRUE(ERRSV)) {
+		snprintf(err, errlen, "worker bootstrap failed (PLXD::PSGI): %s",
+				SvPV_nolen(ERRSV));
+		goto fail;
+	}
 	struct eval_arg threaded = { .code = "PLXD::Worker::thread_overrides()" };
 	if (o->threaded && (protect(aTHX_ do_eval, &threaded) != 0 || SvTRUE(ERRSV))) {
 		snprintf(err, errlen, "thread set-up failed: %s", SvPV_nolen(ERRSV));
@@ -601,11 +609,12 @@ int interp_bind(pTHX_ struct perl_interp *pi, char *err, size_t errlen)
 	pi->open_data = get_cv("PLXD::Worker::open_data", 0);
 	pi->globals.cgi_pm_reset = get_cv("PLXD::Worker::cgi_pm_reset", 0);
 	pi->fcgi_install = get_cv("PLXD::Worker::fcgi_install", 0);
+	pi->psgi_serve = get_cv("PLXD::PSGI::serve", 0);
 	pi->globals.settings_apply = get_cv("PLXD::Worker::settings_apply", 0);
 	pi->globals.settings_snapshot = get_cv("PLXD::Worker::settings_snapshot", 0);
 	pi->globals.settings_modules = get_av("PLXD::Worker::SETTINGS_MODULES", 0);
 	CV *settings_base = get_cv("PLXD::Worker::settings_base", 0);
-	if (!pi->globals.settings_apply || !pi->globals.settings_snapshot
+	if (!pi->psgi_serve || !pi->globals.settings_apply || !pi->globals.settings_snapshot
 			|| !pi->globals.settings_modules || !settings_base) {
 		snprintf(err, errlen, "worker bootstrap failed: no PLXD::Worker::settings_*");
 		return -1;

@@ -56,6 +56,8 @@ struct perl_run {
 				     hold fd 1 (see perl_interp_set_stdout) */
 	int accept_loop;     /* the script took its request with a
 				     FastCGI-style accept (perl_fcgi.c) */
+	int harakiri;        /* a PSGI app set psgix.harakiri.commit: the
+				     interpreter retires after the answer */
 	uint64_t compile_us; /* time spent compiling */
 	uint64_t run_us;     /* time spent running */
 	/* What STDOUT passed to fd 1 before the script returned, the tail
@@ -138,6 +140,10 @@ struct perl_transport {
 	/* Optional: run's script is compiled (compiled, compile_us are set)
 	 * and about to run; called when run->want_running. */
 	void (*running)(void *ctx, const struct perl_run *run);
+	/* Optional: whether the current request's response is wanted no
+	 * more (its client left); a PSGI writer's write then dies. Never
+	 * blocks. */
+	int (*gone)(void *ctx);
 	void *ctx;
 };
 

@@ -182,6 +182,7 @@ struct perl_interp {
 	int cloned;         /* an interpreter thread's, cloned from plxd's parent */
 	CV *open_data;      /* PLXD::Worker::open_data */
 	CV *fcgi_install;   /* PLXD::Worker::fcgi_install */
+	CV *psgi_serve;     /* PLXD::PSGI::serve */
 	int fcgi_installed; /* FCGI's accept is plxd's (perl_modwatch.c) */
 	/* -T and -t on a #! line ([perl] taint = honour): taint checks are
 	 * perl's from its start, so such a script runs in a second
@@ -281,6 +282,19 @@ XS(xs_fcgi_accept);
 XS(xs_fcgi_finish);
 XS(xs_fcgi_flush);
 XS(xs_fcgi_last_call);
+
+/* perl_fcgi.c: answers the request now, from inside its run (a PSGI
+ * app's cleanup handlers run after). */
+void fcgi_answer_early(pTHX_ struct perl_interp *pi);
+
+/* perl_psgi.c */
+int psgi_is_app(const char *path);
+XS(xs_psgi_client_gone);
+/* An app's %ENV: PATH and PERL5LIB of env, in out (3 slots). */
+char *const *psgi_process_env(char *const *env, char *out[3]);
+/* Serves run with the app of s (loading it first): protect()'s result, 0
+ * when nothing unwound it; run->outcome set when it failed. */
+int psgi_run(pTHX_ struct perl_interp *pi, struct perl_script *s, struct perl_run *run);
 
 /* perl_globals.c */
 void av_assign(pTHX_ AV *dst, AV *src);

@@ -118,6 +118,15 @@ static void peek_running(struct perl_req *q)
 		on_ctl(&q->b.proc.ctl_w, LOOP_IN);
 }
 
+/* The message stays on the socket until the worker's next request: the
+ * app's writer peeks at it. A full socket drops it (the worker is then
+ * killed at linger as before). */
+static void client_gone(struct perl_req *q)
+{
+	struct perl_wire_gone msg = { .type = PERL_WIRE_GONE };
+	(void)send(worker_of(q)->ctl, &msg, sizeof msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+}
+
 /* A worker is killed with its script (and its process group). */
 static int end_script(struct perl_req *q, const char *why)
 {
@@ -286,6 +295,7 @@ const struct perl_backend perl_backend_process = {
 	.started = started,
 	.peek_running = peek_running,
 	.end_script = end_script,
+	.client_gone = client_gone,
 	.unwatch = unwatch,
 	.drain_unbounded = 0,
 	.held_cut = "exited, but a background process held its output past linger; its "

@@ -84,6 +84,8 @@ struct perl_registry *perl_registry_create(pTHX_ enum perl_taint taint)
 static void script_clear(pTHX_ struct perl_script *s)
 {
 	SvREFCNT_dec(s->code);
+	SvREFCNT_dec(s->app);
+	s->app = NULL;
 	SvREFCNT_dec(s->ends);
 	SvREFCNT_dec(s->data);
 	SvREFCNT_dec(s->inc);

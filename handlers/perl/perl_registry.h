@@ -42,6 +42,8 @@ struct perl_script {
 	unsigned generation; /* compiles of this path so far */
 	char *package;       /* "PLXD::Script::..." */
 	CV *code;            /* the script as a sub (owned reference) */
+	bool psgi;           /* a .psgi file: code returns the app */
+	SV *app;             /* ... once it ran: the app (owned); NULL before */
 	AV *ends;            /* its own END blocks, newest first; NULL: none */
 	SV *data;            /* text after __DATA__ or __END__; NULL: none */
 	GV *data_gv;         /* PACKAGE::DATA when data is set */

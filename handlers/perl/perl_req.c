@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 /* Sending a request to a runner found dead while idle: others are tried,
@@ -66,13 +67,22 @@ int perl_req_start(struct plxd_request *r)
 	gw_init(&q->gw, &perl_req_gw_ops, r, q->script, &set);
 	r->data = q;
 	/* The environment a .pl script gets, PERL5LIB and [request] included. */
-	q->env = gw_request_env(r, conf->path, conf->pass_authorization, st->perl5lib);
+	/* A PSGI app does its own authentication, as under any PSGI server:
+	 * it sees Authorization whatever pass_authorization says. */
+	int psgi = perl_req_is_psgi(r->file);
+	q->env = gw_request_env(r, conf->path, conf->pass_authorization || psgi, st->perl5lib);
 	/* The request is complete before its script starts: the gateway must
 	 * know it first, or what an idle runner prints at once would be held
 	 * as if its body still arrived ([server] max_body), not streamed. */
 	int rc = gw_handle(&q->gw);
 	acquire(q);
 	return rc;
+}
+
+int perl_req_is_psgi(const char *file)
+{
+	size_t n = strlen(file);
+	return n > 5 && strcasecmp(file + n - 5, ".psgi") == 0;
 }
 
 int perl_req_body_pipe(int inp[2])
@@ -438,7 +448,10 @@ void perl_req_script_stop(struct gw *g, enum gw_stop how)
 	}
 	/* The script still runs (the client left, its answer failed, or HEAD
 	 * skipped its body): its output goes nowhere now; it may finish, and
-	 * keep its runner, within a grace period. */
+	 * keep its runner, within a grace period. A PSGI app's writer is told
+	 * (its write dies), so that it ends, and its cleanup handlers run. */
+	if (q->phase == PERL_REQ_RUNNING && perl_req_is_psgi(q->script))
+		q->be->client_gone(q);
 	loop_watch_add(q->loop, &q->drain_w, q->w->out, LOOP_IN, perl_req_on_drain);
 	uint64_t until = clock_ms() + PERL_LINGER_MS;
 	loop_timer_set(q->loop, &q->timer, until, perl_req_on_timer);

@@ -120,6 +120,8 @@ void perl_req_lost(struct perl_req *q);
  * to end first), and lets go of the script. */
 void perl_req_give_back(struct perl_req *q, enum perl_release how, const char *why);
 void perl_req_maybe_free(struct perl_req *q);
+/* Whether file is a PSGI application (.psgi) rather than a script. */
+int perl_req_is_psgi(const char *file);
 /* The request body's pipe: the script's end blocks (it reads with stdio);
  * ours, the gateway's, must not. Returns 0, or -1 with errno. */
 int perl_req_body_pipe(int inp[2]);

@@ -251,6 +251,7 @@ static struct perl_script *script_fetch(pTHX_ struct perl_interp *pi, struct per
 		return NULL;
 	}
 	script = a.script;
+	script->psgi = psgi_is_app(run->script);
 	AV *inc = GvAVn(PL_incgv);
 	if (!av_same(aTHX_ inc, pi->globals.base_inc))
 		script->inc = av_copy(aTHX_ inc);
@@ -339,7 +340,12 @@ static void run_request(struct perl_interp *pi, struct perl_run *run)
 	ENTER;
 	SAVETMPS;
 	pi->reset_freed = 0;
-	env_sync(aTHX_ pi, run->env);
+	/* An app gets the request in its environment hash: %ENV is the
+	 * process's own, the same for every request (no other request's
+	 * variables left in it). */
+	char *proc_env[3];
+	env_sync(aTHX_ pi,
+			psgi_is_app(run->script) ? psgi_process_env(run->env, proc_env) : run->env);
 	change_dir(pi, run);
 	/* A script's umask would outlive its request. In thread mode it is
 	 * the process's, so a script running meanwhile gets it back too. */
@@ -370,7 +376,15 @@ static void run_request(struct perl_interp *pi, struct perl_run *run)
 			if (settings_loaded(aTHX_ pi))
 				settings_apply(aTHX_ pi, script->settings);
 		}
-		if (script->switches && script->switches->check_only) {
+		if (script->psgi) {
+			sv_setpvs(ERRSV, "");
+			errno = 0;
+			int ret = psgi_run(aTHX_ pi, script, run);
+			int saved_errno = errno;
+			run = f->answered ? &after_loop : pi->run;
+			if (ret != 0)
+				run->outcome = ended_by(aTHX_ pi, ret, saved_errno);
+		} else if (script->switches && script->switches->check_only) {
 			/* perl -c: compiled (BEGIN blocks ran), not run, no END
 			 * block, and no output: 500 "no output", as for a .pl. */
 			report(aTHX_ pi, sv_2mortal(newSVpvf("%s syntax OK\n", run->script)));
@@ -395,7 +409,10 @@ static void run_request(struct perl_interp *pi, struct perl_run *run)
 			if (run->outcome != PERL_FATAL && run->outcome != PERL_CANCELED)
 				run_ends(aTHX_ pi, script);
 		}
-		perl_registry_rebind(aTHX_ script);
+		/* An app's named subs keep the lexicals of the run that
+		 * made it: it runs once per compile. */
+		if (!script->psgi)
+			perl_registry_rebind(aTHX_ script);
 	}
 	run->exit_status = pi->exit_status;
 	run->run_us = clock_us() - f->turn_start;
@@ -426,7 +443,7 @@ static void run_request(struct perl_interp *pi, struct perl_run *run)
 	globals_end(aTHX_ pi);
 	FREETMPS;
 	LEAVE;
-	if (script && !run->compiled && !f->answered)
+	if (script && !script->psgi && !run->compiled && !f->answered)
 		growth_check(aTHX_ pi, script, live_before, reset_freed);
 	pi->last_script = script;
 	children_reap(pi);

@@ -107,6 +107,7 @@ static int answer_job(void *ctx, struct perl_run *run)
 		job->fresh_out = fresh[0];
 	}
 	int canceled = run->outcome == PERL_CANCELED;
+	int harakiri = run->harakiri;
 	job->done(job, run); /* job may be freed from now on */
 	/* Interpreters kept for the Perl threads their scripts left, now
 	 * that the answer is out. */
@@ -120,8 +121,19 @@ static int answer_job(void *ctx, struct perl_run *run)
 		fprintf(stderr,
 				"perl: an interpreter thread is replaced by a fresh clone: "
 				"a module it loaded changed\n");
-	t->replace = canceled || changed;
+	if (harakiri)
+		fprintf(stderr,
+				"perl: an interpreter thread is replaced by a fresh clone: "
+				"its PSGI application asked for it (psgix.harakiri.commit)\n");
+	t->replace = canceled || changed || harakiri;
 	return t->replace ? -1 : 0;
+}
+
+static int gone_job(void *ctx)
+{
+	struct perl_thread *t = ctx;
+	struct perl_job *job = t->serving; /* this thread's own write */
+	return job && __atomic_load_n(&job->gone, __ATOMIC_ACQUIRE);
 }
 
 static void running_job(void *ctx, const struct perl_run *run)
@@ -189,6 +201,7 @@ static void *thread_main(void *arg)
 		.next = next_job,
 		.answer = answer_job,
 		.running = running_job,
+		.gone = gone_job,
 		.ctx = t,
 	};
 	while (pi) {
@@ -530,6 +543,7 @@ static void inline_serve(struct perl_thread *t)
 		.next = next_job,
 		.answer = answer_job,
 		.running = running_job,
+		.gone = gone_job,
 		.ctx = t,
 	};
 	t->replace = 0;

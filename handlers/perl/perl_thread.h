@@ -29,6 +29,9 @@ struct perl_job {
 	 * from now on, and this is its read end (non-blocking), the caller's
 	 * to keep and close. -1 otherwise. */
 	int fresh_out;
+	/* Set (atomic) by the request's loop when its response is wanted no
+	 * more; read by the interpreter thread (perl_transport.gone). */
+	int gone;
 };
 
 /* Makes the parent interpreter on the calling thread, then n threads each

@@ -466,6 +466,11 @@ static void unwatch(struct perl_req *q)
 	(void)q;
 }
 
+static void client_gone(struct perl_req *q)
+{
+	__atomic_store_n(&q->b.thread.job.gone, 1, __ATOMIC_RELEASE);
+}
+
 const struct perl_backend perl_backend_thread = {
 	.create = tpool_create,
 	.reconfigure = tpool_reconfigure,
@@ -479,6 +484,7 @@ const struct perl_backend perl_backend_thread = {
 	.started = started,
 	.peek_running = peek_running,
 	.end_script = end_script,
+	.client_gone = client_gone,
 	.unwatch = unwatch,
 	.drain_unbounded = 1,
 	/* An interpreter thread's children are plxd's: none is ended, so

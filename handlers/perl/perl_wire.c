@@ -89,6 +89,8 @@ const char *perl_wire_retire_text(uint32_t retire)
 		return "its interpreter could not go on";
 	case PERL_RETIRE_THREADS:
 		return "Perl threads its script started run on";
+	case PERL_RETIRE_HARAKIRI:
+		return "its PSGI application asked for it (psgix.harakiri.commit)";
 	default:
 		return "it was asked to";
 	}

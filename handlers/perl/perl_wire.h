@@ -49,7 +49,16 @@ enum perl_wire_type {
 	PERL_WIRE_READY,
 	PERL_WIRE_REQUEST,
 	PERL_WIRE_DONE,
-	PERL_WIRE_RUNNING
+	PERL_WIRE_RUNNING,
+	PERL_WIRE_GONE /* plxd to worker: the request's client left */
+};
+
+/* While a PSGI app runs: its response is wanted no more (the client left).
+ * Left on the socket for the app's writer to see (a peek); the worker
+ * drops it before its next request. */
+struct perl_wire_gone {
+	uint32_t type;
+	uint32_t reserved;
 };
 
 /* Followed by preload_len bytes (the preload file, NUL-terminated, or
@@ -112,7 +121,8 @@ enum perl_wire_retire {
 	PERL_RETIRE_MAX_RSS,
 	PERL_RETIRE_MODULES, /* a module file changed */
 	PERL_RETIRE_FATAL,   /* the interpreter cannot go on */
-	PERL_RETIRE_THREADS  /* Perl threads a script started run on */
+	PERL_RETIRE_THREADS, /* Perl threads a script started run on */
+	PERL_RETIRE_HARAKIRI /* a PSGI app set psgix.harakiri.commit */
 };
 
 /* With PERL_WIRE_TIMING, before the script runs: whether it was compiled

@@ -168,11 +168,28 @@ struct worker {
 
 /* Reads the next request; NULL when plxd closes the socket (it stops, or
  * this worker is to be replaced) or on a protocol error. */
+/* Whether plxd said the request's client left (PERL_WIRE_GONE waits on
+ * the socket). */
+static int gone(void *ctx)
+{
+	(void)ctx;
+	uint32_t type;
+	return control >= 0
+			&& recv(control, &type, sizeof type, MSG_PEEK | MSG_DONTWAIT)
+			== (ssize_t)sizeof type
+			&& type == PERL_WIRE_GONE;
+}
+
 static struct perl_run *next_request(void *ctx)
 {
 	struct worker *w = ctx;
 	int fds[2] = { -1, -1 }, nfds = 0;
-	ssize_t n = perl_wire_recv(control, w->buf, PERL_WIRE_MAX, fds, &nfds, 0);
+	ssize_t n;
+	/* A request's GONE that came after its app had returned. */
+	do
+		n = perl_wire_recv(control, w->buf, PERL_WIRE_MAX, fds, &nfds, 0);
+	while (n == (ssize_t)sizeof(struct perl_wire_gone) && nfds == 0
+			&& ((struct perl_wire_gone *)(void *)w->buf)->type == PERL_WIRE_GONE);
 	if (n == 0)
 		return NULL; /* plxd is stopping */
 	struct perl_wire_request req;
@@ -261,6 +278,8 @@ static int answer(void *ctx, struct perl_run *run)
 		done.retire = PERL_RETIRE_FATAL;
 	else if (perl_interp_threads_left(w->pi))
 		done.retire = PERL_RETIRE_THREADS;
+	else if (run->harakiri)
+		done.retire = PERL_RETIRE_HARAKIRI;
 	else if (s->max_requests && w->requests >= s->max_requests)
 		done.retire = PERL_RETIRE_MAX_REQUESTS;
 	else if (s->max_rss_kb && done.rss_kb > s->max_rss_kb)
@@ -350,6 +369,7 @@ int main(int argc, char **argv)
 	struct perl_transport t = { .next = next_request,
 		.answer = answer,
 		.running = running,
+		.gone = gone,
 		.ctx = &w };
 	perl_interp_serve(pi, &t);
 	rc = w.rc;

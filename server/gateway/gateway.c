@@ -623,8 +623,10 @@ static void respond(struct gw *g)
 	uint64_t have = g->spool.len;
 	struct MHD_Response *resp;
 	if (plxd_response_bodiless(r, status)) {
-		/* HEAD: what GET would send (counted, or all spooled). */
+		/* HEAD: what GET would send (counted, or all spooled); a 304
+		 * says no length but the one it was given (RFC 9110 8.6). */
 		uint64_t size = declared >= 0       ? (uint64_t)declared
+				: status == 304     ? MHD_SIZE_UNKNOWN
 				: g->counted > have ? g->counted
 						    : have;
 		resp = plxd_response_stream(r, status, size, NULL, NULL);

@@ -1,0 +1,176 @@
+# The Perl side of a .psgi application's request (perl_psgi.c calls it):
+# the app called with the environment perl_psgi.c built, and its response
+# written to STDOUT as a CGI response ("Status:", the headers, a blank
+# line, the body), so that the gateway frames and streams it as it does a
+# script's (chunked without a length, nothing for HEAD, 204, 304). Compiled
+# into the runtime with PLXD/Worker.pm; it needs no module of Plack's.
+package PLXD::PSGI;
+
+use strict;
+
+# A header name is an HTTP token; a value holds no CR, LF or NUL (other
+# controls but tab neither): anything else would let the app write a
+# header or a response of its own (response splitting).
+my $TOKEN = qr/\A[!#\$%&'*+.^_`|~0-9A-Za-z-]+\z/;
+my $BAD_VALUE = qr/[\x00-\x08\x0a-\x1f\x7f]/;
+
+# Calls $app with $env and writes its response. Dies (the caller logs it
+# naming the app, and answers 500 when no header went out) when the app
+# dies or answers what PSGI does not allow. Returns nothing.
+sub serve {
+    my ($app, $env) = @_;
+    $env->{'psgi.input'} = input($env->{CONTENT_LENGTH});
+    my $res = $app->($env);
+    if (ref $res eq 'ARRAY') {
+        _head($res);
+        _body($res->[2]) if @$res > 2;
+        return;
+    }
+    die "the application returned " . (defined $res ? "'$res'" : 'undef')
+        . ": not an array or a code reference\n"
+        unless ref $res && ref $res ne 'HASH' && ref $res ne 'SCALAR';
+    my $answered;
+    my $writer;
+    $res->(sub {
+        my ($r) = @_;
+        die "the responder was called twice\n" if $answered++;
+        die "the responder was given " . (defined $r ? $r : 'undef') . ", not an array\n"
+            unless ref $r eq 'ARRAY';
+        _head($r);
+        if (@$r > 2) {
+            _body($r->[2]);
+            return;
+        }
+        return $writer = PLXD::PSGI::Writer->_new;
+    });
+    die "the application's delayed response never called its responder\n" unless $answered;
+    # What the writer has not sent yet goes now: the response ends as the
+    # app returns (a blocking server). Writes after this die.
+    $writer->_end if $writer;
+    return;
+}
+
+sub _head {
+    my ($r) = @_;
+    my ($status, $headers) = @$r;
+    die "bad status " . (defined $status ? "'$status'" : 'undef') . "\n"
+        unless defined $status && $status =~ /\A[1-5][0-9][0-9]\z/;
+    die "headers are not an array reference\n" unless ref $headers eq 'ARRAY';
+    die "headers have an odd number of elements\n" if @$headers % 2;
+    my $head = "Status: $status\r\n";
+    for (my $i = 0; $i < @$headers; $i += 2) {
+        my ($k, $v) = @$headers[ $i, $i + 1 ];
+        die "bad header name '" . (defined $k ? $k : 'undef') . "'\n"
+            unless defined $k && $k =~ $TOKEN && $k !~ /\AStatus\z/i;
+        $v = '' unless defined $v;
+        die "header $k has a CR, LF or control byte in its value\n" if $v =~ $BAD_VALUE;
+        $head .= "$k: $v\r\n";
+    }
+    print STDOUT $head, "\r\n";
+    return;
+}
+
+sub _body {
+    my ($body) = @_;
+    if (ref $body eq 'ARRAY') {
+        print STDOUT @$body;
+        return;
+    }
+    die "the response body is " . (defined $body ? "'$body'" : 'undef')
+        . ": not an array, a file handle or an object with getline and close\n"
+        unless ref $body;
+    if (UNIVERSAL::can($body, 'path')) {
+        # A file with a path (Plack::Util::set_io_path, IO::File::WithPath):
+        # read from its descriptor in large blocks, not by lines.
+        my $fd = eval { fileno $body };
+        if (defined $fd && $fd >= 0) {
+            my $buf;
+            while (1) {
+                my $n = sysread($body, $buf, 65536);
+                die "reading the response body's file: $!\n" unless defined $n;
+                last unless $n;
+                print STDOUT $buf;
+            }
+            $body->close;
+            return;
+        }
+    }
+    local $/ = \65536 unless ref $/;
+    my $ok = eval {
+        while (defined(my $chunk = $body->getline)) {
+            print STDOUT $chunk;
+        }
+        1;
+    };
+    my $err = $@;
+    $body->close;
+    die $err unless $ok;
+    return;
+}
+
+# The streaming writer: write sends at once (flushed, so that the client
+# sees each part as it is written), close ends the response.
+package PLXD::PSGI::Writer;
+
+sub _new { return bless { open => 1 }, shift }
+
+sub write {
+    my ($self, $data) = @_;
+    die "the PSGI writer was written to after close\n" unless $self->{open};
+    die "the PSGI writer cannot write: the client left\n" if PLXD::PSGI::client_gone();
+    return unless defined $data && length $data;
+    local $| = 1;
+    print STDOUT $data or die "the PSGI writer cannot write: $!\n";
+    return;
+}
+
+sub close {
+    my ($self) = @_;
+    $self->{open} = 0;
+    return;
+}
+
+# poll_cb (PSGI's non-blocking interface): a blocking server may call the
+# callback until the writer is closed.
+sub poll_cb {
+    my ($self, $cb) = @_;
+    $cb->($self) while $self->{open};
+    return;
+}
+
+sub _end { $_[0]{open} = 0; return }
+
+package PLXD::PSGI;
+
+# The request body for psgi.input: read whole from STDIN and made
+# seekable (psgix.input.buffered), in memory up to 1 MB, in an anonymous
+# temporary file beyond. A request without a body (no CONTENT_LENGTH, or
+# 0: plxd gives a chunked body's length once it is spooled) reads nothing.
+sub input {
+    my ($length) = @_;
+    my $buf = '';
+    if (!$length) {
+        open my $none, '<', \$buf or die "psgi.input: $!\n";
+        return $none;
+    }
+    while (length $buf <= 1 << 20) {
+        my $n = read(STDIN, $buf, 65536, length $buf);
+        die "reading the request body: $!\n" unless defined $n;
+        if (!$n) {
+            open my $mem, '<', \$buf or die "psgi.input: $!\n";
+            return $mem;
+        }
+    }
+    open my $fh, '+>', undef or die "psgi.input: a temporary file: $!\n";
+    binmode $fh;
+    while (1) {
+        print $fh $buf or die "psgi.input: writing a temporary file: $!\n";
+        my $n = read(STDIN, $buf, 65536);
+        die "reading the request body: $!\n" unless defined $n;
+        last unless $n;
+    }
+    seek $fh, 0, 0;
+    return $fh;
+}
+
+1;

@@ -1,0 +1,302 @@
+/* The runtime's PSGI applications: a .psgi file is compiled by the
+ * registry as a script is, run once per compile for its last value (the
+ * app, kept with the compile), and each request calls the app with a PSGI
+ * environment built here from the request's variables, not through %ENV.
+ * PLXD/PSGI.pm writes the response to STDOUT as a CGI response, so that
+ * the gateway frames and streams it as it does a script's output.
+ * psgix.cleanup.handlers run after the request was answered (the answer
+ * FastCGI-style scripts use, perl_fcgi.c), psgix.harakiri.commit retires
+ * the interpreter after it (run->harakiri). */
+#include "perl_interp.h"
+#include "perl_interp_int.h"
+
+#include <string.h>
+#include <strings.h>
+
+static int load(pTHX_ struct perl_interp *pi, struct perl_script *s, struct perl_run *run,
+		int *ret);
+static HV *env_build(pTHX_ struct perl_interp *pi, const struct perl_run *run);
+static void cleanup_run(pTHX_ struct perl_interp *pi, HV *env);
+
+/* PLXD::PSGI::client_gone(): whether the request's response is wanted no
+ * more (the client left), for the streaming writer. */
+XS(xs_psgi_client_gone)
+{
+	dXSARGS;
+	PERL_UNUSED_VAR(items);
+	struct perl_interp *pi = current;
+	const struct perl_transport *t = pi ? pi->transport : NULL;
+	int gone = t && t->gone && !pi->fcgi.answered && !forked_child && t->gone(t->ctx);
+	XSRETURN_IV(gone);
+}
+
+int psgi_is_app(const char *path)
+{
+	size_t n = strlen(path);
+	return n > 5 && strcasecmp(path + n - 5, ".psgi") == 0;
+}
+
+char *const *psgi_process_env(char *const *env, char *out[3])
+{
+	size_t n = 0;
+	for (; *env && n < 2; env++)
+		if (strncmp(*env, "PATH=", 5) == 0 || strncmp(*env, "PERL5LIB=", 9) == 0)
+			out[n++] = *env;
+	out[n] = NULL;
+	return out;
+}
+
+struct call_arg {
+	SV *fn;
+	SV *arg1, *arg2;
+	I32 flags;
+	SV *result; /* with G_SCALAR: the value, a new reference */
+};
+
+static void do_call(pTHX_ void *p)
+{
+	struct call_arg *a = p;
+	dSP;
+	ENTER;
+	SAVETMPS;
+	PUSHMARK(SP);
+	if (a->arg1)
+		XPUSHs(a->arg1);
+	if (a->arg2)
+		XPUSHs(a->arg2);
+	PUTBACK;
+	I32 n = call_sv(a->fn, a->flags | G_EVAL);
+	SPAGAIN;
+	if ((a->flags & G_SCALAR) && n == 1)
+		a->result = newSVsv(POPs);
+	else if (n > 0)
+		SP -= n;
+	PUTBACK;
+	FREETMPS;
+	LEAVE;
+}
+
+/* Logs the error in $@, "what" saying what failed: the log names the app
+ * (the gateway labels what fd 2 gets with it). */
+static void report_error(pTHX_ struct perl_interp *pi, const char *what)
+{
+	report(aTHX_ pi, sv_2mortal(newSVpvf("%s: %" SVf, what, SVfARG(ERRSV))));
+}
+
+/* Whether sv is something an app can be: a code reference, or an object
+ * (one overloading &{}; calling it says when it is not). */
+static int callable(pTHX_ SV *sv)
+{
+	return SvROK(sv) && (SvTYPE(SvRV(sv)) == SVt_PVCV || SvOBJECT(SvRV(sv)));
+}
+
+/* Runs the file's code once for its last value, the app, kept with s.
+ * Returns 0, or -1 with run->outcome set (the request gets a 500), or
+ * with *ret protect()'s when exit unwound it. */
+static int load(pTHX_ struct perl_interp *pi, struct perl_script *s, struct perl_run *run, int *ret)
+{
+	struct call_arg a = { .fn = (SV *)s->code, .flags = G_SCALAR };
+	sv_setpvs(ERRSV, "");
+	*ret = protect(aTHX_ do_call, &a);
+	if (*ret != 0) {
+		SvREFCNT_dec(a.result);
+		return -1;
+	}
+	if (SvTRUE(ERRSV)) {
+		report_error(aTHX_ pi, "the PSGI application did not load");
+		SvREFCNT_dec(a.result);
+		run->outcome = PERL_DIED;
+		return -1;
+	}
+	if (!a.result || !callable(aTHX_ a.result)) {
+		report(aTHX_ pi,
+				sv_2mortal(newSVpvf("its last value is %s, not a PSGI "
+						    "application (a code reference)",
+						a.result && SvOK(a.result) ? SvPV_nolen(a.result)
+									   : "undef")));
+		SvREFCNT_dec(a.result);
+		run->outcome = PERL_DIED;
+		return -1;
+	}
+	s->app = a.result;
+	return 0;
+}
+
+int psgi_run(pTHX_ struct perl_interp *pi, struct perl_script *s, struct perl_run *run)
+{
+	int ret = 0;
+	if (!s->app && load(aTHX_ pi, s, run, &ret) < 0)
+		return ret;
+	HV *env = env_build(aTHX_ pi, run);
+	SV *envref = sv_2mortal(newRV_noinc((SV *)env));
+	struct call_arg a = {
+		.fn = (SV *)pi->psgi_serve,
+		.arg1 = s->app,
+		.arg2 = envref,
+		.flags = G_VOID | G_DISCARD,
+	};
+	sv_setpvs(ERRSV, "");
+	ret = protect(aTHX_ do_call, &a);
+	if (ret != 0)
+		return ret; /* exit inside the app, or a cancel: as a script's */
+	if (SvTRUE(ERRSV)) {
+		report_error(aTHX_ pi, "the PSGI application died");
+		run->outcome = PERL_DIED;
+	}
+	SV **commit = hv_fetchs(env, "psgix.harakiri.commit", 0);
+	if (commit && SvTRUE(*commit))
+		run->harakiri = 1;
+	cleanup_run(aTHX_ pi, env);
+	/* A cleanup handler asked for the end after the request was
+	 * answered: nothing is left to tell, the interpreter serves no more. */
+	commit = hv_fetchs(env, "psgix.harakiri.commit", 0);
+	if (pi->fcgi.answered && commit && SvTRUE(*commit))
+		pi->stop = 1;
+	return 0;
+}
+
+/* psgix.cleanup.handlers: the request is answered first (its response
+ * ends for the client), then each is called with the environment. */
+static void cleanup_run(pTHX_ struct perl_interp *pi, HV *env)
+{
+	SV **h = hv_fetchs(env, "psgix.cleanup.handlers", 0);
+	if (!h || !SvROK(*h) || SvTYPE(SvRV(*h)) != SVt_PVAV)
+		return;
+	AV *handlers = (AV *)SvRV(*h);
+	if (av_count(handlers) == 0)
+		return;
+	SvREFCNT_inc_simple_void_NN(handlers);
+	fcgi_answer_early(aTHX_ pi);
+	SV *envref = sv_2mortal(newRV_inc((SV *)env));
+	for (Size_t i = 0; i < av_count(handlers); i++) {
+		SV **cb = av_fetch(handlers, (SSize_t)i, 0);
+		if (!cb)
+			continue;
+		struct call_arg a = { .fn = *cb, .arg1 = envref, .flags = G_VOID | G_DISCARD };
+		sv_setpvs(ERRSV, "");
+		if (protect(aTHX_ do_call, &a) != 0)
+			break;
+		if (SvTRUE(ERRSV))
+			report_error(aTHX_ pi, "a psgix.cleanup handler died");
+	}
+	SvREFCNT_dec(handlers);
+}
+
+static int hex_value(char c)
+{
+	return c >= '0' && c <= '9'            ? c - '0'
+			: c >= 'a' && c <= 'f' ? c - 'a' + 10
+			: c >= 'A' && c <= 'F' ? c - 'A' + 10
+					       : -1;
+}
+
+/* Whether a and b are the same path once runs of '/' count as one. */
+static int same_but_slashes(const char *a, size_t alen, const char *b)
+{
+	size_t i = 0;
+	while (i < alen && *b) {
+		if (a[i] != *b)
+			return 0;
+		if (*b == '/') {
+			while (i < alen && a[i] == '/')
+				i++;
+			while (*b == '/')
+				b++;
+			continue;
+		}
+		i++;
+		b++;
+	}
+	return i == alen && !*b;
+}
+
+/* PATH_INFO as PSGI wants it: the request's own path, percent-decoded
+ * once, after SCRIPT_NAME, its repeated slashes kept (plxd's PATH_INFO
+ * has them merged, as it resolved the file). Only when that is the only
+ * difference from plxd's: dot segments and the like keep plxd's reading.
+ * Returns a new SV, or NULL to keep plxd's. */
+static SV *raw_path_info(pTHX_ HV *env, const char *path_info)
+{
+	SV **uri = hv_fetchs(env, "REQUEST_URI", 0);
+	SV **script = hv_fetchs(env, "SCRIPT_NAME", 0);
+	if (!uri || !script || !strstr(SvPV_nolen(*uri), "//"))
+		return NULL;
+	STRLEN ulen, slen;
+	const char *u = SvPV(*uri, ulen);
+	const char *sn = SvPV(*script, slen);
+	const char *q = memchr(u, '?', ulen);
+	if (q)
+		ulen = (STRLEN)(q - u);
+	SV *dec = sv_2mortal(newSV(ulen + 1));
+	char *d = SvPVX(dec);
+	size_t n = 0;
+	for (size_t i = 0; i < ulen; i++) {
+		int hi, lo;
+		if (u[i] == '%' && i + 2 < ulen && (hi = hex_value(u[i + 1])) >= 0
+				&& (lo = hex_value(u[i + 2])) >= 0) {
+			d[n++] = (char)(hi * 16 + lo);
+			i += 2;
+		} else
+			d[n++] = u[i];
+	}
+	if (n < slen || memcmp(d, sn, slen) != 0 || (n > slen && d[slen] != '/'))
+		return NULL;
+	if (!same_but_slashes(d + slen, n - slen, path_info))
+		return NULL;
+	return newSVpvn(d + slen, n - slen);
+}
+
+static void env_store(pTHX_ HV *env, const char *key, SV *val)
+{
+	(void)hv_store(env, key, (I32)strlen(key), val, 0);
+}
+
+/* The PSGI environment: the request's CGI variables as plxd computed
+ * them (the process's own, PATH and PERL5LIB, and PLXD::Request's
+ * settings, PLXD_REQUEST_*, aside), then PSGI's keys. */
+static HV *env_build(pTHX_ struct perl_interp *pi, const struct perl_run *run)
+{
+	HV *env = newHV();
+	const char *https = NULL;
+	for (char *const *e = run->env; *e; e++) {
+		const char *eq = strchr(*e, '=');
+		if (!eq)
+			continue;
+		size_t klen = (size_t)(eq - *e);
+		if ((klen == 4 && memcmp(*e, "PATH", 4) == 0) || strncmp(*e, "PLXD_", 5) == 0
+				|| (klen == 8 && memcmp(*e, "PERL5LIB", 8) == 0))
+			continue;
+		if (klen == 14 && memcmp(*e, "REQUEST_SCHEME", 14) == 0)
+			https = eq + 1;
+		SV *v = newSVpv(eq + 1, 0);
+		if (TAINTING_get)
+			SvTAINTED_on(v);
+		(void)hv_store(env, *e, (I32)klen, v, 0);
+	}
+	SV **pi_sv = hv_fetchs(env, "PATH_INFO", 0);
+	SV *raw = raw_path_info(aTHX_ env, pi_sv ? SvPV_nolen(*pi_sv) : "");
+	if (raw) {
+		if (TAINTING_get)
+			SvTAINTED_on(raw);
+		env_store(aTHX_ env, "PATH_INFO", raw);
+	} else if (!pi_sv)
+		env_store(aTHX_ env, "PATH_INFO", newSVpvs(""));
+	AV *version = newAV();
+	av_push(version, newSViv(1));
+	av_push(version, newSViv(1));
+	env_store(aTHX_ env, "psgi.version", newRV_noinc((SV *)version));
+	env_store(aTHX_ env, "psgi.url_scheme",
+			newSVpv(https && strcmp(https, "https") == 0 ? "https" : "http", 0));
+	env_store(aTHX_ env, "psgi.errors", newRV_inc((SV *)pi->stdio.std_gv[2]));
+	int threads = pi->cloned;
+	env_store(aTHX_ env, "psgi.multithread", newSVsv(threads ? &PL_sv_yes : &PL_sv_no));
+	env_store(aTHX_ env, "psgi.multiprocess", newSVsv(threads ? &PL_sv_no : &PL_sv_yes));
+	env_store(aTHX_ env, "psgi.run_once", newSVsv(&PL_sv_no));
+	env_store(aTHX_ env, "psgi.nonblocking", newSVsv(&PL_sv_no));
+	env_store(aTHX_ env, "psgi.streaming", newSVsv(&PL_sv_yes));
+	env_store(aTHX_ env, "psgix.input.buffered", newSVsv(&PL_sv_yes));
+	env_store(aTHX_ env, "psgix.harakiri", newSVsv(&PL_sv_yes));
+	env_store(aTHX_ env, "psgix.cleanup", newSVsv(&PL_sv_yes));
+	env_store(aTHX_ env, "psgix.cleanup.handlers", newRV_noinc((SV *)newAV()));
+	return env;
+}
