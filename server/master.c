@@ -48,16 +48,18 @@ static unsigned long alive_ms;
 /* The master's own state. */
 struct master {
 	const struct master_spec *spec;
-	int sfd;           /* signalfd: SIGHUP, SIGTERM, SIGINT, SIGCHLD */
-	int from_child;    /* the pipe's read end; -1 between serving processes */
-	pid_t child;       /* -1 between serving processes */
-	int ready;         /* the running one said MASTER_READY */
-	int failed;        /* ... or MASTER_FAILED */
-	int ever_ready;    /* some serving process has been ready */
-	int announced;     /* "listening on" printed */
-	int stopping;      /* SIGTERM or SIGINT came: no more restarts */
-	int told_stopping; /* STOPPING=1 sent */
-	unsigned quick;    /* deaths in a row, each soon after its start */
+	int sfd;            /* signalfd: SIGHUP, SIGTERM, SIGINT, SIGCHLD */
+	int from_child;     /* the pipe's read end; -1 between serving processes */
+	pid_t child;        /* -1 between serving processes */
+	int ready;          /* the running one said MASTER_READY */
+	int failed;         /* ... or MASTER_FAILED */
+	int ever_ready;     /* some serving process has been ready */
+	int announced;      /* "listening on" printed */
+	int stopping;       /* SIGTERM or SIGINT came: no more restarts */
+	int child_stopping; /* the running one said MASTER_STOPPING */
+	int listen_closed;  /* the master's copy of the socket, at a stop */
+	int told_stopping;  /* STOPPING=1 sent */
+	unsigned quick;     /* deaths in a row, each soon after its start */
 	uint64_t started_at, ready_at, restart_at; /* ms; restart_at 0: none due */
 	uint64_t watchdog_us, next_watchdog, alive_at;
 	int exit_status; /* the master's, once stopping */
@@ -235,11 +237,24 @@ static int start_child(struct master *m)
 	}
 	close(p[1]);
 	m->child = pid;
-	m->ready = m->failed = 0;
+	m->ready = m->failed = m->child_stopping = 0;
 	m->started_at = clock_ms();
 	m->alive_at = m->started_at;
 	plxd_log(PLXD_LOG_INFO, "master: started serving process %d", (int)pid);
 	return 1;
+}
+
+/* A stop has begun: the master's copy of the listening socket is closed,
+ * so that with the serving process's own (closed as its stop begins) new
+ * connections are refused at once rather than left in the backlog until
+ * the stop ends, as without a master. Under socket activation systemd
+ * keeps the socket. */
+static void stop_listening(struct master *m)
+{
+	if (m->listen_closed)
+		return;
+	m->listen_closed = 1;
+	close(m->spec->listen_fd);
 }
 
 static void stop_master(struct master *m) __attribute__((noreturn));
@@ -271,9 +286,10 @@ static void child_died(struct master *m, int status)
 					(int)pid, why);
 		stop_master(m);
 	}
-	if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
-		/* Only a stop ends it so: one sent to it rather than to the
-		 * master. The service stops as asked. */
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && m->child_stopping) {
+		/* A stop sent to it rather than to the master: the service
+		 * stops as asked. An exit 0 it did not announce (C code that
+		 * called exit) is a death like any other. */
 		plxd_log(PLXD_LOG_INFO, "master: the serving process stopped: stopping too");
 		m->exit_status = 0;
 		stop_master(m);
@@ -326,6 +342,8 @@ static void read_child(struct master *m)
 	for (ssize_t i = 0; i < n; i++) {
 		switch (buf[i]) {
 		case 'R':
+			if (m->stopping || m->child_stopping)
+				break; /* ready too late: a stop has begun */
 			m->ready = m->ever_ready = 1;
 			m->ready_at = m->alive_at = clock_ms();
 			plxd_log(PLXD_LOG_INFO, "master: serving process %d ready", (int)m->child);
@@ -349,7 +367,8 @@ static void read_child(struct master *m)
 			/* Also when the stop was sent to the serving process. */
 			if (!m->told_stopping)
 				systemd_notify("STOPPING=1");
-			m->told_stopping = 1;
+			m->told_stopping = m->child_stopping = 1;
+			stop_listening(m);
 			break;
 		case 'W':
 			m->alive_at = clock_ms();
@@ -382,6 +401,7 @@ static void on_signal(struct master *m, int sig)
 	if (!m->told_stopping)
 		systemd_notify("STOPPING=1");
 	m->stopping = m->told_stopping = 1;
+	stop_listening(m);
 	if (m->child > 0) {
 		kill(m->child, sig);
 		return;

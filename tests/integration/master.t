@@ -316,4 +316,45 @@ for my $way ('--no-master', 'master = no') {
     is($st, 0, 'SIGTERM to the serving process: the master exits 0 too');
 }
 
+# ---- an exit 0 the serving process did not announce is a death ----
+# (exit_group(0), as C code that calls exit(0) would: not a stop.)
+{
+    my $e = PlxdTest->start(
+        files => { 'hello.html' => "hi\n",
+            'exit0.plt' => "require 'syscall.ph';\nprint \"Content-Type: text/plain\\n\\n\";\nsyscall(&SYS_exit_group, 0);\n" },
+        crashes => 1, %env,
+        handlers => { '.plt' => 'perl:thread' },
+        sections => { 'perl:thread' => { isolation => 'thread', workers => 1, inline_budget => 0 } },
+    );
+    my $first = $e->pid;
+    $e->get('/exit0.plt');
+    ok($e->wait_log(qr/master: serving process \d+ exited with status 0/), 'an unannounced exit 0: logged as a death');
+    ok(wait_for(sub { $e->get('/hello.html')->{status} == 200 }, 30), '... a new serving process answers');
+    isnt(PlxdServer::serving_pid($e->master_pid, 30), $first, '... a new one');
+    $e->stop;
+}
+
+# ---- a stop refuses new connections at once, as without the master ----
+{
+    my $g = PlxdTest->start(
+        files => { 'hello.html' => "hi\n", 'sleep.pl' => "#!/usr/bin/perl\nprint \"Content-Type: text/plain\\n\\n\";\nsleep 30;\n" },
+        handlers => { '.pl' => 'cgi' }, server => { shutdown_timeout => '20s' },
+    );
+    chmod 0755, $g->root . '/sleep.pl';
+    my $held = $g->connect;
+    print $held "GET /sleep.pl HTTP/1.0\r\n\r\n";
+    ok(wait_for(sub { grep { PlxdTest::read_file("/proc/$_/cmdline") =~ /sleep\.pl/ } keys %{ { PlxdServer::descendants($g->pid) } } }),
+        'a stop with a request in flight: the request runs');
+    my $port = $g->port;
+    kill 'TERM', $g->master_pid;
+    ok($g->wait_log(qr/stopping: no new connections/), '... SIGTERM: the stop begins');
+    my $refused = wait_for(sub {
+        my $c = IO::Socket::IP->new(PeerHost => '127.0.0.1', PeerPort => $port, Timeout => 2);
+        return !$c && $! == Errno::ECONNREFUSED();
+    }, 10);
+    ok($refused, '... a new connection is refused at once, not left waiting in the backlog');
+    kill 'KILL', $g->master_pid, $g->pid;
+    $g->wait_exit(30);
+}
+
 done_testing;

@@ -176,7 +176,7 @@ EOF
     'kill.plt' => <<'EOF',
 print "Content-Type: text/plain\n\n";
 my @r;
-for my $target (0, $$, -getpgrp()) {
+for my $target (0, $$, -getpgrp(), getppid()) {
     $! = 0;
     my $n = kill 'TERM', $target;
     push @r, "$n/" . ($!{EPERM} ? 'EPERM' : 'ok');
@@ -344,9 +344,9 @@ is($s->get('/wait_alarm.plt')->{content}, "caught: timeout\nreaped:own\n",
 }
 
 # ---- kill ----
-is($s->get('/kill.plt')->{content}, "0/EPERM 0/EPERM 0/EPERM group:0 zero:1 child:1 sig:15 raise:undef/EPERM\n",
-    'kill of plxd ($$), of its group (0, -PGRP, -SIG), and POSIX::raise are refused; signal 0 and its own children work');
-ok($s->wait_log(qr{kill\.plt: kill refused: TERM to plxd or its process group}), '... with a line in the log');
+is($s->get('/kill.plt')->{content}, "0/EPERM 0/EPERM 0/EPERM 0/EPERM group:0 zero:1 child:1 sig:15 raise:undef/EPERM\n",
+    'kill of plxd ($$), of its group (0, -PGRP, -SIG), of its master (the parent), and POSIX::raise are refused; signal 0 and its own children work');
+ok($s->wait_log(qr{kill\.plt: kill refused: TERM to plxd, its process group or its master}), '... with a line in the log');
 is($s->get('/hello.plt')->{content}, "hello\n", 'plxd serves on');
 
 # ---- the user ----

@@ -191,7 +191,7 @@ sub thread_kill_refused_ok {
         handlers => { '.plx' => 'perl' }, sections => { perl => { workers => 1 } });
     my $res = $c->get('/crash.plx');
     is($res->{status}, 500, ".plx in thread mode, $row->{name}: the kill is refused, and the script's lack of output is 500");
-    ok($c->wait_log(qr/crash\.plx: kill refused: SEGV to plxd or its process group \(isolation = thread\)/),
+    ok($c->wait_log(qr/crash\.plx: kill refused: SEGV to plxd, its process group or its master \(isolation = thread\)/),
         '... the refusal logged');
     ok($c->wait_log(qr/crash\.plx: answered 500: no output/), '... and the answer');
     is($c->get('/crash.plx')->{status}, 500, '... and plxd serves on');

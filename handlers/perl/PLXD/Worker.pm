@@ -283,25 +283,27 @@ sub thread_overrides {
         return CORE::waitpid($_[0], $_[1]) if in_child();
         return wait_own($_[0], $_[1]);
     };
-    # kill aimed at plxd itself ($$), its process group (0, or -PGRP), is
+    # kill aimed at plxd itself ($$), its process group (0, or -PGRP), or
+    # its master (the parent: a stop of the master is the service's), is
     # refused with a line in the log; any other process is signalled.
     *CORE::GLOBAL::kill = sub (@) {
         return CORE::kill(@_) if in_child() || !@_;
         my ($sig, @pids) = @_;
         my $group = $sig =~ /^-/;
         my $pgrp = getpgrp();
+        my $parent = getppid();
         my $zero = $sig =~ /^-?(?:0|ZERO)\z/;
         my (@ok, $refused);
         for my $pid (@pids) {
             my $p = $group ? -abs($pid) : $pid;
-            if (!$zero && ($p == 0 || $p == $$ || $p == -$pgrp)) {
+            if (!$zero && ($p == 0 || $p == $$ || $p == -$pgrp || $p == $parent)) {
                 $refused++;
                 next;
             }
             push @ok, $pid;
         }
         if ($refused) {
-            print STDERR "kill refused: $sig to plxd or its process group (isolation = thread)\n";
+            print STDERR "kill refused: $sig to plxd, its process group or its master (isolation = thread)\n";
             $! = POSIX::EPERM();
         }
         return @ok ? CORE::kill($sig, @ok) : 0;
