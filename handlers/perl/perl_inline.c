@@ -305,7 +305,10 @@ static struct perl_inline_thread *thread_of(struct perl_inline *in, struct loop 
 
 struct perl_inline_thread *perl_inline_for(struct perl_inline *in, struct perl_req *q)
 {
-	if (!q->conf->inline_budget_ms || q->has_body)
+	/* An application is one file for every route: one slow route after
+	 * many short ones would hold the event thread (and its other
+	 * connections) for as long as it runs. */
+	if (!q->conf->inline_budget_ms || q->has_body || perl_req_is_psgi(q->script))
 		return NULL;
 	unsigned long after = q->conf->inline_after;
 	pthread_mutex_lock(&in->lock);

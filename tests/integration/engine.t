@@ -121,8 +121,10 @@ my %files = ('hello.html' => "hello\n");
         $ok += $good;
     }
     is($ok, 9, '... and requests are answered meanwhile');
+    # Not starved by them: a bound for a loaded machine and the sanitizer
+    # build, not a speed (bench/ measures that).
     my $median = (sort { $a <=> $b } @times)[4];
-    ok($median < 0.1, sprintf('... within 100 ms (median of 9: %.1f ms)', $median * 1000));
+    ok($median < 1, sprintf('... within 1 s (median of 9: %.1f ms)', $median * 1000));
     ok(threads($s->pid) < 40, '... by the same few threads (' . threads($s->pid) . ')');
     close $_ for @idle;
 

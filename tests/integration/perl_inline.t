@@ -34,10 +34,12 @@ EOF
     'post.plt'    => $where . "print \"Content-Type: text/plain\\n\\n\", where(), ' ', scalar(<STDIN>), \"\\n\";\n",
 );
 $files{'never.plt'} = $files{'where.plt'};
+# A PSGI application says where it ran.
+$files{'where.psgi'} = $where . "sub { [200, ['Content-Type', 'text/plain'], [where() . \"\\n\"]] };\n";
 
 my $s = PlxdTest->start(
     files    => \%files,
-    handlers => { '.plt' => 'perl:thread' },
+    handlers => { '.plt' => 'perl:thread', '.psgi' => 'perl:thread' },
     server   => { threads => 1 },
     sections => { 'perl:thread' => { isolation => 'thread', workers => 1, timeout => '2s',
                                       inline_budget => '200ms' } },
@@ -53,6 +55,10 @@ sub inline_again {
     }
     return 0;
 }
+
+# --- a PSGI application never runs inline: one file for every route ---
+is_deeply([ map { $where_is->('/where.psgi') } 1 .. 6 ], [ ('plxd-perl') x 6 ],
+    'a PSGI application runs on an interpreter thread, however short its runs');
 
 # --- promoted after inline_after (3) short runs, demoted by one slow one ---
 is($where_is->('/where.plt'), 'plxd-perl', "a new script runs on an interpreter thread ($_)") for 1 .. 3;
