@@ -101,6 +101,17 @@ sub {
 EOF
     'die.psgi'     => qq{my \$n = 0;\nsub { die "it broke\\n" if \$_[0]{QUERY_STRING} eq 'die'; \$n++; [200, ['Content-Type' => 'text/plain'], ["alive \$n"]] }\n},
     'notcode.psgi' => qq{my \$x = 42;\n\$x;\n},
+    # Keeps its responder without calling it, then calls it in the next
+    # request (as a long-poll app keeps its clients').
+    'stale.psgi' => <<'EOF',
+our $kept;
+sub {
+    my ($env) = @_;
+    return sub { $kept = shift } if $env->{QUERY_STRING} eq 'keep';
+    my $err = eval { $kept->([200, ['X-Leak' => 1], ["LEAKED\n"]]); 1 } ? 'none' : $@;
+    return [200, ['Content-Type' => 'text/plain'], ["mine: $err"]];
+}
+EOF
     'broken.psgi'  => qq{die "cannot build the app\\n";\nsub {}\n},
     'count.psgi'   => <<'EOF',
 my $made = time;
@@ -312,6 +323,11 @@ $r = $s->get('/notcode.psgi');
 is($r->{status}, 500, 'a file whose last value is no code: 500');
 ok(wait_for(sub { $s->error_log =~ /\Q$root\E\/notcode\.psgi: its last value is 42, not a PSGI application/ }),
     '... naming the file');
+is($s->get('/stale.psgi?keep')->{status}, 500, 'a delayed response that never calls its responder: 500');
+$r = $s->get('/stale.psgi?use');
+is($r->{content}, "mine: the responder of an earlier request was called\n",
+    "a responder kept from an earlier request dies when called: nothing of it reaches this request's client");
+ok(!exists $r->{headers}{'x-leak'}, '... not even its header');
 $r = $s->get('/broken.psgi');
 is($r->{status}, 500, 'a file that dies as it loads: 500');
 ok(wait_for(sub { $s->error_log =~ /\Q$root\E\/broken\.psgi: the PSGI application did not load: cannot build the app/ }),

@@ -14,11 +14,17 @@ use strict;
 my $TOKEN = qr/\A[!#\$%&'*+.^_`|~0-9A-Za-z-]+\z/;
 my $BAD_VALUE = qr/[\x00-\x08\x0a-\x1f\x7f]/;
 
+# Requests served: a responder kept past its request (in a global) dies
+# when called, as a writer used after close does, rather than write into
+# the request being served then.
+my $served = 0;
+
 # Calls $app with $env and writes its response. Dies (the caller logs it
 # naming the app, and answers 500 when no header went out) when the app
 # dies or answers what PSGI does not allow. Returns nothing.
 sub serve {
     my ($app, $env) = @_;
+    my $this = ++$served;
     $env->{'psgi.input'} = input($env->{CONTENT_LENGTH});
     my $res = $app->($env);
     if (ref $res eq 'ARRAY') {
@@ -33,6 +39,7 @@ sub serve {
     my $writer;
     $res->(sub {
         my ($r) = @_;
+        die "the responder of an earlier request was called\n" if $this != $served;
         die "the responder was called twice\n" if $answered++;
         die "the responder was given " . (defined $r ? $r : 'undef') . ", not an array\n"
             unless ref $r eq 'ARRAY';
