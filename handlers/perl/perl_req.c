@@ -242,6 +242,10 @@ static void describe_done(struct perl_req *q)
 			&& !(q->result.outcome == PERL_WIRE_EXIT && q->result.exit_status == 0);
 	switch (q->result.outcome) {
 	case PERL_WIRE_DIED:
+		/* A PSGI application that died after its head went out left
+		 * its response incomplete: it is cut short, not framed as
+		 * whole (before that, nothing went out, and it is a 500). */
+		e->cut = perl_req_is_psgi(q->script);
 		/* Said as a CGI process's end is: perl exits a die with a
 		 * status (errno, $? >> 8 or 255), and a .pl is known by it. */
 		if (q->result.exit_status != 0)

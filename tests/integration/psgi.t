@@ -101,6 +101,31 @@ sub {
 EOF
     'die.psgi'     => qq{my \$n = 0;\nsub { die "it broke\\n" if \$_[0]{QUERY_STRING} eq 'die'; \$n++; [200, ['Content-Type' => 'text/plain'], ["alive \$n"]] }\n},
     'notcode.psgi' => qq{my \$x = 42;\n\$x;\n},
+    # Bodies that cannot be sent: found before the head goes out (500), or
+    # after it (the response cut short, never framed as whole).
+    'body.psgi' => <<'EOF',
+package Boom; use overload '""' => sub { die "boom\n" };
+package main;
+my %bodies = (
+    obj => ["first\n", bless({}, 'Boom'), "last\n"], undef => undef, string => 'string',
+    hash => {}, wide => ["caf\x{e9} \x{263a}\n"],
+);
+sub {
+    my $q = $_[0]{QUERY_STRING};
+    return [200, ['Content-Type', 'text/plain'], $bodies{$q}] if exists $bodies{$q};
+    return [200, ['X-Wide', "\x{263a}"], ["x"]] if $q eq 'wideheader';
+    return sub { my $w = shift->([200, ['Content-Type', 'text/plain']]); $w->write("x" x 100_000) for 1 .. 3; die "stream died\n" }
+        if $q eq 'stream';
+    if ($q eq 'getline') {
+        my $n = 0;
+        my $fh = bless {}, 'Lines';
+        *Lines::getline = sub { $n++ < 2 ? "line $n\n" : die "getline died\n" };
+        *Lines::close = sub {};
+        return [200, ['Content-Type', 'text/plain'], $fh];
+    }
+    [200, ['Content-Type', 'text/plain'], ["fine\n"]];
+}
+EOF
     # Keeps its responder without calling it, then calls it in the next
     # request (as a long-poll app keeps its clients').
     'stale.psgi' => <<'EOF',
@@ -328,6 +353,19 @@ $r = $s->get('/stale.psgi?use');
 is($r->{content}, "mine: the responder of an earlier request was called\n",
     "a responder kept from an earlier request dies when called: nothing of it reaches this request's client");
 ok(!exists $r->{headers}{'x-leak'}, '... not even its header');
+for my $q (qw(obj undef string hash wide wideheader)) {
+    my ($got) = responses($s->raw(request_bytes('GET', "/body.psgi?$q")));
+    is($got->{status}, 500, "a body that cannot be sent ($q), found before the head: 500, not a 200");
+}
+ok(wait_for(sub { $s->error_log =~ /body\.psgi: the PSGI application died: boom/
+        && $s->error_log =~ /a wide character in the response body/ }), '... each with its reason logged');
+for my $q (qw(stream getline)) {
+    my $raw = $s->raw("GET /body.psgi?$q HTTP/1.1\r\nHost: x\r\n\r\n");
+    like($raw, qr{^HTTP/1\.1 200 }, "a body that dies after its head ($q): the head went out");
+    unlike($raw, qr/\r\n0\r\n\r\n\z/, '... and the response is cut short: no last chunk, the connection closed');
+}
+ok(wait_for(sub { $s->error_log =~ /body\.psgi: died; response cut short, connection closed/ }), '... logged');
+is($s->get('/body.psgi')->{content}, "fine\n", '... and the app serves on');
 $r = $s->get('/broken.psgi');
 is($r->{status}, 500, 'a file that dies as it loads: 500');
 ok(wait_for(sub { $s->error_log =~ /\Q$root\E\/broken\.psgi: the PSGI application did not load: cannot build the app/ }),

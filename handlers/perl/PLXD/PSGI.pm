@@ -28,8 +28,7 @@ sub serve {
     $env->{'psgi.input'} = input($env->{CONTENT_LENGTH});
     my $res = $app->($env);
     if (ref $res eq 'ARRAY') {
-        _head($res);
-        _body($res->[2]) if @$res > 2;
+        _respond($res);
         return;
     }
     die "the application returned " . (defined $res ? "'$res'" : 'undef')
@@ -43,11 +42,11 @@ sub serve {
         die "the responder was called twice\n" if $answered++;
         die "the responder was given " . (defined $r ? $r : 'undef') . ", not an array\n"
             unless ref $r eq 'ARRAY';
-        _head($r);
         if (@$r > 2) {
-            _body($r->[2]);
+            _respond($r);
             return;
         }
+        _head($r);
         return $writer = PLXD::PSGI::Writer->_new;
     });
     die "the application's delayed response never called its responder\n" unless $answered;
@@ -55,6 +54,35 @@ sub serve {
     # app returns (a blocking server). Writes after this die.
     $writer->_end if $writer;
     return;
+}
+
+# A response with its body: what can be checked is checked before the head
+# goes out, so that a body that dies (an element whose stringification
+# dies, a wide character, not a body at all) is a 500, never a 200 cut
+# short. An array body is made into bytes first.
+sub _respond {
+    my ($r) = @_;
+    die "the response has no body\n" if @$r < 3;
+    my $body = $r->[2];
+    if (ref $body eq 'ARRAY') {
+        my @bytes = map { _bytes($_) } @$body;
+        _head($r);
+        print STDOUT @bytes;
+        return;
+    }
+    die "the response body is " . (defined $body ? "'$body'" : 'undef')
+        . ": not an array, a file handle or an object with getline and close\n"
+        unless ref $body && (ref $body eq 'GLOB' || eval { $body->can('getline') });
+    _head($r);
+    _body($body);
+    return;
+}
+
+# A body part as bytes; dies at a wide character, as a socket write would.
+sub _bytes {
+    my $s = defined $_[0] ? "$_[0]" : '';
+    die "a wide character in the response body (encode it first)\n" if $s =~ /[^\x00-\xff]/;
+    return $s;
 }
 
 sub _head {
@@ -71,21 +99,17 @@ sub _head {
             unless defined $k && $k =~ $TOKEN && $k !~ /\AStatus\z/i;
         $v = '' unless defined $v;
         die "header $k has a CR, LF or control byte in its value\n" if $v =~ $BAD_VALUE;
+        die "header $k has a wide character in its value\n" if $v =~ /[^\x00-\xff]/;
         $head .= "$k: $v\r\n";
     }
     print STDOUT $head, "\r\n";
     return;
 }
 
+# A file handle or an object with getline and close, after the head: a
+# death here cuts the response short (perl_req.c).
 sub _body {
     my ($body) = @_;
-    if (ref $body eq 'ARRAY') {
-        print STDOUT @$body;
-        return;
-    }
-    die "the response body is " . (defined $body ? "'$body'" : 'undef')
-        . ": not an array, a file handle or an object with getline and close\n"
-        unless ref $body;
     if (UNIVERSAL::can($body, 'path')) {
         # A file with a path (Plack::Util::set_io_path, IO::File::WithPath):
         # read from its descriptor in large blocks, not by lines.
@@ -105,7 +129,7 @@ sub _body {
     local $/ = \65536 unless ref $/;
     my $ok = eval {
         while (defined(my $chunk = $body->getline)) {
-            print STDOUT $chunk;
+            print STDOUT _bytes($chunk);
         }
         1;
     };
@@ -126,6 +150,7 @@ sub write {
     die "the PSGI writer was written to after close\n" unless $self->{open};
     die "the PSGI writer cannot write: the client left\n" if PLXD::PSGI::client_gone();
     return unless defined $data && length $data;
+    $data = PLXD::PSGI::_bytes($data);
     local $| = 1;
     print STDOUT $data or die "the PSGI writer cannot write: $!\n";
     return;
