@@ -177,6 +177,10 @@ int perl_interp_modules_changed(struct perl_interp *pi);
  * interpreter thread gets a fresh clone on descriptors of its own). */
 int perl_interp_threads_left(const struct perl_interp *pi);
 
+/* A worker's PSGI application asked for its end (psgix.harakiri.commit)
+ * after its request was answered: it retires with its next answer. */
+int perl_interp_retire_next(const struct perl_interp *pi);
+
 /* A worker process's tainted twin (see enum perl_taint), made now rather
  * than when the first script asking for taint checks comes: its set-up,
  * the preload, then makes no request wait. Returns 0, or -1 with a

@@ -214,6 +214,7 @@ struct perl_interp {
 	struct perl_script *script;      /* its script, once compiled */
 	struct perl_script *last_script; /* the script of the request before */
 	int stop;                        /* serve no other request */
+	int retire_next;                 /* a worker retires with its next answer (perl_psgi.c) */
 	mode_t start_umask;              /* plxd's at start-up: each request's, as under CGI */
 	int destroying;                  /* perl_interp_destroy runs: exit is refused */
 

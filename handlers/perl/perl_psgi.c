@@ -148,10 +148,16 @@ int psgi_run(pTHX_ struct perl_interp *pi, struct perl_script *s, struct perl_ru
 		run->harakiri = 1;
 	cleanup_run(aTHX_ pi, env);
 	/* A cleanup handler asked for the end after the request was
-	 * answered: nothing is left to tell, the interpreter serves no more. */
+	 * answered. An interpreter thread is replaced before its next job.
+	 * A worker may already have been given its next request: it serves
+	 * it, and retires with that answer, which tells plxd. */
 	commit = hv_fetchs(env, "psgix.harakiri.commit", 0);
-	if (pi->fcgi.answered && commit && SvTRUE(*commit))
-		pi->stop = 1;
+	if (pi->fcgi.answered && commit && SvTRUE(*commit)) {
+		if (pi->cloned)
+			pi->stop = 1;
+		else
+			pi->retire_next = 1;
+	}
 	return 0;
 }
 

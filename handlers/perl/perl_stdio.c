@@ -352,3 +352,8 @@ int perl_interp_threads_left(const struct perl_interp *pi)
 {
 	return pi->stdio.threads_left;
 }
+
+int perl_interp_retire_next(const struct perl_interp *pi)
+{
+	return pi->retire_next;
+}

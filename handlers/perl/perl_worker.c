@@ -278,7 +278,7 @@ static int answer(void *ctx, struct perl_run *run)
 		done.retire = PERL_RETIRE_FATAL;
 	else if (perl_interp_threads_left(w->pi))
 		done.retire = PERL_RETIRE_THREADS;
-	else if (run->harakiri)
+	else if (run->harakiri || perl_interp_retire_next(w->pi))
 		done.retire = PERL_RETIRE_HARAKIRI;
 	else if (s->max_requests && w->requests >= s->max_requests)
 		done.retire = PERL_RETIRE_MAX_REQUESTS;

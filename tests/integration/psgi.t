@@ -156,6 +156,23 @@ use lib ($0 =~ s{/[^/]*$}{}r) . '/lib';
 use PsgiMod;
 sub { [200, ['Content-Type' => 'text/plain'], [PsgiMod::word()]] }
 EOF
+    # A cleanup handler that asks for harakiri, once the next request is
+    # under way (its mark), as a size limit checked after the response
+    # would.
+    'latekill.psgi' => <<'EOF',
+sub {
+    my $env = shift;
+    my $root = $env->{DOCUMENT_ROOT};
+    if ($env->{QUERY_STRING} eq 'commit') {
+        push @{ $env->{'psgix.cleanup.handlers'} }, sub {
+            for (1 .. 500) { last if -e "$root/next-sent"; select undef, undef, undef, 0.02 }
+            select undef, undef, undef, 0.2;
+            $_[0]{'psgix.harakiri.commit'} = 1;
+        };
+    }
+    [200, ['Content-Type' => 'text/plain'], ["pid=$$"]];
+}
+EOF
     'cleanup.psgi' => <<'EOF',
 sub {
     my $env = shift;
@@ -393,6 +410,22 @@ ok(wait_for(sub { $s->error_log =~ /psgix\.harakiri\.commit/ }), 'harakiri: logg
 my $after = $s->get('/count.psgi')->{content};
 is(($after =~ /n=(\d+)/)[0], 1, 'psgix.harakiri.commit: the next request has a fresh interpreter');
 isnt(($after =~ /pid=(\d+)/)[0], ($hk =~ /pid=(\d+)/)[0], '... in a new worker process') unless $thread;
+
+# ---- harakiri from a cleanup handler, the next request already sent ----
+{
+    unlink "$root/next-sent";
+    my $first = $s->get('/latekill.psgi?commit');
+    is($first->{status}, 200, 'harakiri from a cleanup handler: its request is answered');
+    my $c = $s->connect;
+    $c->syswrite(request_bytes('GET', '/latekill.psgi'));
+    write_file("$root/next-sent", '');
+    my ($next) = read_responses($c, 1, timeout => 20);
+    is($next->{status}, 200, '... and the request sent meanwhile too, not a 500');
+    my $third = $s->get('/latekill.psgi');
+    is($third->{status}, 200, '... and the one after');
+    isnt(($third->{content} =~ /pid=(\d+)/)[0], ($first->{content} =~ /pid=(\d+)/)[0],
+        '... from a new worker: the old one retired') unless $thread;
+}
 
 # ---- cleanup handlers ----
 unlink "$root/go", "$root/cleaned";
