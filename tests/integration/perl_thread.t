@@ -79,10 +79,15 @@ EOF
 # The same as CGI scripts: the same failure gets the same answer.
 $files{"$_.pl"} = $files{"$_.plt"} for qw(wait_system wait_group wait_ticks wait_fork);
 
+# The interpreter thread is what this file tests (inline runs have
+# perl_inline.t): none runs inline, so that no event thread makes an
+# interpreter of its own, with pipes of its own, while plxd's pipes are
+# counted below.
 my $s = PlxdTest->start(
     files    => \%files,
     handlers => { '.pl' => 'cgi', '.plt' => 'perl:thread' },
-    sections => { 'perl:thread' => { isolation => 'thread', workers => 1, timeout => '2s' },
+    sections => { 'perl:thread' => { isolation => 'thread', workers => 1, timeout => '2s',
+                                     inline_budget => 0 },
                   cgi => { timeout => '2s' } },
 );
 
