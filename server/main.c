@@ -200,24 +200,25 @@ static void log_lines(enum log_level level, const char *text)
 	}
 }
 
-/* The keys that need a restart of plxd keep their running values in c,
- * each change logged. */
+/* The keys of one section that need a restart keep their running values
+ * in now, each change logged. */
+static void keep_section(const struct conf_key *keys, const char *section, void *now,
+		const void *running)
+{
+	for (const struct conf_key *k = keys; k->name; k++) {
+		if (!(k->flags & CONF_RESTART) || conf_value_equal(k, now, running))
+			continue;
+		plxd_log(PLXD_LOG_WARN, "[%s] %s changed: it takes effect only after a restart",
+				section, k->name);
+		conf_value_copy(k, now, running);
+	}
+}
+
+/* The keys that need a restart of plxd keep their running values in c. */
 static void keep_restart_keys(struct config *c, const struct config *running)
 {
-	for (const struct conf_key *k = server_keys; k->name; k++) {
-		if (!(k->flags & CONF_RESTART) || conf_value_equal(k, &c->server, &running->server))
-			continue;
-		plxd_log(PLXD_LOG_WARN, "[server] %s changed: it takes effect only after a restart",
-				k->name);
-		conf_value_copy(k, &c->server, &running->server);
-	}
-	for (const struct conf_key *k = status_keys; k->name; k++) {
-		if (!(k->flags & CONF_RESTART) || conf_value_equal(k, &c->status, &running->status))
-			continue;
-		plxd_log(PLXD_LOG_WARN, "[status] %s changed: it takes effect only after a restart",
-				k->name);
-		conf_value_copy(k, &c->status, &running->status);
-	}
+	keep_section(server_keys, "server", &c->server, &running->server);
+	keep_section(status_keys, "status", &c->status, &running->status);
 }
 
 static void reload(const struct options *o)

@@ -141,6 +141,7 @@ static ssize_t refuse_head(int fd)
 				     "Content-Type: text/plain\r\n"
 				     "Content-Length: 52\r\n"
 				     "\r\n" TOO_MANY;
+#undef TOO_MANY
 	struct sockaddr_storage ss;
 	socklen_t sslen = sizeof ss;
 	char addr[64] = "?";
