@@ -1,9 +1,13 @@
 # The Perl side of a .psgi application's request (perl_psgi.c calls it):
 # the app called with the environment perl_psgi.c built, and its response
-# written to STDOUT as a CGI response ("Status:", the headers, a blank
-# line, the body), so that the gateway frames and streams it as it does a
-# script's (chunked without a length, nothing for HEAD, 204, 304). Compiled
-# into the runtime with PLXD/Worker.pm; it needs no module of Plack's.
+# written to the response channel (STDOUT's own IO, through the glob OUT)
+# as a CGI response ("Status:", the headers, a blank line, the body), so
+# that the gateway frames and streams it as it does a script's (chunked
+# without a length, nothing for HEAD, 204, 304). While the app's code runs
+# STDOUT is STDERR, so that what the app prints itself goes to the error
+# log under its name, as a PSGI server sends it to its console, and never
+# into its response. Compiled into the runtime with PLXD/Worker.pm; it
+# needs no module of Plack's.
 package PLXD::PSGI;
 
 use strict;
@@ -13,6 +17,11 @@ use strict;
 # header or a response of its own (response splitting).
 my $TOKEN = qr/\A[!#\$%&'*+.^_`|~0-9A-Za-z-]+\z/;
 my $BAD_VALUE = qr/[\x00-\x08\x0a-\x1f\x7f]/;
+
+# The response channel: STDOUT's IO as the runtime made it, which it puts
+# back in STDOUT after each request whatever a script did there
+# (PLXD::Worker::restore_std), so set once per interpreter.
+*OUT = $PLXD::Worker::STD_IO[1];
 
 # Requests served: a responder kept past its request (in a global) dies
 # when called, as a writer used after close does, rather than write into
@@ -25,6 +34,9 @@ my $served = 0;
 sub serve {
     my ($app, $env) = @_;
     my $this = ++$served;
+    # STDOUT is STDERR for the app: a glob saved and assigned, no
+    # descriptor made; the response goes to OUT.
+    local *STDOUT = *STDERR;
     $env->{'psgi.input'} = input($env->{CONTENT_LENGTH});
     my $res = $app->($env);
     if (ref $res eq 'ARRAY') {
@@ -67,7 +79,7 @@ sub _respond {
     if (ref $body eq 'ARRAY') {
         my @bytes = map { _bytes($_) } @$body;
         _head($r);
-        print STDOUT @bytes;
+        print OUT @bytes;
         return;
     }
     die "the response body is " . (defined $body ? "'$body'" : 'undef')
@@ -102,7 +114,7 @@ sub _head {
         die "header $k has a wide character in its value\n" if $v =~ /[^\x00-\xff]/;
         $head .= "$k: $v\r\n";
     }
-    print STDOUT $head, "\r\n";
+    print OUT $head, "\r\n";
     return;
 }
 
@@ -120,7 +132,7 @@ sub _body {
                 my $n = sysread($body, $buf, 65536);
                 die "reading the response body's file: $!\n" unless defined $n;
                 last unless $n;
-                print STDOUT $buf;
+                print OUT $buf;
             }
             $body->close;
             return;
@@ -129,7 +141,7 @@ sub _body {
     local $/ = \65536 unless ref $/;
     my $ok = eval {
         while (defined(my $chunk = $body->getline)) {
-            print STDOUT _bytes($chunk);
+            print OUT _bytes($chunk);
         }
         1;
     };
@@ -151,8 +163,10 @@ sub write {
     die "the PSGI writer cannot write: the client left\n" if PLXD::PSGI::client_gone();
     return unless defined $data && length $data;
     $data = PLXD::PSGI::_bytes($data);
-    local $| = 1;
-    print STDOUT $data or die "the PSGI writer cannot write: $!\n";
+    # Flushed from now on ($| on OUT, which stdio_end turns off after
+    # the request): STDOUT, the selected handle, is STDERR here.
+    select((select(PLXD::PSGI::OUT), $| = 1)[0]);
+    print PLXD::PSGI::OUT $data or die "the PSGI writer cannot write: $!\n";
     return;
 }
 
@@ -173,6 +187,14 @@ sub poll_cb {
 sub _end { $_[0]{open} = 0; return }
 
 package PLXD::PSGI;
+
+# Calls $code with @args in scalar context, STDOUT being STDERR: the
+# app's file as it is run for the app, and each psgix.cleanup handler.
+sub call {
+    my $code = shift;
+    local *STDOUT = *STDERR;
+    return scalar $code->(@_);
+}
 
 # The request body for psgi.input: read whole from STDIN and made
 # seekable (psgix.input.buffered), in memory up to 1 MB, in an anonymous

