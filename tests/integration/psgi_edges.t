@@ -32,11 +32,13 @@ sub {
     };
 }
 EOF
+    'empty.psgi' => qq{sub { [200, ['X-Empty' => '', 'X-Undef' => undef, 'Content-Type' => 'text/plain'], ['x']] }\n},
+    'empty.plx'  => qq{print "Content-Type: text/plain\\r\\nX-Empty:\\r\\n\\r\\nx";\n},
 );
 
 my $s = PlxdTest->start(
     files    => \%files,
-    handlers => { '.psgi' => 'perl' },
+    handlers => { '.psgi' => 'perl', '.plx' => 'perl' },
     sections => { perl => { workers => 1 } },
 );
 my $root = $s->root;
@@ -57,5 +59,15 @@ ok($log->(qr{\Q$root\E/print\.psgi: while streaming}) && $log->(qr{print\.psgi: 
 ok($log->(qr{print\.psgi, after its request was answered: from the cleanup handler}),
     '... and from a cleanup handler');
 is($s->get('/print.psgi')->{content}, 'body', 'the next request: the same');
+
+# ---- an empty header value is sent, not dropped ----
+for my $path ('/empty.psgi', '/empty.plx') {
+    my $raw = $s->raw("GET $path HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    like($raw, qr/\r\nX-Empty: *\r\n/, "$path: a header with an empty value is sent");
+    my ($r) = responses($raw);
+    is($r->{headers}{'x-empty'}, '', '... empty once read');
+    like($raw, qr/\r\nX-Undef: *\r\n/, '... and an undef one, as empty') if $path =~ /psgi/;
+}
+unlike($s->error_log, qr/X-Empty dropped/, '... nothing dropped');
 
 done_testing;
