@@ -33,6 +33,22 @@ sub {
 }
 EOF
     'empty.psgi' => qq{sub { [200, ['X-Empty' => '', 'X-Undef' => undef, 'Content-Type' => 'text/plain'], ['x']] }\n},
+    'te.psgi' => <<'EOF',
+sub {
+    my $env = shift;
+    my $q = $env->{QUERY_STRING};
+    return [200, ['Content-Type' => 'text/plain', 'Transfer-Encoding' => 'Chunked'], ['abc', 'def']] if $q eq 'array';
+    return [200, ['Transfer-Encoding' => 'gzip'], ['x']] if $q eq 'gzip';
+    return [200, ['Transfer-Encoding' => 'chunked', 'Content-Length' => 6], ['abc', 'def']] if $q eq 'length';
+    return sub {
+        my $w = $_[0]->([200, ['Transfer-Encoding' => 'chunked']]);
+        $w->write('abc');
+        for (1 .. 1500) { last if -e "$env->{DOCUMENT_ROOT}/te.go"; select undef, undef, undef, 0.02 }
+        $w->write('def');
+        $w->close;
+    };
+}
+EOF
     'empty.plx'  => qq{print "Content-Type: text/plain\\r\\nX-Empty:\\r\\n\\r\\nx";\n},
 );
 
@@ -69,5 +85,33 @@ for my $path ('/empty.psgi', '/empty.plx') {
     like($raw, qr/\r\nX-Undef: *\r\n/, '... and an undef one, as empty') if $path =~ /psgi/;
 }
 unlike($s->error_log, qr/X-Empty dropped/, '... nothing dropped');
+
+# ---- the app's own Transfer-Encoding: chunked: plxd frames the body ----
+for my $q (qw(array length)) {
+    my $raw = $s->raw("GET /te.psgi?$q HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    my ($r) = responses($raw);
+    is("$r->{status} $r->{body}", '200 abcdef', "Transfer-Encoding: chunked from the app ($q): the body, framed by plxd");
+    is($r->{headers}{'content-length'}, 6, '... with its length, as it is whole');
+    unlike($raw, qr/Transfer-Encoding/i, '... the app\'s header not sent');
+}
+{
+    unlink "$root/te.go";
+    my $c = $s->connect;
+    $c->syswrite("GET /te.psgi?stream HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    $c->blocking(0);
+    my $got = '';
+    my $more = sub { while (sysread($c, my $buf, 65536)) { $got .= $buf } };
+    ok(wait_for(sub { $more->(); $got =~ /abc/ }),
+        'a stream with the app\'s Transfer-Encoding: chunked: its first write arrives');
+    write_file("$root/te.go", '');
+    ok(wait_for(sub { $more->(); $got =~ /\r\n0\r\n\r\n\z/ }), '... its end');
+    my ($r) = responses($got);
+    is($r->{body}, 'abcdef', '... chunked once, by plxd: the body as written');
+    my @te = $got =~ /^(Transfer-Encoding:.*)\r$/mig;
+    is_deeply(\@te, ['Transfer-Encoding: chunked'], '... one Transfer-Encoding header');
+}
+is($get->('/te.psgi?gzip')->{status}, 500, 'another Transfer-Encoding (gzip): 500');
+ok($log->(qr{te\.psgi: the PSGI application died: header Transfer-Encoding 'gzip': plxd frames the body itself}),
+    '... the log says why');
 
 done_testing;

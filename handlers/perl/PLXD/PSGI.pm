@@ -108,8 +108,18 @@ sub _head {
     for (my $i = 0; $i < @$headers; $i += 2) {
         my ($k, $v) = @$headers[ $i, $i + 1 ];
         die "bad header name '" . (defined $k ? $k : 'undef') . "'\n"
-            unless defined $k && $k =~ $TOKEN && $k !~ /\AStatus\z/i;
+            unless defined $k && $k =~ $TOKEN;
         $v = '' unless defined $v;
+        if ($k =~ /\A(?:Status|Transfer-Encoding)\z/i) {
+            die "bad header name '$k'\n" if $k =~ /\AStatus\z/i;
+            # The body is the app's bytes, and plxd frames it (chunked
+            # without a length, as Starman does with this header): the
+            # app's "chunked" says no more than that. Another transfer
+            # coding it would have to apply itself.
+            next if $v =~ /\A[ \t]*(?:chunked|identity)[ \t]*\z/i;
+            die "header Transfer-Encoding '$v': plxd frames the body itself "
+                . "(chunked, or with its length) and applies no other transfer coding\n";
+        }
         die "header $k has a CR, LF or control byte in its value\n" if $v =~ $BAD_VALUE;
         die "header $k has a wide character in its value\n" if $v =~ /[^\x00-\xff]/;
         $head .= "$k: $v\r\n";
