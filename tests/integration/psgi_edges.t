@@ -49,12 +49,15 @@ sub {
     };
 }
 EOF
+    'up.psgi' => qq{sub { my \$in = \$_[0]{'psgi.input'}; local \$/; my \$b = <\$in>; [200, ['Content-Type' => 'text/plain'], [length \$b]] }\n},
+    'up.plx'  => qq{local \$/; my \$b = <STDIN>; print "Content-Type: text/plain\\n\\n", length \$b;\n},
     'empty.plx'  => qq{print "Content-Type: text/plain\\r\\nX-Empty:\\r\\n\\r\\nx";\n},
 );
 
 my $s = PlxdTest->start(
     files    => \%files,
     handlers => { '.psgi' => 'perl', '.plx' => 'perl' },
+    server   => { max_body => 1000 },
     sections => { perl => { workers => 1 } },
 );
 my $root = $s->root;
@@ -113,5 +116,26 @@ for my $q (qw(array length)) {
 is($get->('/te.psgi?gzip')->{status}, 500, 'another Transfer-Encoding (gzip): 500');
 ok($log->(qr{te\.psgi: the PSGI application died: header Transfer-Encoding 'gzip': plxd frames the body itself}),
     '... the log says why');
+
+# ---- a chunked body past max_body: 413, as with a Content-Length ----
+for my $path ('/up.psgi', '/up.plx') {
+    my $chunked = sub {
+        my $len = shift;
+        "POST $path HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+            . sprintf("%x\r\n%s\r\n", 600, 'a' x 600) . sprintf("%x\r\n%s\r\n", $len - 600, 'b' x ($len - 600))
+            . "0\r\n\r\n";
+    };
+    my ($r) = responses($s->raw($chunked->(1000)));
+    is("$r->{status} $r->{body}", '200 1000', "$path: a chunked body of exactly max_body is served");
+    ($r) = responses($s->raw($chunked->(1001)));
+    is($r && $r->{status}, 413, "... one byte more: 413");
+    like($r && $r->{body}, qr{<h1>413 Content Too Large</h1>}, '... plxd\'s page');
+    is($r && $r->{headers}{connection}, 'close', '... and the connection closed');
+    ($r) = responses($s->raw("POST $path HTTP/1.1\r\nHost: x\r\nContent-Length: 1001\r\n\r\n" . ('c' x 1001)));
+    is($r && $r->{status}, 413, '... as with a Content-Length one past it');
+}
+ok($log->(qr{answered 413 and closed the connection: the body of POST /up\.psgi grew past max_body \(1000 bytes\)}),
+    'logged');
+like($s->access_log, qr{"POST /up\.plx HTTP/1\.1" 413 }, '... and in the access log');
 
 done_testing;
