@@ -51,6 +51,9 @@ sub {
 EOF
     'up.psgi' => qq{sub { my \$in = \$_[0]{'psgi.input'}; local \$/; my \$b = <\$in>; [200, ['Content-Type' => 'text/plain'], [length \$b]] }\n},
     'up.plx'  => qq{local \$/; my \$b = <STDIN>; print "Content-Type: text/plain\\n\\n", length \$b;\n},
+    'end.psgi'   => qq{sub { [200, ['Content-Type' => 'text/plain'], ['one line']] }; __END__\n},
+    'data.psgi'  => qq{sub { [200, ['Content-Type' => 'text/plain'], ['data']] } __DATA__ x\nthe data\n},
+    'data.plx'   => qq{print "Content-Type: text/plain\\n\\n", scalar <DATA>; __DATA__ x\nthe data\n},
     'empty.plx'  => qq{print "Content-Type: text/plain\\r\\nX-Empty:\\r\\n\\r\\nx";\n},
 );
 
@@ -137,5 +140,10 @@ for my $path ('/up.psgi', '/up.plx') {
 ok($log->(qr{answered 413 and closed the connection: the body of POST /up\.psgi grew past max_body \(1000 bytes\)}),
     'logged');
 like($s->access_log, qr{"POST /up\.plx HTTP/1\.1" 413 }, '... and in the access log');
+
+# ---- a one-line file with __END__ or __DATA__ after its code ----
+is($get->('/end.psgi')->{body}, 'one line', 'sub { ... }; __END__ on one line: the app loads');
+is($get->('/data.psgi')->{body}, 'data', 'sub { ... } __DATA__ on one line: loads');
+is($get->('/data.plx')->{body}, "the data\n", 'a .plx with __DATA__ after its code: DATA is the next line on');
 
 done_testing;
