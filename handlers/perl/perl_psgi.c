@@ -161,10 +161,12 @@ int psgi_run(pTHX_ struct perl_interp *pi, struct perl_script *s, struct perl_ru
 	 * it, and retires with that answer, which tells plxd. */
 	commit = hv_fetchs(env, "psgix.harakiri.commit", 0);
 	if (pi->fcgi.answered && commit && SvTRUE(*commit)) {
-		if (pi->cloned)
+		if (pi->cloned) {
 			pi->stop = 1;
-		else
+			run->harakiri = 1; /* for the log (perl_thread.c) */
+		} else {
 			pi->retire_next = 1;
+		}
 	}
 	return 0;
 }

@@ -54,6 +54,15 @@ EOF
     'end.psgi'   => qq{sub { [200, ['Content-Type' => 'text/plain'], ['one line']] }; __END__\n},
     'data.psgi'  => qq{sub { [200, ['Content-Type' => 'text/plain'], ['data']] } __DATA__ x\nthe data\n},
     'data.plx'   => qq{print "Content-Type: text/plain\\n\\n", scalar <DATA>; __DATA__ x\nthe data\n},
+    'hk.psgi' => <<'EOF',
+sub {
+    my $env = shift;
+    $env->{'psgix.harakiri.commit'} = 1 if $env->{QUERY_STRING} eq 'now';
+    push @{ $env->{'psgix.cleanup.handlers'} }, sub { $_[0]{'psgix.harakiri.commit'} = 1 }
+        if $env->{QUERY_STRING} eq 'late';
+    [200, ['Content-Type' => 'text/plain'], ["pid=$$"]];
+}
+EOF
     'empty.plx'  => qq{print "Content-Type: text/plain\\r\\nX-Empty:\\r\\n\\r\\nx";\n},
 );
 
@@ -145,5 +154,17 @@ like($s->access_log, qr{"POST /up\.plx HTTP/1\.1" 413 }, '... and in the access 
 is($get->('/end.psgi')->{body}, 'one line', 'sub { ... }; __END__ on one line: the app loads');
 is($get->('/data.psgi')->{body}, 'data', 'sub { ... } __DATA__ on one line: loads');
 is($get->('/data.plx')->{body}, "the data\n", 'a .plx with __DATA__ after its code: DATA is the next line on');
+
+# ---- psgix.harakiri.commit: a line in the error log, in both modes ----
+{
+    my $said = sub { my @l = read_file($s->dir . '/error.log') =~ /\[info\].*: its PSGI application asked for it \(psgix\.harakiri\.commit\)/g; scalar @l };
+    is($get->('/hk.psgi?now')->{status}, 200, 'harakiri: the request answered');
+    ok(wait_for(sub { $said->() == 1 }), '... and the retirement in the error log')
+        or diag($s->error_log);
+    is($get->('/hk.psgi?late')->{status}, 200, 'harakiri from a cleanup handler: answered');
+    is($get->('/hk.psgi')->{status}, 200, '... the next request too');
+    ok(wait_for(sub { $said->() == 2 }), '... and its retirement in the error log too')
+        or diag($s->error_log);
+}
 
 done_testing;
