@@ -8,6 +8,7 @@ use warnings;
 use Test::More;
 use PlxdTest qw(wait_for write_file read_file);
 use PlxdRaw qw(responses request_bytes);
+use PlxdServer;
 
 my $thread = PlxdTest::thread_mode();
 
@@ -165,6 +166,24 @@ is($get->('/data.plx')->{body}, "the data\n", 'a .plx with __DATA__ after its co
     is($get->('/hk.psgi')->{status}, 200, '... the next request too');
     ok(wait_for(sub { $said->() == 2 }), '... and its retirement in the error log too')
         or diag($s->error_log);
+}
+
+# ---- plxd --app: the app at /, the status page still plxd's ----
+{
+    my $srv = PlxdServer->start(
+        name    => 'plxd',
+        cmd     => [PlxdTest::plxd_bin(), '--app', "$root/print.psgi", '--listen', '127.0.0.1:0'],
+        stderr  => $s->dir . '/app-stderr.log',
+        timeout => 30,
+    );
+    my $http = PlxdTest::http();
+    my $page = $http->get($srv->url . 'plxd-status');
+    is($page->{status}, 200, 'plxd --app: /plxd-status answers');
+    like($page->{headers}{'content-type'}, qr{^text/html}, '... with the status page, not the app');
+    like($http->get($srv->url . 'plxd-status?json')->{content}, qr/^\{/, '... its JSON too');
+    is($http->get($srv->url . 'plxd-status/x')->{content}, 'body', '... a path under it is the app\'s');
+    is($http->get($srv->url . 'x')->{content}, 'body', '... as every other path');
+    $srv->stop;
 }
 
 done_testing;
