@@ -64,12 +64,15 @@ sub {
     [200, ['Content-Type' => 'text/plain'], ["pid=$$"]];
 }
 EOF
+    'x.t.psgi'   => qq{sub { [200, ['Content-Type' => 'text/plain'], ['app x.t']] }\n},
+    'y.pl.psgi'  => qq{sub { [200, ['Content-Type' => 'text/plain'], ['app y.pl']] }\n},
+    'z.psgi.pl'  => qq{print "Content-Type: text/plain\\n\\ncgi z";\n},
     'empty.plx'  => qq{print "Content-Type: text/plain\\r\\nX-Empty:\\r\\n\\r\\nx";\n},
 );
 
 my $s = PlxdTest->start(
     files    => \%files,
-    handlers => { '.psgi' => 'perl', '.plx' => 'perl' },
+    handlers => { '.psgi' => 'perl', '.plx' => 'perl', '.pl' => 'cgi' },
     server   => { max_body => 1000 },
     sections => { perl => { workers => 1 } },
 );
@@ -167,6 +170,11 @@ is($get->('/data.plx')->{body}, "the data\n", 'a .plx with __DATA__ after its co
     ok(wait_for(sub { $said->() == 2 }), '... and its retirement in the error log too')
         or diag($s->error_log);
 }
+
+# ---- names with more than one dot: routed by the last extension ----
+is($get->('/x.t.psgi/p')->{body}, 'app x.t', 'x.t.psgi is an application');
+is($get->('/y.pl.psgi')->{body}, 'app y.pl', 'y.pl.psgi too, .pl mapped to cgi');
+is($get->('/z.psgi.pl')->{body}, 'cgi z', 'z.psgi.pl is a CGI script');
 
 # ---- plxd --app: the app at /, the status page still plxd's ----
 {
