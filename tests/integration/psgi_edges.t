@@ -176,6 +176,10 @@ is($get->('/x.t.psgi/p')->{body}, 'app x.t', 'x.t.psgi is an application');
 is($get->('/y.pl.psgi')->{body}, 'app y.pl', 'y.pl.psgi too, .pl mapped to cgi');
 is($get->('/z.psgi.pl')->{body}, 'cgi z', 'z.psgi.pl is a CGI script');
 
+# ---- an encoded slash: 400 before any routing, as for every file ----
+is($get->('/x.t.psgi/a%2Fb')->{status}, 400, 'an encoded slash in the path of an app: 400');
+is($get->('/x.t.psgi/a?p=a%2Fb')->{body}, 'app x.t', '... in the query: the app\'s');
+
 # ---- plxd --app: the app at /, the status page still plxd's ----
 {
     my $srv = PlxdServer->start(
