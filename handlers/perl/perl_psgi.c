@@ -319,5 +319,6 @@ static HV *env_build(pTHX_ struct perl_interp *pi, const struct perl_run *run)
 	env_store(aTHX_ env, "psgix.harakiri", newSVsv(&PL_sv_yes));
 	env_store(aTHX_ env, "psgix.cleanup", newSVsv(&PL_sv_yes));
 	env_store(aTHX_ env, "psgix.cleanup.handlers", newRV_noinc((SV *)newAV()));
+	env_store(aTHX_ env, "psgix.logger", newRV_inc((SV *)pi->psgi_logger));
 	return env;
 }

@@ -67,6 +67,15 @@ EOF
     'x.t.psgi'   => qq{sub { [200, ['Content-Type' => 'text/plain'], ['app x.t']] }\n},
     'y.pl.psgi'  => qq{sub { [200, ['Content-Type' => 'text/plain'], ['app y.pl']] }\n},
     'z.psgi.pl'  => qq{print "Content-Type: text/plain\\n\\ncgi z";\n},
+    'logger.psgi' => <<'EOF',
+sub {
+    my $env = shift;
+    my $log = $env->{'psgix.logger'};
+    $log->({ level => 'warn', message => "a logged message\n" });
+    $log->({ level => 'debug', message => 'another' });
+    [200, ['Content-Type' => 'text/plain'], [ref $log]];
+}
+EOF
     'empty.plx'  => qq{print "Content-Type: text/plain\\r\\nX-Empty:\\r\\n\\r\\nx";\n},
 );
 
@@ -179,6 +188,11 @@ is($get->('/z.psgi.pl')->{body}, 'cgi z', 'z.psgi.pl is a CGI script');
 # ---- an encoded slash: 400 before any routing, as for every file ----
 is($get->('/x.t.psgi/a%2Fb')->{status}, 400, 'an encoded slash in the path of an app: 400');
 is($get->('/x.t.psgi/a?p=a%2Fb')->{body}, 'app x.t', '... in the query: the app\'s');
+
+# ---- psgix.logger ----
+is($get->('/logger.psgi')->{body}, 'CODE', 'psgix.logger is a code reference');
+ok($log->(qr{\Q$root\E/logger\.psgi: warn: a logged message\n}) && $log->(qr{logger\.psgi: debug: another\n}),
+    '... its messages go to the error log, naming the app, with their level');
 
 # ---- plxd --app: the app at /, the status page still plxd's ----
 {

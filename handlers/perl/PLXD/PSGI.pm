@@ -198,6 +198,19 @@ sub _end { $_[0]{open} = 0; return }
 
 package PLXD::PSGI;
 
+# psgix.logger: the app's message goes to the error log under its name, as
+# what it prints to STDERR (psgi.errors) does, its level first
+# ("FILE: warn: MESSAGE").
+sub logger {
+    my ($m) = @_;
+    my ($level, $text) = ref $m eq 'HASH' ? @$m{qw(level message)} : ('info', $m);
+    $level = 'info' unless defined $level;
+    $text = '' unless defined $text;
+    $text =~ s/\n\z//;
+    print STDERR "$level: $text\n";
+    return;
+}
+
 # Calls $code with @args in scalar context, STDOUT being STDERR: the
 # app's file as it is run for the app, and each psgix.cleanup handler.
 sub call {
