@@ -145,12 +145,13 @@ ok($log->(qr{te\.psgi: the PSGI application died: header Transfer-Encoding 'gzip
 # ---- a chunked body past max_body: 413, as with a Content-Length ----
 for my $path ('/up.psgi', '/up.plx') {
     my $chunked = sub {
-        my $len = shift;
-        "POST $path HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+        my ($len, $close) = @_;
+        "POST $path HTTP/1.1\r\nHost: x\r\n" . ($close ? "Connection: close\r\n" : '')
+            . "Transfer-Encoding: chunked\r\n\r\n"
             . sprintf("%x\r\n%s\r\n", 600, 'a' x 600) . sprintf("%x\r\n%s\r\n", $len - 600, 'b' x ($len - 600))
             . "0\r\n\r\n";
     };
-    my ($r) = responses($s->raw($chunked->(1000)));
+    my ($r) = responses($s->raw($chunked->(1000, 'close')));
     is("$r->{status} $r->{body}", '200 1000', "$path: a chunked body of exactly max_body is served");
     ($r) = responses($s->raw($chunked->(1001)));
     is($r && $r->{status}, 413, "... one byte more: 413");
