@@ -263,6 +263,7 @@ static void xs_init(pTHX)
 	newXS("PLXD::Worker::fcgi_last_call", xs_fcgi_last_call, file);
 	newXS("PLXD::Worker::in_child", xs_in_child, file);
 	newXS("PLXD::PSGI::client_gone", xs_psgi_client_gone, file);
+	newXS("PLXD::PSGI::respond_plain", xs_psgi_respond_plain, file);
 }
 
 /* A child the script forked (fork, or open with "-|") runs the worker's

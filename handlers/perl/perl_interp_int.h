@@ -294,6 +294,8 @@ int psgi_is_app(const char *path);
 XS(xs_psgi_client_gone);
 /* An app's %ENV: PATH and PERL5LIB of env, in out (3 slots). */
 char *const *psgi_process_env(char *const *env, char *out[3]);
+/* perl_psgi_response.c */
+XS(xs_psgi_respond_plain);
 /* Serves run with the app of s (loading it first): protect()'s result, 0
  * when nothing unwound it; run->outcome set when it failed. */
 int psgi_run(pTHX_ struct perl_interp *pi, struct perl_script *s, struct perl_run *run);

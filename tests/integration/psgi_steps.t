@@ -8,6 +8,9 @@
 # that runs the application: a worker, and in thread mode plxd itself.
 # The reused handle must still behave as a fresh one: empty, at its start,
 # opened again when an application closed it.
+# An array response of plain byte strings is checked and written in C
+# (perl_psgi_response.c), anything else by PLXD/PSGI.pm: both must write
+# the same bytes, and the C path must refuse what it cannot write exactly.
 use strict;
 use warnings;
 use Test::More;
@@ -28,6 +31,31 @@ sub {
 };
 EOF
     'hello.psgi' => "my \$b = \"hi\\n\";\nsub { [200, ['Content-Type' => 'text/plain'], [\$b]] };\n",
+    # ?CASE: a response that PLXD::PSGI::respond_plain writes, or leaves to
+    # PSGI.pm; the body says which, the rest must not differ.
+    'plain.psgi' => <<'EOF',
+package Str { use overload '""' => sub { ${ $_[0] } }; sub new { my ($c, $s) = @_; bless \$s, $c } }
+package Tied { sub TIEARRAY { bless [ @_[1 .. $#_] ], $_[0] } sub FETCH { $_[0][ $_[1] ] }
+    sub FETCHSIZE { scalar @{ $_[0] } } }
+my %cases = (
+    plain   => sub { [200, ['Content-Type' => 'text/plain', 'X-Num' => 42], ['a', 'b']] },
+    numbers => sub { [201.0, ['X-Len', 3, 'X-Undef', undef, 'X-Empty', ''], [1, undef, 2, '']] },
+    latin1  => sub { my $v = "caf\x{e9}"; utf8::upgrade($v); [200, ['X-Latin1' => $v], [$v]] },
+    object  => sub { [200, ['X-Obj' => Str->new('o')], [Str->new('obj')]] },
+    tied    => sub { tie my @b, 'Tied', 't1', 't2'; [200, [], \@b] },
+    extra   => sub { [200, [], ['x'], 'ignored'] },
+    status  => sub { [Str->new('202'), [], ['s']] },
+);
+sub {
+    my $env = shift;
+    my $res = $cases{ $env->{QUERY_STRING} }->();
+    open my $probe, '>', \my $bytes or die;
+    my $plain = PLXD::PSGI::respond_plain($res, $probe) ? 'C' : 'Perl';
+    close $probe;
+    push @{ $res->[1] }, 'X-Path' => $plain;
+    return $res;
+};
+EOF
 );
 my $s = PlxdTest->start(
     files    => \%files,
@@ -45,6 +73,25 @@ for my $q ('', 'end', 'close', '', 'end', '') {
 is($s->request('POST', '/input.psgi', content => 'abc')->{content}, "read 'abc' at 3\n",
     'a request with a body gets its own handle');
 is($s->get('/input.psgi')->{content}, "read '' at 0\n", '... and the next one without a body the empty one');
+
+# --- the array response: C and Perl write the same ---
+my %want = (
+    plain   => [ 'C',    200, { 'content-type' => 'text/plain', 'x-num' => 42 }, 'ab' ],
+    numbers => [ 'C',    201, { 'x-len' => 3 }, '12' ],    # empty values: psgi.t
+    latin1  => [ 'Perl', 200, { 'x-latin1' => "caf\xe9" }, "caf\xe9" ],
+    object  => [ 'Perl', 200, { 'x-obj' => 'o' }, 'obj' ],
+    tied    => [ 'Perl', 200, {}, 't1t2' ],
+    extra   => [ 'Perl', 200, {}, 'x' ],
+    status  => [ 'Perl', 202, {}, 's' ],
+);
+for my $case (sort keys %want) {
+    my ($path, $status, $headers, $body) = @{ $want{$case} };
+    my $r = $s->get("/plain.psgi?$case");
+    is($r->{headers}{'x-path'}, $path, "($case) written by " . ($path eq 'C' ? 'C' : 'PSGI.pm'));
+    is($r->{status}, $status, "($case) its status");
+    is($r->{headers}{$_}, $headers->{$_}, "($case) header $_") for sort keys %$headers;
+    is($r->{content}, $body, "($case) its body");
+}
 
 # --- no fstat, no signal mask read, per request ---
 SKIP: {

@@ -65,6 +65,9 @@ sub serve {
 # short. An array body is made into bytes first.
 sub _respond {
     my ($r) = @_;
+    # Plain byte strings throughout (most responses): checked and written
+    # in C (perl_psgi_response.c), as below.
+    return if respond_plain($r, \*STDOUT);
     die "the response has no body\n" if @$r < 3;
     my $body = $r->[2];
     if (ref $body eq 'ARRAY') {
