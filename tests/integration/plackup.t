@@ -61,9 +61,10 @@ sub body { my ($srv, $q) = @_; my $r = $http->get($srv->url . "?$q"); return "$r
 sub removers { grep { (read_file("/proc/$_/cmdline") // '') =~ /\Q$tmpdir\E/ } map { m{(\d+)$} } glob '/proc/[0-9]*' }
 
 # Stops it with sig and checks that it exits 0 and leaves nothing: no
-# process below it, no remover, nothing in TMPDIR.
+# process below it, no remover, nothing in TMPDIR; and that its log has no
+# crash and no sanitizer report.
 sub stops_clean {
-    my ($srv, $what, $sig) = @_;
+    my ($srv, $log, $what, $sig) = @_;
     my %below = PlxdServer::descendants($srv->pid);
     ok(scalar(keys %below), "$what: plxd runs processes below it");
     kill $sig // 'TERM', $srv->pid;
@@ -73,6 +74,8 @@ sub stops_clean {
     ok(wait_for(sub { !removers() && !glob("$tmpdir/*") }),
         "$what: its temporary folder is removed, and the process that removes it is gone");
     $srv->stop;
+    unlike(read_file($log), qr/Sanitizer|runtime error:|master: serving process \d+ (?:killed|exited)/,
+        "$what: no crash and no sanitizer report in the log");
 }
 
 {
@@ -100,7 +103,7 @@ sub stops_clean {
     write_file("$site/app.psgi", $text =~ s/version 1/version 2/r);
     ok(wait_for(sub { body($srv, '') eq '200 version 2' }), 'a change to the file is served');
     write_file("$site/app.psgi", $text);
-    stops_clean($srv, 'SIGTERM');
+    stops_clean($srv, $log, 'SIGTERM');
 }
 
 {
@@ -121,12 +124,12 @@ sub stops_clean {
         '--access-log FILE: plxd\'s access log');
     like(read_file("$tmp/error.log"), qr/listening on/, '--error-log FILE: plxd\'s error log');
     unlike(read_file($log), qr{"GET /}, 'no access log on stderr');
-    stops_clean($srv, '--pid', 'INT');
+    stops_clean($srv, "$tmp/error.log", '--pid', 'INT');
     ok(!-e $pidfile, '--pid: the file is removed once plxd has stopped');
 }
 
 {
-    my ($srv) = plackup('--listen', '127.0.0.1:0', '--isolation', 'thread', '--timeout', '30s',
+    my ($srv, $log) = plackup('--listen', '127.0.0.1:0', '--isolation', 'thread', '--timeout', '30s',
         '-I', 'lib', '-MPlackupGreeting', '--path', '/mnt', "$site/app.psgi");
     ok($srv, '--isolation thread --timeout 30s -I lib -M --path') or last;
     my $r = $http->get($srv->url . 'mnt/a?mode');
@@ -136,14 +139,14 @@ sub stops_clean {
     is("$r->{status} $r->{content}", '200 /mnt|/a', '--path /mnt: mounted there');
     $r = $http->get($srv->url . 'mnt?greet');
     is("$r->{status} $r->{content}", '200 greeting', '-I lib and -M: the module from lib');
-    stops_clean($srv, 'thread mode');
+    stops_clean($srv, $log, 'thread mode');
 }
 
 {
-    my ($srv) = plackup('--listen', '127.0.0.1:0', '-e', 'sub { [200, [], ["from -e"]] }');
+    my ($srv, $log) = plackup('--listen', '127.0.0.1:0', '-e', 'sub { [200, [], ["from -e"]] }');
     ok($srv, 'plackup -e CODE, no file') or last;
     is(body($srv, ''), '200 from -e', '-e: the code is the app');
-    stops_clean($srv, '-e');
+    stops_clean($srv, $log, '-e');
 }
 
 # Runs plackup to its end; returns (exit status, what it printed).

@@ -51,7 +51,9 @@ for my $case (['/app.psgi', {}], ['', { '/' => 'root/app.psgi' }],
         stderr => "$dir/stderr.log", timeout => 30);
     $ENV{PLACK_TEST_SCRIPT_NAME} = '';
     Plack::Test::Suite->run_server_tests(sub { POSIX::pause() while 1 }, $srv->port);
-    unlike(read_file("$dir/error.log"), qr/\[(?:alert|crit)\]/, 'plackup -s Plxd: no alert in the log');
     is($srv->stop, 0, 'plackup -s Plxd: plxd exits 0 on SIGTERM');
+    unlike(read_file("$dir/error.log") . read_file("$dir/stderr.log"),
+        qr/\[(?:alert|crit)\]|Sanitizer|runtime error:|master: serving process \d+ (?:killed|exited)/,
+        'plackup -s Plxd: no alert, crash or sanitizer report in the log');
 }
 done_testing;
