@@ -165,6 +165,7 @@ for my $case (
     [['--isolation', 'fork'], qr/^plackup -s Plxd: --isolation fork: \[perl\] isolation: must be process or thread$/m],
     [['--listen', "$tmp/plxd.sock"], qr/plxd listens on TCP only .*not on a Unix socket/],
     [['--listen', ':0', '--listen', ':1'], qr/plxd listens on one address/],
+    [['--listen', '127.0.0.1:0:ssl'], qr/--listen 127\.0\.0\.1:0:ssl: plxd serves no TLS/],
     [['-r'], qr/-r, -R and -L Restarter are not needed: plxd compiles the application again/],
     [['-L', 'Shotgun'], qr/-L Shotgun are not needed/],
     [['-D'], qr/--daemonize is not supported: plxd stays in the foreground/],

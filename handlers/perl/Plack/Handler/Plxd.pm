@@ -61,7 +61,7 @@ my %REFUSED = (
         . ' shared modules before the workers start',
 );
 
-# Plack::Runner's own options, and the ones it passes every handler.
+# Plack::Runner's options it passes every handler, and the ones mapped by hand.
 my %RUNNER = map { $_ => 1 } qw(host port listen socket server_ready pid keepalive config);
 
 sub new {
@@ -153,6 +153,8 @@ sub _listen {
     my @listen = @{ $self->{args}{listen} || [] };
     _fail('plxd listens on one address: give one --listen') if @listen > 1;
     my $listen = $listen[0] // ':5000';
+    _fail("--listen $listen: plxd serves no TLS: put a TLS proxy in front of it")
+        if $listen =~ /:ssl$/;
     my ($host, $port) = $listen =~ /^(.*):(\d+)$/
         or _fail("--listen $listen: plxd listens on TCP only (HOST:PORT or :PORT), not on a"
             . ' Unix socket');
