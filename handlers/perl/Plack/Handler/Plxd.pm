@@ -114,8 +114,9 @@ sub _check {
         if ref $psgi;
     my $loader = $r->{loader} // 'Plack::Loader';
     $loader = ref $loader || $loader;
-    _fail("-r, -R and -L $loader are not needed: plxd compiles the application again when its"
-        . ' file or a module it loaded changes') if $loader =~ /(?:^|::)(?:Restarter|Shotgun)$/;
+    _fail('-r, -R, -L Restarter and -L Shotgun are not needed: plxd compiles the application'
+        . ' again when its file or a module it loaded changes')
+        if $loader =~ /(?:^|::)(?:Restarter|Shotgun)$/;
     _fail("-L $loader: only the default loader and Delayed are supported")
         unless $loader =~ /^(?:Plack::Loader|(?:Plack::Loader::)?Delayed)$/;
     $psgi //= 'app.psgi' unless defined $r->{eval};
