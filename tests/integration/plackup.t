@@ -25,8 +25,11 @@ write_file("$site/lib/PlackupGreeting.pm", "package PlackupGreeting; sub text { 
 write_file("$site/app.psgi", <<'APP');
 use Cwd ();
 my $loaded_in = Cwd::getcwd();
+# Held open for as long as the app lives (by plackup too, which loads it once).
+open my $held, '<', 'data/note.txt' or die "data/note.txt: $!\n";
 sub {
     my $env = shift;
+    my $keep = $held;
     my $q = $env->{QUERY_STRING};
     die "died here\n" if $q eq 'die';
     my $body = $q eq 'pid' ? $$
@@ -58,7 +61,10 @@ sub plackup {
 sub body { my ($srv, $q) = @_; my $r = $http->get($srv->url . "?$q"); return "$r->{status} $r->{content}" }
 
 # The processes plackup left, other than plxd's own: the folder's remover.
-sub removers { grep { (read_file("/proc/$_/cmdline") // '') =~ /\Q$tmpdir\E/ } map { m{(\d+)$} } glob '/proc/[0-9]*' }
+sub removers {
+    grep { (read_file("/proc/$_/cmdline") // '') =~ /^plxd-plackup: removes \Q$tmpdir\E/ }
+        map { m{(\d+)$} } glob '/proc/[0-9]*';
+}
 
 # Stops it with sig and checks that it exits 0 and leaves nothing: no
 # process below it, no remover, nothing in TMPDIR; and that its log has no
@@ -84,6 +90,11 @@ sub stops_clean {
     is(readlink("/proc/" . $srv->pid . "/exe"), Cwd::abs_path(build_dir() . '/plxd'),
         "the process plackup started is the build's plxd (exec)");
     is(body($srv, ''), '200 version 1', 'GET / is the app');
+    my @removers = removers();
+    is(scalar @removers, 1, 'one process waits to remove the temporary folder');
+    is(join(' ', map { readlink($_) =~ s/\[\d+\]$//r } sort glob("/proc/$removers[0]/fd/*")),
+        '/dev/null /dev/null /dev/null pipe:',
+        '... holding /dev/null and the pipe plxd holds, nothing plackup had open');
     is(body($srv, 'mode'), '200 process', 'worker processes by default');
     my $worker = build_dir() . '/modules/plxd-perl-worker';
     ok(wait_for(sub {

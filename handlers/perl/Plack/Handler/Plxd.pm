@@ -300,7 +300,14 @@ sub _remover {
         open STDIN, '<', '/dev/null';
         open STDOUT, '>', '/dev/null';
         open STDERR, '>', '/dev/null';
-        1 while sysread($r, my $buf, 1) || $!{EINTR};
+        # Nothing the application opened as plackup loaded it stays open here.
+        opendir my $fds, '/proc/self/fd';
+        my @fds = grep { /^\d+$/ && $_ > 2 && $_ != fileno($r) } readdir $fds;
+        POSIX::close($_) for @fds;
+        while (1) {
+            my $n = sysread($r, my $buf, 1);
+            last if defined $n || !$!{EINTR};
+        }
         File::Path::remove_tree($dir);
         if (defined $pidfile && open my $fh, '<', $pidfile) {
             my $held = <$fh> // '';
