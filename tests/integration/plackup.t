@@ -154,8 +154,9 @@ sub stops_clean {
 }
 
 {
-    my ($srv, $log) = plackup('--listen', '127.0.0.1:0', '-e', 'sub { [200, [], ["from -e"]] }');
-    ok($srv, 'plackup -e CODE, no file') or last;
+    my ($srv, $log) = plackup('--listen', 'localhost:0', '-e', 'sub { [200, [], ["from -e"]] }');
+    ok($srv, 'plackup -e CODE, no file, --listen localhost:0') or last;
+    like($srv->host, qr/^(?:127\.0\.0\.1|::1)$/, '--listen localhost:0: the name resolved to an address');
     is(body($srv, ''), '200 from -e', '-e: the code is the app');
     stops_clean($srv, $log, '-e');
 }
