@@ -161,6 +161,17 @@ sub stops_clean {
     stops_clean($srv, $log, '-e');
 }
 
+{
+    write_file("$tmp/site.conf", "[server]\nroot = $site\n[handlers]\n.psgi = perl\n[perl]\nworkers = 1\n"
+        . "max_requests = 1\n");
+    my ($srv, $log) = plackup('--listen', '127.0.0.1:0', '--config', "$tmp/site.conf", "$site/app.psgi");
+    ok($srv, '--config FILE') or last;
+    my @pids = map { body($srv, 'pid') } 1 .. 2;
+    like($pids[0], qr/^200 \d+$/, '--config FILE: the app at /');
+    isnt($pids[1], $pids[0], '--config FILE: its [perl] max_requests = 1');
+    stops_clean($srv, $log, '--config');
+}
+
 # Runs plackup to its end; returns (exit status, what it printed).
 sub fails {
     my (@args) = @_;
