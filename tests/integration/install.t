@@ -96,6 +96,8 @@ sub serves {
 # Where the handler goes under a prefix that is not perl's vendor prefix.
 my $perl_lib = File::Spec->abs2rel($Config{installsitelib}, $Config{siteprefix});
 ok(-f "$prefix/$perl_lib/Plack/Handler/Plxd.pm", "Plack::Handler::Plxd under $perl_lib");
+like(read_file($pages[0]), qr{^\.I \Q$prefix/$perl_lib\E/Plack/Handler/Plxd\.pm$}m,
+    'plxd(8) names the installed Plack::Handler::Plxd');
 
 # plackup -s Plxd with the handler installed under $root starts $root's plxd
 # (the process plackup started is it, by exec) and serves an app.
