@@ -377,6 +377,11 @@ static void run_request(struct perl_interp *pi, struct perl_run *run)
 				settings_apply(aTHX_ pi, script->settings);
 		}
 		if (script->psgi) {
+			/* Its DATA is read while the app runs (the templates a
+			 * Mojolicious::Lite app finds at its first render), not
+			 * while the file runs: opened once, before it loads. */
+			if (script->data && !script->app)
+				open_data(aTHX_ pi, script);
 			sv_setpvs(ERRSV, "");
 			errno = 0;
 			int ret = psgi_run(aTHX_ pi, script, run);

@@ -212,6 +212,19 @@ sub {
     };
 }
 EOF
+    # DATA read at each request, after the file ran (as Mojolicious::Lite
+    # finds the templates of __DATA__ at its first render).
+    'data.psgi' => <<'EOF',
+my $first = <DATA>;
+sub {
+    seek DATA, 0, 0 if $_[0]{QUERY_STRING} eq 'again';
+    my $rest = join '', <DATA>;
+    [200, ['Content-Type' => 'text/plain'], ["first=$first" . "rest=$rest"]];
+}
+__DATA__
+line one
+line two
+EOF
     'data.bin' => join('', map { chr($_ % 251) } 0 .. 200_000),
 );
 
@@ -387,6 +400,12 @@ $r = $s->get('/broken.psgi');
 is($r->{status}, 500, 'a file that dies as it loads: 500');
 ok(wait_for(sub { $s->error_log =~ /\Q$root\E\/broken\.psgi: the PSGI application did not load: cannot build the app/ }),
     '... naming the file');
+
+is($s->get('/data.psgi')->{content}, "first=line one\nrest=line two\n",
+    'its __DATA__: read as the file runs, and by the app at a request after');
+is($s->get('/data.psgi')->{content}, "first=line one\nrest=", '... the same handle, read to its end');
+is($s->get('/data.psgi?again')->{content}, "first=line one\nrest=line one\nline two\n",
+    '... which seeks to the start of the text after __DATA__');
 
 is($s->get('/Upper.PSGI')->{content}, 'upper', 'the extension in any case, as [handlers] matches it');
 
