@@ -175,18 +175,18 @@ static int watch_xsub(pTHX_ const char *name, XSUBADDR_t *real, XSUBADDR_t watch
 	return 0;
 }
 
-/* Once plxd's thread set-up loaded POSIX: what it loaded with C code is
- * not counted as the scripts' (c_code_loaded), as these are watched. */
-void watch_posix(pTHX_ struct perl_interp *pi)
+/* Once plxd's thread set-up loaded POSIX: its functions that could move
+ * a standard descriptor or block a signal are watched. -1: they are not
+ * there to watch. */
+int watch_posix(pTHX)
 {
 	if (watch_xsub(aTHX_ "POSIX::dup2", &posix_dup2, watched_dup2) < 0
 			|| watch_xsub(aTHX_ "POSIX::close", &posix_close, watched_close) < 0
 			|| watch_xsub(aTHX_ "POSIX::sigprocmask", &posix_sigprocmask,
 					   watched_sigprocmask)
 					< 0)
-		return;
-	AV *loaded = get_av("DynaLoader::dl_modules", 0);
-	pi->globals.plxd_c_modules = loaded ? av_count(loaded) : 0;
+		return -1;
+	return 0;
 }
 
 static Perl_check_t ck_chdir_next, ck_umask_next, ck_alarm_next, ck_syscall_next, ck_open_next,
@@ -263,6 +263,7 @@ static void xs_init(pTHX)
 	newXS("PLXD::Worker::fcgi_last_call", xs_fcgi_last_call, file);
 	newXS("PLXD::Worker::in_child", xs_in_child, file);
 	newXS("PLXD::PSGI::client_gone", xs_psgi_client_gone, file);
+	newXS("PLXD::PSGI::respond_plain", xs_psgi_respond_plain, file);
 }
 
 /* A child the script forked (fork, or open with "-|") runs the worker's
@@ -557,8 +558,13 @@ struct perl_interp *interp_create(const struct perl_interp_options *o, int taint
 		snprintf(err, errlen, "thread set-up failed: %s", SvPV_nolen(ERRSV));
 		goto fail;
 	}
-	if (o->threaded)
-		watch_posix(aTHX_ pi);
+	/* What plxd's own set-up loaded with C code (PerlIO::scalar, for
+	 * psgi.input; POSIX in thread mode, once its functions that matter
+	 * are watched) is not counted as the scripts' (c_code_loaded). */
+	if (!o->threaded || watch_posix(aTHX) == 0) {
+		AV *loaded = get_av("DynaLoader::dl_modules", 0);
+		pi->globals.plxd_c_modules = loaded ? av_count(loaded) : 0;
+	}
 	AV *inc = GvAVn(PL_incgv);
 	pi->modwatch.system_inc = av_copy(aTHX_ inc);
 	size_t ninc = 0;

@@ -56,6 +56,8 @@ struct perl_run {
 				     hold fd 1 (see perl_interp_set_stdout) */
 	int accept_loop;     /* the script took its request with a
 				     FastCGI-style accept (perl_fcgi.c) */
+	int ran_on;          /* it went on after its answer: a PSGI app's
+				     psgix.cleanup handlers */
 	int harakiri;        /* a PSGI app set psgix.harakiri.commit: the
 				     interpreter retires after the answer */
 	uint64_t compile_us; /* time spent compiling */

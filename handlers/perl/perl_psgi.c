@@ -172,6 +172,9 @@ static void cleanup_run(pTHX_ struct perl_interp *pi, HV *env)
 	if (av_count(handlers) == 0)
 		return;
 	SvREFCNT_inc_simple_void_NN(handlers);
+	/* Inline, the client waits for them: the route is not short. */
+	if (pi->run)
+		pi->run->ran_on = 1;
 	fcgi_answer_early(aTHX_ pi);
 	SV *envref = sv_2mortal(newRV_inc((SV *)env));
 	for (Size_t i = 0; i < av_count(handlers); i++) {

@@ -34,8 +34,19 @@ EOF
     'post.plt'    => $where . "print \"Content-Type: text/plain\\n\\n\", where(), ' ', scalar(<STDIN>), \"\\n\";\n",
 );
 $files{'never.plt'} = $files{'where.plt'};
-# A PSGI application says where it ran.
-$files{'where.psgi'} = $where . "sub { [200, ['Content-Type', 'text/plain'], [where() . \"\\n\"]] };\n";
+# A PSGI application says where it ran, and its interpreter's address;
+# ?sleep=MS makes a run slow, ?cleanup=1 pushes a cleanup handler,
+# ?harakiri=1 asks for the interpreter's end.
+$files{'where.psgi'} = $where . <<'EOF';
+sub {
+    my $env = shift;
+    my %q = map { split /=/, $_, 2 } split /&/, $env->{QUERY_STRING};
+    select undef, undef, undef, $q{sleep} / 1000 if $q{sleep};
+    push @{ $env->{'psgix.cleanup.handlers'} }, sub { $main::cleaned++ } if $q{cleanup};
+    $env->{'psgix.harakiri.commit'} = 1 if $q{harakiri};
+    [200, ['Content-Type', 'text/plain'], [where() . "\n" . (0 + \%main::) . "\n"]];
+};
+EOF
 
 my $s = PlxdTest->start(
     files    => \%files,
@@ -56,9 +67,34 @@ sub inline_again {
     return 0;
 }
 
-# --- a PSGI application never runs inline: one file for every route ---
-is_deeply([ map { $where_is->('/where.psgi') } 1 .. 6 ], [ ('plxd-perl') x 6 ],
-    'a PSGI application runs on an interpreter thread, however short its runs');
+# --- an application's routes prove themselves short each on its own ---
+is($where_is->('/where.psgi/a'), 'plxd-perl', "an application's new route runs on an interpreter thread ($_)") for 1 .. 3;
+is($where_is->('/where.psgi/a?x=1'), 'plxd-event', '... after 3 short runs, inline (the query is not the route)');
+is($where_is->('/where.psgi/b'), 'plxd-perl', "another route of it is new: on an interpreter thread ($_)") for 1 .. 3;
+is($where_is->('/where.psgi/b'), 'plxd-event', '... then inline too');
+is($where_is->('/where.psgi/a?sleep=400'), 'plxd-event', 'a slow run of a proven route runs inline, once');
+ok(wait_for(sub { $s->error_log =~ m{where\.psgi, route /a: ran \d+ us inline, past inline_budget} }),
+    '... its demotion is logged under the application and the route');
+is($where_is->('/where.psgi/a'), 'plxd-perl', '... that route runs on an interpreter thread again');
+is($where_is->('/where.psgi/b'), 'plxd-event', '... and the other stays inline');
+is($where_is->('/where.psgi'), 'plxd-perl', 'the application itself (PATH_INFO empty) is a route of its own');
+my $long = '/where.psgi/' . ('l' x 255);
+is_deeply([ map { $where_is->($long) } 1 .. 4 ], [ ('plxd-perl') x 3, 'plxd-event' ],
+    'a route of 256 bytes (PATH_INFO with its slash) is recorded');
+is_deeply([ map { $where_is->("${long}m") } 1 .. 6 ], [ ('plxd-perl') x 6 ],
+    'a route of 257 bytes is not: it never runs inline');
+is_deeply([ map { $where_is->('/where.psgi/c?cleanup=1') } 1 .. 6 ], [ ('plxd-perl') x 6 ],
+    'a route whose requests push psgix.cleanup handlers never runs inline: its client would wait for them');
+$s->get('/where.psgi/h') for 1 .. 3;
+my $r0 = $s->get('/where.psgi/h');
+my ($thread0, $interp0) = split /\n/, $r0->{content};
+is($thread0, 'plxd-event', 'a proven route runs inline');
+$r0 = $s->get('/where.psgi/h?harakiri=1');
+is((split /\n/, $r0->{content})[0], 'plxd-event', '... and asks, inline, for its interpreter\'s end');
+ok(wait_for(sub { $s->error_log =~ /replaced by a fresh clone: its PSGI application asked for it/ }),
+    '... which is logged');
+my @after = split /\n/, $s->get('/where.psgi/h')->{content};
+isnt($after[1], $interp0, '... and the next request of the route is served by a new interpreter');
 
 # --- promoted after inline_after (3) short runs, demoted by one slow one ---
 is($where_is->('/where.plt'), 'plxd-perl', "a new script runs on an interpreter thread ($_)") for 1 .. 3;

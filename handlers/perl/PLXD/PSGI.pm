@@ -7,6 +7,9 @@
 package PLXD::PSGI;
 
 use strict;
+# psgi.input's in-memory handles: loaded with plxd's set-up, not counted
+# as a script's C code (perl_interp.c).
+use PerlIO::scalar ();
 
 # A header name is an HTTP token; a value holds no CR, LF or NUL (other
 # controls but tab neither): anything else would let the app write a
@@ -62,6 +65,9 @@ sub serve {
 # short. An array body is made into bytes first.
 sub _respond {
     my ($r) = @_;
+    # Plain byte strings throughout (most responses): checked and written
+    # in C (perl_psgi_response.c), as below.
+    return if respond_plain($r, \*STDOUT);
     die "the response has no body\n" if @$r < 3;
     my $body = $r->[2];
     if (ref $body eq 'ARRAY') {
@@ -178,13 +184,21 @@ package PLXD::PSGI;
 # seekable (psgix.input.buffered), in memory up to 1 MB, in an anonymous
 # temporary file beyond. A request without a body (no CONTENT_LENGTH, or
 # 0: plxd gives a chunked body's length once it is spooled) reads nothing.
+#
+# Every request without a body gets the same empty handle, put back at its
+# start: opening one per request costs an open (which makes the runtime
+# look at the standard descriptors again, perl_stdio.c) for nothing a
+# request could tell apart. One the application closed is opened again.
+my $empty = '';
+my $none;
 sub input {
     my ($length) = @_;
-    my $buf = '';
     if (!$length) {
-        open my $none, '<', \$buf or die "psgi.input: $!\n";
+        return $none if $none && seek $none, 0, 0;
+        open $none, '<', \$empty or die "psgi.input: $!\n";
         return $none;
     }
+    my $buf = '';
     while (length $buf <= 1 << 20) {
         my $n = read(STDIN, $buf, 65536, length $buf);
         die "reading the request body: $!\n" unless defined $n;
