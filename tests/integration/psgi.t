@@ -28,6 +28,7 @@ sub {
         $out .= "$k=$v\n";
     }
     $out .= "ENV_METHOD=" . ($ENV{REQUEST_METHOD} // 'none') . "\n";
+    $out .= "ENV_PLACK=" . ($ENV{PLACK_ENV} // 'none') . "\n";
     $out .= "INPUT_IN_MEMORY=" . (fileno($env->{'psgi.input'}) // -1) . "\n";
     $out .= "ENV_HTTP=" . join(',', grep { /^HTTP_/ } sort keys %ENV) . "\n";
     print {$env->{'psgi.errors'}} "a line for the log\n";
@@ -252,6 +253,7 @@ is($e{'psgix.cleanup'}, "'1'", 'psgix.cleanup true');
 is($e{'psgix.cleanup.handlers'}, 'ARRAY[]', 'psgix.cleanup.handlers an empty array');
 ok(!grep({ /^(?:PATH|PERL5LIB|PLXD_.*|HTTP_CONTENT_.*)$/ } keys %e), 'no process variables, no HTTP_CONTENT_*');
 is($e{ENV_METHOD}, 'none', '%ENV holds no request variable');
+is($e{ENV_PLACK}, 'deployment', '%ENV holds PLACK_ENV=deployment, as under Starman');
 is($e{INPUT_IN_MEMORY}, -1, 'no body: psgi.input is in memory, no temporary file');
 is($e{ENV_HTTP}, '', '... nor request headers');
 ok(wait_for(sub { $s->error_log =~ m{\Q$root\E/dir/env\.psgi: a line for the log} }),
