@@ -50,7 +50,7 @@ sub {
 EOF
     'forms.psgi' => <<'EOF',
 package CloseMarker;
-sub new { my ($c, $file) = @_; bless { lines => ["a\n", "b\n"], file => $file }, $c }
+sub new { my ($c, $file, $lines) = @_; bless { lines => $lines || ["a\n", "b\n"], file => $file }, $c }
 sub getline { shift @{ $_[0]{lines} } }
 sub close { open my $f, '>', $_[0]{file} or die; print $f "closed"; close $f }
 package WithPath;
@@ -90,6 +90,23 @@ sub {
             print STDERR "after close: $@";
         };
     }
+    # Bodies the app framed in chunks itself (Mojolicious's write_chunk).
+    my @te = ('Content-Type' => 'text/plain', 'Transfer-Encoding' => 'chunked');
+    return [200, [@te], ["3\r\non", "e\r\n4;x=y\r\n two\r\n0\r\nX-T: 1\r\n\r\n"]] if $q eq 'te-array';
+    if ($q eq 'te-getline') {
+        my @parts = ("5\r", "\nfirst\r\n", "", "7\r\n second\r\n0\r\n\r\n");
+        return [200, [@te], CloseMarker->new("$env->{DOCUMENT_ROOT}/closed.txt", \@parts)];
+    }
+    if ($q eq 'te-writer') {
+        return sub {
+            my $w = $_[0]->([200, [@te]]);
+            $w->write("6\r\nwrit");
+            $w->write("er\r\n0\r\n\r\n");
+            $w->close;
+        };
+    }
+    return [200, [@te], ["not chunks"]] if $q eq 'te-bad';
+    return [200, [@te], ["3\r\none\r\n"]] if $q eq 'te-short';
     return [200, ['Content-Type' => 'text/plain', 'Content-Length' => 5], ["hello"]] if $q eq 'sized';
     return [204, [], []] if $q eq '204';
     return [304, ['ETag' => '"x"'], []] if $q eq '304';
@@ -295,6 +312,19 @@ $r = $s->get('/forms.psgi?delayed');
 is("$r->{status} $r->{content}", '201 delayed', 'the delayed responder');
 $r = $s->get('/forms.psgi?stream');
 is($r->{content}, 'one two', 'the streaming writer');
+# A body the app framed in chunks itself, with Transfer-Encoding: chunked,
+# as Mojolicious's write_chunk gives it: unframed, and framed by plxd.
+for my $case (['te-array', 'one two', 'an array'], ['te-getline', 'first second', 'a getline'],
+    ['te-writer', 'writer', 'a writer\'s']) {
+    my ($q, $want, $what) = @$case;
+    my ($res) = responses($s->raw(request_bytes('GET', "/forms.psgi?$q", 'Connection: close')));
+    is("$res->{status} $res->{body}", "200 $want", "$what body the app framed in chunks, unframed");
+    is(($res->{count}{'transfer-encoding'} // 0) + ($res->{count}{'content-length'} // 0), 1,
+        "... framed once, by plxd");
+}
+for my $q (qw(te-bad te-short)) {
+    is($s->get("/forms.psgi?$q")->{status}, 500, "$q: a body not in the chunks its header says: 500");
+}
 ok(wait_for(sub { $s->error_log =~ /after close: the PSGI writer was written to after close/ }),
     'a write after close dies with a clear message');
 
