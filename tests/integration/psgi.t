@@ -119,6 +119,10 @@ sub {
 EOF
     'die.psgi'     => qq{my \$n = 0;\nsub { die "it broke\\n" if \$_[0]{QUERY_STRING} eq 'die'; \$n++; [200, ['Content-Type' => 'text/plain'], ["alive \$n"]] }\n},
     'notcode.psgi' => qq{my \$x = 42;\n\$x;\n},
+    # A named sub using a file-level lexical, under fatal warnings (as
+    # strictures, which Web::Simple turns on, makes them): doc/psgi.md,
+    # "What differs".
+    'closure.psgi' => qq{use warnings FATAL => 'all';\nmy \$x = 'x';\nsub x { \$x }\nsub { [200, [], [x()]] }\n},
     # Bodies that cannot be sent: found before the head goes out (500), or
     # after it (the response cut short, never framed as whole).
     'body.psgi' => <<'EOF',
@@ -397,6 +401,10 @@ $r = $s->get('/notcode.psgi');
 is($r->{status}, 500, 'a file whose last value is no code: 500');
 ok(wait_for(sub { $s->error_log =~ /\Q$root\E\/notcode\.psgi: its last value is 42, not a PSGI application/ }),
     '... naming the file');
+is($s->get('/closure.psgi')->{status}, 500,
+    'a named sub using a file-level lexical under fatal warnings: 500, the file does not compile');
+ok(wait_for(sub { $s->error_log =~ /\Q$root\E\/closure\.psgi: Variable "\$x" will not stay shared/ }),
+    '... and the log says why');
 is($s->get('/stale.psgi?keep')->{status}, 500, 'a delayed response that never calls its responder: 500');
 $r = $s->get('/stale.psgi?use');
 is($r->{content}, "mine: the responder of an earlier request was called\n",
