@@ -292,8 +292,9 @@ void fcgi_answer_early(pTHX_ struct perl_interp *pi);
 /* perl_psgi.c */
 int psgi_is_app(const char *path);
 XS(xs_psgi_client_gone);
-/* An app's %ENV: PATH and PERL5LIB of env, in out (3 slots). */
-char *const *psgi_process_env(char *const *env, char *out[3]);
+/* An app's %ENV: PATH and PERL5LIB of env and PLACK_ENV=deployment, in
+ * out (4 slots). */
+char *const *psgi_process_env(char *const *env, char *out[4]);
 /* perl_psgi_response.c */
 XS(xs_psgi_respond_plain);
 /* Serves run with the app of s (loading it first): protect()'s result, 0

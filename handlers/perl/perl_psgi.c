@@ -36,12 +36,17 @@ int psgi_is_app(const char *path)
 	return n > 5 && strcasecmp(path + n - 5, ".psgi") == 0;
 }
 
-char *const *psgi_process_env(char *const *env, char *out[3])
+/* PLACK_ENV as Starman sets it (its plackup -E): frameworks read it as
+ * they load, Mojolicious's app->start to return the app rather than run
+ * its command line, which leaves a Mojolicious::Lite file's last value 1. */
+char *const *psgi_process_env(char *const *env, char *out[4])
 {
+	static char plack_env[] = "PLACK_ENV=deployment";
 	size_t n = 0;
 	for (; *env && n < 2; env++)
 		if (strncmp(*env, "PATH=", 5) == 0 || strncmp(*env, "PERL5LIB=", 9) == 0)
 			out[n++] = *env;
+	out[n++] = plack_env;
 	out[n] = NULL;
 	return out;
 }

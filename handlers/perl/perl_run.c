@@ -343,7 +343,7 @@ static void run_request(struct perl_interp *pi, struct perl_run *run)
 	/* An app gets the request in its environment hash: %ENV is the
 	 * process's own, the same for every request (no other request's
 	 * variables left in it). */
-	char *proc_env[3];
+	char *proc_env[4];
 	env_sync(aTHX_ pi,
 			psgi_is_app(run->script) ? psgi_process_env(run->env, proc_env) : run->env);
 	change_dir(pi, run);

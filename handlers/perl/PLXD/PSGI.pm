@@ -49,8 +49,8 @@ sub serve {
             _respond($r);
             return;
         }
-        _head($r);
-        return $writer = PLXD::PSGI::Writer->_new;
+        my $chunked = _head($r);
+        return $writer = PLXD::PSGI::Writer->_new($chunked);
     });
     die "the application's delayed response never called its responder\n" unless $answered;
     # What the writer has not sent yet goes now: the response ends as the
@@ -71,16 +71,20 @@ sub _respond {
     die "the response has no body\n" if @$r < 3;
     my $body = $r->[2];
     if (ref $body eq 'ARRAY') {
-        my @bytes = map { _bytes($_) } @$body;
+        my $bytes = join '', map { _bytes($_) } @$body;
+        if (_chunked($r->[1])) {
+            my $chunked = _dechunker();
+            $bytes = _dechunk($chunked, $bytes);
+            _dechunk_end($chunked);
+        }
         _head($r);
-        print STDOUT @bytes;
+        print STDOUT $bytes;
         return;
     }
     die "the response body is " . (defined $body ? "'$body'" : 'undef')
         . ": not an array, a file handle or an object with getline and close\n"
         unless ref $body && (ref $body eq 'GLOB' || eval { $body->can('getline') });
-    _head($r);
-    _body($body);
+    _body($body, _head($r));
     return;
 }
 
@@ -91,6 +95,12 @@ sub _bytes {
     return $s;
 }
 
+# Writes the head. Returns a de-chunker (_dechunker) when the app framed
+# its body in chunks itself, as Mojolicious does for write_chunk (a
+# Transfer-Encoding: chunked header, the body with its chunks' sizes),
+# which a server that copies headers and body to the socket sends as it
+# is: the header is left out, and the body unframed, so that plxd frames
+# it (chunked, or with a length when the body is complete).
 sub _head {
     my ($r) = @_;
     my ($status, $headers) = @$r;
@@ -99,8 +109,10 @@ sub _head {
     die "headers are not an array reference\n" unless ref $headers eq 'ARRAY';
     die "headers have an odd number of elements\n" if @$headers % 2;
     my $head = "Status: $status\r\n";
+    my $chunked = _chunked($headers);
     for (my $i = 0; $i < @$headers; $i += 2) {
         my ($k, $v) = @$headers[ $i, $i + 1 ];
+        next if $chunked && $k =~ /\ATransfer-Encoding\z/i;
         die "bad header name '" . (defined $k ? $k : 'undef') . "'\n"
             unless defined $k && $k =~ $TOKEN && $k !~ /\AStatus\z/i;
         $v = '' unless defined $v;
@@ -109,14 +121,63 @@ sub _head {
         $head .= "$k: $v\r\n";
     }
     print STDOUT $head, "\r\n";
+    return $chunked ? _dechunker() : undef;
+}
+
+# Whether headers say Transfer-Encoding: chunked (one header, that value
+# only: another coding is left to the gateway, which refuses it).
+sub _chunked {
+    my ($headers) = @_;
+    my @te;
+    for (my $i = 0; $i + 1 < @$headers; $i += 2) {
+        push @te, $headers->[ $i + 1 ] if defined $headers->[$i] && $headers->[$i] =~ /\ATransfer-Encoding\z/i;
+    }
+    return @te == 1 && defined $te[0] && $te[0] =~ /\A\s*chunked\s*\z/i;
+}
+
+# A body in chunks, unframed as it comes in parts: _dechunk returns the
+# data of the chunks its part completes or continues; the last chunk's
+# trailer is dropped. Dies at what is not chunked framing.
+sub _dechunker { return { buf => '', left => 0 } }
+
+sub _dechunk {
+    my ($d, $part) = @_;
+    $d->{buf} .= $part;
+    my $out = '';
+    while (length $d->{buf} && !$d->{done}) {
+        if ($d->{left}) {
+            my $data = substr($d->{buf}, 0, $d->{left}, '');
+            $out .= $data;
+            $d->{left} -= length $data;
+            $d->{crlf} = 1 unless $d->{left};
+        } elsif ($d->{crlf}) {
+            last if length $d->{buf} < 2;
+            die "the response body is not in chunks as its Transfer-Encoding says\n"
+                unless substr($d->{buf}, 0, 2, '') eq "\r\n";
+            $d->{crlf} = 0;
+        } elsif ($d->{buf} =~ s/\A([0-9A-Fa-f]{1,15})[ \t]*(?:;[^\r\n]*)?\r\n//) {
+            $d->{left} = hex $1;
+            $d->{done} = 1 unless $d->{left};
+        } else {
+            die "the response body is not in chunks as its Transfer-Encoding says\n"
+                if $d->{buf} !~ /\A[0-9A-Fa-f]{0,15}(?:[ \t]*;[^\r\n]*)?[ \t]*\r?\z/;
+            last;
+        }
+    }
+    return $out;
+}
+
+# The body ended: its last chunk must have come.
+sub _dechunk_end {
+    die "the response body in chunks has no last chunk\n" unless $_[0]{done};
     return;
 }
 
 # A file handle or an object with getline and close, after the head: a
 # death here cuts the response short (perl_req.c).
 sub _body {
-    my ($body) = @_;
-    if (UNIVERSAL::can($body, 'path')) {
+    my ($body, $chunked) = @_;
+    if (UNIVERSAL::can($body, 'path') && !$chunked) {
         # A file with a path (Plack::Util::set_io_path, IO::File::WithPath):
         # read from its descriptor in large blocks, not by lines.
         my $fd = eval { fileno $body };
@@ -135,8 +196,9 @@ sub _body {
     local $/ = \65536 unless ref $/;
     my $ok = eval {
         while (defined(my $chunk = $body->getline)) {
-            print STDOUT _bytes($chunk);
+            print STDOUT $chunked ? _dechunk($chunked, _bytes($chunk)) : _bytes($chunk);
         }
+        _dechunk_end($chunked) if $chunked;
         1;
     };
     my $err = $@;
@@ -149,7 +211,7 @@ sub _body {
 # sees each part as it is written), close ends the response.
 package PLXD::PSGI::Writer;
 
-sub _new { return bless { open => 1 }, shift }
+sub _new { return bless { open => 1, chunked => $_[1] }, $_[0] }
 
 sub write {
     my ($self, $data) = @_;
@@ -157,6 +219,7 @@ sub write {
     die "the PSGI writer cannot write: the client left\n" if PLXD::PSGI::client_gone();
     return unless defined $data && length $data;
     $data = PLXD::PSGI::_bytes($data);
+    $data = PLXD::PSGI::_dechunk($self->{chunked}, $data) if $self->{chunked};
     local $| = 1;
     print STDOUT $data or die "the PSGI writer cannot write: $!\n";
     return;
