@@ -368,16 +368,30 @@ static void do_eval(pTHX_ void *p)
 		eval_pv(a->code, FALSE);
 }
 
+/* perl's process-wide set-up (PERL_SYS_INIT3) is done once per process,
+ * before its first interpreter, and undone (PERL_SYS_TERM: it destroys the
+ * locks every interpreter takes, the op tree's, the environment's, ...)
+ * once, after its last, as perlembed says. A worker has one interpreter,
+ * and undoes it as that one ends. In plxd each handler instance in thread
+ * mode has a parent of its own, whose clones may outlive another's (a
+ * stop ends the instances one by one), and a reload may start one after
+ * another has ended: the set-up stays until plxd ends. */
+static pthread_mutex_t sys_lock = PTHREAD_MUTEX_INITIALIZER;
+static int sys_done;
+
 struct perl_interp *perl_interp_create(const struct perl_interp_options *o, int argc, char **argv,
 		char *err, size_t errlen)
 {
 	char **env = environ;
-	PERL_SYS_INIT3(&argc, &argv, &env);
+	pthread_mutex_lock(&sys_lock);
+	if (!sys_done) {
+		PERL_SYS_INIT3(&argc, &argv, &env);
+		sys_done = 1;
+	}
+	pthread_mutex_unlock(&sys_lock);
 	struct perl_interp *pi = interp_create(o, 0, err, errlen);
-	if (pi)
+	if (pi && !o->threaded)
 		pi->sys_init = 1;
-	else
-		PERL_SYS_TERM();
 	return pi;
 }
 
@@ -575,10 +589,11 @@ struct perl_interp *interp_create(const struct perl_interp_options *o, int taint
 		av_store(inc, 0, newSVpv(o->inc[i], 0));
 	}
 
-	/* In thread mode this is plxd's own process and perl's first
-	 * interpreter, the one whose %SIG sets process dispositions: what the
-	 * preload sets there stays in %SIG, for the clones, and plxd keeps
-	 * its own (SIGHUP, SIGTERM, SIGINT, SIGPIPE). */
+	/* In thread mode this is plxd's own process, and the first
+	 * instance's parent is perl's first interpreter, the one whose %SIG
+	 * sets process dispositions: what the preload sets there stays in
+	 * %SIG, for the clones, and plxd keeps its own (SIGHUP, SIGTERM,
+	 * SIGINT, SIGPIPE). */
 	static struct sigaction saved[NSIG];
 	for (int sig = 1; o->threaded && sig < NSIG; sig++)
 		sigaction(sig, NULL, &saved[sig]);

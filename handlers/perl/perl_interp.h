@@ -80,7 +80,8 @@ int perl_interp_stopped(const struct perl_interp *pi);
 
 /* Builds the interpreter; argv is the process's own (Perl keeps it for $0).
  * Returns NULL with a message in err when it cannot, e.g. the preload file
- * died. Call once per process. */
+ * died. A worker calls it once; plxd once per instance in thread mode, for
+ * its parent. The first call sets perl up for the process. */
 struct perl_interp *perl_interp_create(const struct perl_interp_options *o, int argc, char **argv,
 		char *err, size_t errlen);
 

@@ -197,7 +197,7 @@ struct perl_interp {
 	struct perl_interp *parent;       /* a clone's */
 	struct perl_interp *taint_parent; /* a parent's tainted one */
 	struct perl_interp_options opts;  /* as created, for making the twin */
-	int sys_init;                     /* it ran PERL_SYS_INIT3 */
+	int sys_init;                     /* perl's set-up ends with it */
 	SV *sv_execname;                  /* $^X */
 
 	PerlIO *tail;               /* STDOUT, while its buffer is run->tail */
