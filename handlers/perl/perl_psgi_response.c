@@ -81,6 +81,9 @@ static int response_plain(pTHX_ AV *r)
 		const char *name = plain_bytes(aTHX_ AvARRAY(headers)[i], 0, &len);
 		if (!name || !name_ok(name, len))
 			return 0;
+		/* A body the app framed in chunks itself: PSGI.pm unframes it. */
+		if (len == 17 && strncasecmp(name, "Transfer-Encoding", 17) == 0)
+			return 0;
 		const char *value = plain_bytes(aTHX_ AvARRAY(headers)[i + 1], 1, &len);
 		if (!value || !value_ok(value, len))
 			return 0;

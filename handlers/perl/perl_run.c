@@ -84,7 +84,8 @@ struct compile_arg {
 static void do_compile(pTHX_ void *p)
 {
 	struct compile_arg *a = p;
-	a->result = perl_registry_compile(aTHX_ a->pi->registry, a->path, &a->script);
+	a->result = perl_registry_compile(aTHX_ a->pi->registry, a->path, psgi_is_app(a->path),
+			&a->script);
 	a->saved_errno = errno;
 }
 

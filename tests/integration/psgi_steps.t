@@ -45,6 +45,7 @@ my %cases = (
     tied    => sub { tie my @b, 'Tied', 't1', 't2'; [200, [], \@b] },
     extra   => sub { [200, [], ['x'], 'ignored'] },
     status  => sub { [Str->new('202'), [], ['s']] },
+    chunked => sub { [200, ['Transfer-Encoding' => 'chunked'], ["1\r\nc\r\n0\r\n\r\n"]] },
 );
 sub {
     my $env = shift;
@@ -83,6 +84,7 @@ my %want = (
     tied    => [ 'Perl', 200, {}, 't1t2' ],
     extra   => [ 'Perl', 200, {}, 'x' ],
     status  => [ 'Perl', 202, {}, 's' ],
+    chunked => [ 'Perl', 200, {}, 'c' ],    # framed by the app: PSGI.pm unframes it
 );
 for my $case (sort keys %want) {
     my ($path, $status, $headers, $body) = @{ $want{$case} };

@@ -22,6 +22,19 @@ my $BAD_VALUE = qr/[\x00-\x08\x0a-\x1f\x7f]/;
 # the request being served then.
 my $served = 0;
 
+# An application's file, compiled and run as `do FILE` runs one: at file
+# scope, with no lexical variable and no pragma of this file's in sight
+# (perl_registry.c). Returns its last value, or dies with the failure (a
+# package variable holds the value: a lexical would be in sight).
+our $loaded;
+sub eval_file {
+    no strict;
+    no warnings;
+    local $loaded = eval $_[0];
+    die $@ if $@;
+    $loaded;
+}
+
 # Calls $app with $env and writes its response. Dies (the caller logs it
 # naming the app, and answers 500 when no header went out) when the app
 # dies or answers what PSGI does not allow. Returns nothing.

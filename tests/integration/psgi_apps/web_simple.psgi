@@ -1,9 +1,9 @@
 # A Web::Simple application for tests/integration/psgi_apps.t, its
 # sessions Plack's cookie session (psgix.session). X-Interp names the
 # interpreter that answered (the test ignores it in the comparison and
-# counts it). Its one file-level variable is a package variable: a named
-# sub using a file-level `my` does not compile under plxd with strictures,
-# which Web::Simple turns on (doc/psgi.md, "What differs").
+# counts it). Its named sub `text` uses a file-level `my` under the
+# strictures Web::Simple turns on (fatal warnings): plxd compiles the file
+# at file scope, as plackup does, so it shares the variable.
 package PsgiAppsWebSimple;
 use Web::Simple;
 use Digest::MD5 qw(md5_hex);
@@ -11,7 +11,7 @@ use Plack::Builder;
 use Plack::Request;
 use Time::HiRes ();
 
-our $interp = sprintf '%d-%.6f', $$, Time::HiRes::time();
+my $interp = sprintf '%d-%.6f', $$, Time::HiRes::time();
 sub text { [200, ['Content-Type' => 'text/plain', 'X-Interp' => $interp, @_[1 .. $#_]], [$_[0]]] }
 
 sub dispatch_request {
