@@ -29,7 +29,7 @@ TEST_PACKAGES="clang libclang-rt-14-dev clang-format apache2-utils wrk hyperfine
   libcgi-application-perl libhtml-template-perl libcgi-session-perl libcgi-formbuilder-perl
   libtemplate-perl libcgi-fast-perl libfcgi-perl cvsweb
   libcatalyst-perl libweb-simple-perl libplack-middleware-session-perl
-  libplack-middleware-deflater-perl"
+  libplack-middleware-deflater-perl strace"
 
 install_missing() {
 	missing=""

@@ -14,9 +14,8 @@
 use strict;
 use warnings;
 use Test::More;
-use PlxdTest qw(wait_for thread_mode);
+use PlxdTest qw(thread_mode);
 use HTTP::Tiny;
-use POSIX ();
 
 my %files = (
     'input.psgi' => <<'EOF',
@@ -96,35 +95,19 @@ for my $case (sort keys %want) {
 }
 
 # --- no fstat, no signal mask read, per request ---
-SKIP: {
-    my $strace = `command -v strace 2>/dev/null`;
-    chomp $strace;
-    skip 'no strace', 3 unless $strace;
-    my $ka = HTTP::Tiny->new(timeout => 30, keep_alive => 1);
-    is($ka->get($s->url('/hello.psgi'))->{content}, "hi\n", 'a first request');
-    my $pid = $s->pid;
-    my ($target) = thread_mode() ? ($pid) : grep { $_ } map { /^(\d+)$/ ? $1 : () } split /\s+/,
-        PlxdTest::read_file("/proc/$pid/task/$pid/children");
-    my $trace = $s->dir . '/strace.txt';
-    my $tracer = fork // die "fork: $!";
-    if (!$tracer) {
-        open STDERR, '>', $s->dir . '/strace.err';
-        exec $strace, '-f', '-e', 'trace=newfstatat,fstat,rt_sigprocmask', '-o', $trace, '-p', $target;
-        POSIX::_exit(127);
-    }
-    my $attached = wait_for(sub {
-        my @tasks = glob "/proc/$target/task/*/status";
-        @tasks && !grep { PlxdTest::read_file($_) !~ /^TracerPid:\s*[1-9]/m } @tasks;
-    }, 30);
-    skip 'strace cannot attach here', 2 unless $attached;
-    my $n = 20;
-    my $answered = grep { $ka->get($s->url('/hello.psgi'))->{content} eq "hi\n" } 1 .. $n;
-    kill 'INT', $tracer;
-    waitpid $tracer, 0;
-    is($answered, $n, "$n keep-alive requests answered under strace");
-    my @calls = grep { /^\d+\s+(?:newfstatat|fstat|rt_sigprocmask)\(/ } split /\n/, PlxdTest::read_file($trace);
-    is(scalar @calls, 0, '... with no fstat and no read of the signal mask among them')
-        or diag(join "\n", @calls);
-}
+my $ka = HTTP::Tiny->new(timeout => 30, keep_alive => 1);
+is($ka->get($s->url('/hello.psgi'))->{content}, "hi\n", 'a first request');
+my $pid = $s->pid;
+my ($target) = thread_mode() ? ($pid) : grep { $_ } map { /^(\d+)$/ ? $1 : () } split /\s+/,
+    PlxdTest::read_file("/proc/$pid/task/$pid/children");
+my $n = 20;
+my $answered = 0;
+my @calls = grep { /^\d+\s+(?:newfstatat|fstat|rt_sigprocmask)\(/ }
+    $s->strace_during($target, [qw(newfstatat fstat rt_sigprocmask)], sub {
+        $answered = grep { $ka->get($s->url('/hello.psgi'))->{content} eq "hi\n" } 1 .. $n;
+    });
+is($answered, $n, "$n keep-alive requests answered under strace");
+is(scalar @calls, 0, '... with no fstat and no read of the signal mask among them')
+    or diag(join "\n", @calls);
 
 done_testing;
