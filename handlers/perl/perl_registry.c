@@ -608,8 +608,8 @@ struct perl_script *perl_registry_lookup(pTHX_ struct perl_registry *reg, const 
 	return s && perl_registry_current(s, facts) ? s : NULL;
 }
 
-enum perl_fetch perl_registry_compile(pTHX_ struct perl_registry *reg, const char *path,
-		int app, struct perl_script **out)
+enum perl_fetch perl_registry_compile(pTHX_ struct perl_registry *reg, const char *path, int app,
+		struct perl_script **out)
 {
 	size_t plen = strlen(path);
 	SV **svp = hv_fetch(reg->scripts, path, (I32)plen, 0);

@@ -98,8 +98,8 @@ struct perl_script *perl_registry_lookup(pTHX_ struct perl_registry *reg, const 
  * already be the request's, as BEGIN blocks see them. A failed
  * compilation is not kept. *out is set with COMPILED. app: path is a PSGI
  * application, whose code is compiled as it runs, at file scope. */
-enum perl_fetch perl_registry_compile(pTHX_ struct perl_registry *reg, const char *path,
-		int app, struct perl_script **out);
+enum perl_fetch perl_registry_compile(pTHX_ struct perl_registry *reg, const char *path, int app,
+		struct perl_script **out);
 
 /* What path's #! line asks for: 'T' (-T), 't' (-t) or 0 (neither, or
  * the file cannot be read: its compile says why). Reads its first line
