@@ -45,11 +45,18 @@ my %cases = (
     extra   => sub { [200, [], ['x'], 'ignored'] },
     status  => sub { [Str->new('202'), [], ['s']] },
     chunked => sub { [200, ['Transfer-Encoding' => 'chunked'], ["1\r\nc\r\n0\r\n\r\n"]] },
+    # A layer that takes characters: print upgrades each byte (written by
+    # PSGI.pm); raw bytes past 0x7f would be malformed UTF-8 in it, and
+    # an :encoding layer (last: Encode, loaded, is C code) ends the
+    # process as it closes.
+    utf8    => sub { binmode STDOUT, ':utf8'; [200, ['X-U' => "\xe9"], ["caf\xe9"]] },
+    encoded => sub { binmode STDOUT, ':encoding(UTF-8)'; [200, [], ["caf\xe9"]] },
 );
 sub {
     my $env = shift;
     my $res = $cases{ $env->{QUERY_STRING} }->();
     open my $probe, '>', \my $bytes or die;
+    binmode $probe, ':utf8' if grep { $_ eq 'utf8' } PerlIO::get_layers(*STDOUT);
     my $plain = PLXD::PSGI::respond_plain($res, $probe) ? 'C' : 'Perl';
     close $probe;
     push @{ $res->[1] }, 'X-Path' => $plain;
@@ -84,15 +91,18 @@ my %want = (
     extra   => [ 'Perl', 200, {}, 'x' ],
     status  => [ 'Perl', 202, {}, 's' ],
     chunked => [ 'Perl', 200, {}, 'c' ],    # framed by the app: PSGI.pm unframes it
+    utf8     => [ 'Perl', 200, { 'x-u' => "\xc3\xa9" }, "caf\xc3\xa9" ],
 );
-for my $case (sort keys %want) {
-    my ($path, $status, $headers, $body) = @{ $want{$case} };
+my $encoded = [ 'Perl', 200, {}, "caf\xc3\xa9" ];
+sub case_is {
+    my ($case, $path, $status, $headers, $body) = @_;
     my $r = $s->get("/plain.psgi?$case");
     is($r->{headers}{'x-path'}, $path, "($case) written by " . ($path eq 'C' ? 'C' : 'PSGI.pm'));
     is($r->{status}, $status, "($case) its status");
     is($r->{headers}{$_}, $headers->{$_}, "($case) header $_") for sort keys %$headers;
     is($r->{content}, $body, "($case) its body");
 }
+case_is($_, @{ $want{$_} }) for sort keys %want;
 
 # --- no fstat, no signal mask read, per request ---
 my $ka = HTTP::Tiny->new(timeout => 30, keep_alive => 1);
@@ -109,5 +119,7 @@ my @calls = grep { /^\d+\s+(?:newfstatat|fstat|rt_sigprocmask)\(/ }
 is($answered, $n, "$n keep-alive requests answered under strace");
 is(scalar @calls, 0, '... with no fstat and no read of the signal mask among them')
     or diag(join "\n", @calls);
+
+case_is('encoded', @$encoded);
 
 done_testing;
