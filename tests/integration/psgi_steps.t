@@ -45,6 +45,10 @@ my %cases = (
     extra   => sub { [200, [], ['x'], 'ignored'] },
     status  => sub { [Str->new('202'), [], ['s']] },
     chunked => sub { [200, ['Transfer-Encoding' => 'chunked'], ["1\r\nc\r\n0\r\n\r\n"]] },
+    # The app's separators are its own: not in the response either way.
+    seps    => sub { ($,, $\) = ('<,>', '<\\>'); [200, ['X-A' => 'a'], ['b', 'c']] },
+    sepsperl => sub { ($,, $\) = ('<,>', '<\\>'); my $v = 'c'; utf8::upgrade($v);
+        [200, ['X-A' => 'a'], ['b', $v]] },
     # A layer that takes characters: print upgrades each byte (written by
     # PSGI.pm); raw bytes past 0x7f would be malformed UTF-8 in it, and
     # an :encoding layer (last: Encode, loaded, is C code) ends the
@@ -91,6 +95,8 @@ my %want = (
     extra   => [ 'Perl', 200, {}, 'x' ],
     status  => [ 'Perl', 202, {}, 's' ],
     chunked => [ 'Perl', 200, {}, 'c' ],    # framed by the app: PSGI.pm unframes it
+    seps     => [ 'C',    200, { 'x-a' => 'a' }, 'bc' ],
+    sepsperl => [ 'Perl', 200, { 'x-a' => 'a' }, 'bc' ],
     utf8     => [ 'Perl', 200, { 'x-u' => "\xc3\xa9" }, "caf\xc3\xa9" ],
 );
 my $encoded = [ 'Perl', 200, {}, "caf\xc3\xa9" ];
