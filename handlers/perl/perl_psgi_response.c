@@ -116,6 +116,9 @@ XS(xs_psgi_respond_plain)
 	 * process as it closes). */
 	if (out && PerlIO_isutf8(out))
 		XSRETURN_NO;
+	/* A tied handle: print calls its PRINT, which this would pass by. */
+	if (io && SvRMAGICAL(io) && mg_find((SV *)io, PERL_MAGIC_tiedscalar))
+		XSRETURN_NO;
 	if (!r || AvFILLp(r) != 2 || !out || !response_plain(aTHX_ r))
 		XSRETURN_NO;
 	STRLEN len;

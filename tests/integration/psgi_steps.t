@@ -34,6 +34,8 @@ EOF
     # PSGI.pm; the body says which, the rest must not differ.
     'plain.psgi' => <<'EOF',
 package Str { use overload '""' => sub { ${ $_[0] } }; sub new { my ($c, $s) = @_; bless \$s, $c } }
+package Upper { sub TIEHANDLE { bless { fh => $_[1] }, $_[0] }
+    sub PRINT { my $self = shift; print { $self->{fh} } map { s/body/BODY/r } @_ } sub CLOSE { 1 } }
 package Tied { sub TIEARRAY { bless [ @_[1 .. $#_] ], $_[0] } sub FETCH { $_[0][ $_[1] ] }
     sub FETCHSIZE { scalar @{ $_[0] } } }
 my %cases = (
@@ -55,12 +57,16 @@ my %cases = (
     # process as it closes.
     utf8    => sub { binmode STDOUT, ':utf8'; [200, ['X-U' => "\xe9"], ["caf\xe9"]] },
     encoded => sub { binmode STDOUT, ':encoding(UTF-8)'; [200, [], ["caf\xe9"]] },
+    # A tied STDOUT: print goes through its PRINT (last: the tie is left).
+    tiedout => sub { open my $real, '>&', \*STDOUT or die; tie *STDOUT, 'Upper', $real;
+        [200, [], ['body']] },
 );
 sub {
     my $env = shift;
     my $res = $cases{ $env->{QUERY_STRING} }->();
     open my $probe, '>', \my $bytes or die;
     binmode $probe, ':utf8' if grep { $_ eq 'utf8' } PerlIO::get_layers(*STDOUT);
+    if (tied *STDOUT) { open PROBE, '>', \my $p or die; tie *PROBE, 'Upper', $probe; $probe = \*PROBE }
     my $plain = PLXD::PSGI::respond_plain($res, $probe) ? 'C' : 'Perl';
     close $probe;
     push @{ $res->[1] }, 'X-Path' => $plain;
@@ -127,5 +133,6 @@ is(scalar @calls, 0, '... with no fstat and no read of the signal mask among the
     or diag(join "\n", @calls);
 
 case_is('encoded', @$encoded);
+case_is('tiedout', 'Perl', 200, {}, 'BODY');
 
 done_testing;
