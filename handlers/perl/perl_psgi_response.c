@@ -110,6 +110,15 @@ XS(xs_psgi_respond_plain)
 	AV *r = plain_array(aTHX_ ST(0));
 	IO *io = sv_2io(ST(1));
 	PerlIO *out = io ? IoOFP(io) : NULL;
+	/* A handle the app gave a :utf8 or :encoding layer takes characters:
+	 * print upgrades bytes for it, and bytes past 0x7f written as they
+	 * are would be malformed there (an :encoding layer then ends the
+	 * process as it closes). */
+	if (out && PerlIO_isutf8(out))
+		XSRETURN_NO;
+	/* A tied handle: print calls its PRINT, which this would pass by. */
+	if (io && SvRMAGICAL(io) && mg_find((SV *)io, PERL_MAGIC_tiedscalar))
+		XSRETURN_NO;
 	if (!r || AvFILLp(r) != 2 || !out || !response_plain(aTHX_ r))
 		XSRETURN_NO;
 	STRLEN len;

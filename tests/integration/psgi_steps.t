@@ -34,6 +34,8 @@ EOF
     # PSGI.pm; the body says which, the rest must not differ.
     'plain.psgi' => <<'EOF',
 package Str { use overload '""' => sub { ${ $_[0] } }; sub new { my ($c, $s) = @_; bless \$s, $c } }
+package Upper { sub TIEHANDLE { bless { fh => $_[1] }, $_[0] }
+    sub PRINT { my $self = shift; print { $self->{fh} } map { s/body/BODY/r } @_ } sub CLOSE { 1 } }
 package Tied { sub TIEARRAY { bless [ @_[1 .. $#_] ], $_[0] } sub FETCH { $_[0][ $_[1] ] }
     sub FETCHSIZE { scalar @{ $_[0] } } }
 my %cases = (
@@ -45,11 +47,26 @@ my %cases = (
     extra   => sub { [200, [], ['x'], 'ignored'] },
     status  => sub { [Str->new('202'), [], ['s']] },
     chunked => sub { [200, ['Transfer-Encoding' => 'chunked'], ["1\r\nc\r\n0\r\n\r\n"]] },
+    # The app's separators are its own: not in the response either way.
+    seps    => sub { ($,, $\) = ('<,>', '<\\>'); [200, ['X-A' => 'a'], ['b', 'c']] },
+    sepsperl => sub { ($,, $\) = ('<,>', '<\\>'); my $v = 'c'; utf8::upgrade($v);
+        [200, ['X-A' => 'a'], ['b', $v]] },
+    # A layer that takes characters: print upgrades each byte (written by
+    # PSGI.pm); raw bytes past 0x7f would be malformed UTF-8 in it, and
+    # an :encoding layer (last: Encode, loaded, is C code) ends the
+    # process as it closes.
+    utf8    => sub { binmode STDOUT, ':utf8'; [200, ['X-U' => "\xe9"], ["caf\xe9"]] },
+    encoded => sub { binmode STDOUT, ':encoding(UTF-8)'; [200, [], ["caf\xe9"]] },
+    # A tied STDOUT: print goes through its PRINT (last: the tie is left).
+    tiedout => sub { open my $real, '>&', \*STDOUT or die; tie *STDOUT, 'Upper', $real;
+        [200, [], ['body']] },
 );
 sub {
     my $env = shift;
     my $res = $cases{ $env->{QUERY_STRING} }->();
     open my $probe, '>', \my $bytes or die;
+    binmode $probe, ':utf8' if grep { $_ eq 'utf8' } PerlIO::get_layers(*STDOUT);
+    if (tied *STDOUT) { open PROBE, '>', \my $p or die; tie *PROBE, 'Upper', $probe; $probe = \*PROBE }
     my $plain = PLXD::PSGI::respond_plain($res, $probe) ? 'C' : 'Perl';
     close $probe;
     push @{ $res->[1] }, 'X-Path' => $plain;
@@ -84,15 +101,20 @@ my %want = (
     extra   => [ 'Perl', 200, {}, 'x' ],
     status  => [ 'Perl', 202, {}, 's' ],
     chunked => [ 'Perl', 200, {}, 'c' ],    # framed by the app: PSGI.pm unframes it
+    seps     => [ 'C',    200, { 'x-a' => 'a' }, 'bc' ],
+    sepsperl => [ 'Perl', 200, { 'x-a' => 'a' }, 'bc' ],
+    utf8     => [ 'Perl', 200, { 'x-u' => "\xc3\xa9" }, "caf\xc3\xa9" ],
 );
-for my $case (sort keys %want) {
-    my ($path, $status, $headers, $body) = @{ $want{$case} };
+my $encoded = [ 'Perl', 200, {}, "caf\xc3\xa9" ];
+sub case_is {
+    my ($case, $path, $status, $headers, $body) = @_;
     my $r = $s->get("/plain.psgi?$case");
     is($r->{headers}{'x-path'}, $path, "($case) written by " . ($path eq 'C' ? 'C' : 'PSGI.pm'));
     is($r->{status}, $status, "($case) its status");
     is($r->{headers}{$_}, $headers->{$_}, "($case) header $_") for sort keys %$headers;
     is($r->{content}, $body, "($case) its body");
 }
+case_is($_, @{ $want{$_} }) for sort keys %want;
 
 # --- no fstat, no signal mask read, per request ---
 my $ka = HTTP::Tiny->new(timeout => 30, keep_alive => 1);
@@ -109,5 +131,8 @@ my @calls = grep { /^\d+\s+(?:newfstatat|fstat|rt_sigprocmask)\(/ }
 is($answered, $n, "$n keep-alive requests answered under strace");
 is(scalar @calls, 0, '... with no fstat and no read of the signal mask among them')
     or diag(join "\n", @calls);
+
+case_is('encoded', @$encoded);
+case_is('tiedout', 'Perl', 200, {}, 'BODY');
 
 done_testing;

@@ -91,6 +91,7 @@ sub _respond {
             _dechunk_end($chunked);
         }
         _head($r);
+        local ($,, $\);
         print STDOUT $bytes;
         return;
     }
@@ -133,6 +134,9 @@ sub _head {
         die "header $k has a wide character in its value\n" if $v =~ /[^\x00-\xff]/;
         $head .= "$k: $v\r\n";
     }
+    # The app's $, and $\ are its own, as under a server that writes to a
+    # socket: each print of the response would add them to it.
+    local ($,, $\);
     print STDOUT $head, "\r\n";
     return $chunked ? _dechunker() : undef;
 }
@@ -200,6 +204,7 @@ sub _body {
                 my $n = sysread($body, $buf, 65536);
                 die "reading the response body's file: $!\n" unless defined $n;
                 last unless $n;
+                local ($,, $\);
                 print STDOUT $buf;
             }
             $body->close;
@@ -209,6 +214,7 @@ sub _body {
     local $/ = \65536 unless ref $/;
     my $ok = eval {
         while (defined(my $chunk = $body->getline)) {
+            local ($,, $\);
             print STDOUT $chunked ? _dechunk($chunked, _bytes($chunk)) : _bytes($chunk);
         }
         _dechunk_end($chunked) if $chunked;
@@ -233,7 +239,7 @@ sub write {
     return unless defined $data && length $data;
     $data = PLXD::PSGI::_bytes($data);
     $data = PLXD::PSGI::_dechunk($self->{chunked}, $data) if $self->{chunked};
-    local $| = 1;
+    local ($|, $,, $\) = (1);
     print STDOUT $data or die "the PSGI writer cannot write: $!\n";
     return;
 }
