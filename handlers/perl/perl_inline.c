@@ -37,8 +37,9 @@
 #define SPILL_AFTER_MS      40
 #define WATCHDOG_IDLE_TICKS 50 /* 1 s */
 
-/* Each demotion of a script that ran slow inline doubles the short runs
- * its next promotion needs, up to this many doublings: one that is fast,
+/* Each demotion of a script that ran slow inline, after its first, doubles
+ * the short runs its next promotion needs (up to DEMOTIONS_MAX - 1
+ * doublings, 512 times inline_after): one that is fast,
  * then slow, then fast again (a slow query on a quick route) holds its
  * event thread ever more rarely. */
 #define DEMOTIONS_MAX 10
