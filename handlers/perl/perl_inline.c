@@ -37,10 +37,19 @@
 #define SPILL_AFTER_MS      40
 #define WATCHDOG_IDLE_TICKS 50 /* 1 s */
 
-/* A script's record of short runs. */
+/* Each demotion of a script that ran slow inline, after its first, doubles
+ * the short runs its next promotion needs (up to DEMOTIONS_MAX - 1
+ * doublings, 512 times inline_after): one that is fast,
+ * then slow, then fast again (a slow query on a quick route) holds its
+ * event thread ever more rarely. */
+#define DEMOTIONS_MAX 10
+
+/* A script's (or a route's) record of short runs. */
 struct fit {
 	struct fit *next;
 	unsigned long short_runs; /* in a row, up to SHORT_RUNS_MAX */
+	unsigned demotions;       /* slow runs inline, up to DEMOTIONS_MAX */
+	int route;
 	char script[];
 };
 
@@ -130,6 +139,25 @@ static size_t fit_bucket(const char *script)
 	return h % FITS_BUCKETS;
 }
 
+/* Forgets every route's record, when there is no room for a new route:
+ * they prove themselves again, and an application whose paths name
+ * records (/user/123) never keeps new routes off the event threads for
+ * good. Scripts' records stay. Under lock. */
+static void forget_routes(struct perl_inline *in)
+{
+	for (size_t i = 0; i < FITS_BUCKETS; i++)
+		for (struct fit **at = &in->fits[i]; *at;) {
+			struct fit *f = *at;
+			if (!f->route) {
+				at = &f->next;
+				continue;
+			}
+			*at = f->next;
+			free(f);
+		}
+	in->nroutes = 0;
+}
+
 /* key's record, made when make is set and there is room; under lock. */
 static struct fit *fit_find(struct perl_inline *in, const char *key, int route, int make)
 {
@@ -137,16 +165,25 @@ static struct fit *fit_find(struct perl_inline *in, const char *key, int route, 
 	for (struct fit *f = in->fits[i]; f; f = f->next)
 		if (strcmp(f->script, key) == 0)
 			return f;
+	if (make && route && in->nroutes >= ROUTES_MAX)
+		forget_routes(in);
 	size_t *count = route ? &in->nroutes : &in->nfits;
 	if (!make || *count >= (route ? ROUTES_MAX : FITS_MAX))
 		return NULL;
 	size_t len = strlen(key) + 1;
 	struct fit *f = xcalloc(1, sizeof *f + len);
 	memcpy(f->script, key, len);
+	f->route = route;
 	f->next = in->fits[i];
 	in->fits[i] = f;
 	(*count)++;
 	return f;
+}
+
+/* How many short runs in a row f needs to run inline. */
+static unsigned long runs_needed(const struct fit *f, unsigned long after)
+{
+	return f->demotions > 1 ? after << (f->demotions - 1) : after;
 }
 
 /* What q's runs are recorded under: its script; for an application, its
@@ -184,14 +221,17 @@ void perl_inline_note(struct perl_inline *in, struct perl_req *q, int short_run,
 	const char *key = fit_key(q);
 	if (!key)
 		return;
+	unsigned long after = q->conf->inline_after;
 	pthread_mutex_lock(&in->lock);
 	struct fit *f = fit_find(in, key, key != q->script, 1);
 	if (f && short_run && f->short_runs < SHORT_RUNS_MAX)
 		f->short_runs++;
 	else if (f && !short_run)
 		f->short_runs = 0;
+	if (f && !short_run && was_inline && f->demotions < DEMOTIONS_MAX)
+		f->demotions++;
+	unsigned long needed = f ? runs_needed(f, after) : after;
 	pthread_mutex_unlock(&in->lock);
-	unsigned long after = q->conf->inline_after;
 	if (!short_run && was_inline)
 		plxd_log(PLXD_LOG_INFO,
 				"%s%s%s: ran %llu us inline, past inline_budget (or printed or forked "
@@ -199,7 +239,7 @@ void perl_inline_note(struct perl_inline *in, struct perl_req *q, int short_run,
 				"short %lu times",
 				q->script, key != q->script ? ", route " : "",
 				key != q->script ? key + strlen(q->script) + 1 : "",
-				(unsigned long long)run_us, after ? after : 1);
+				(unsigned long long)run_us, needed ? needed : 1);
 }
 
 /* ---- the watchdog ---- */
@@ -347,7 +387,7 @@ struct perl_inline_thread *perl_inline_for(struct perl_inline *in, struct perl_r
 	unsigned long after = q->conf->inline_after;
 	pthread_mutex_lock(&in->lock);
 	struct fit *f = after ? fit_find(in, key, key != q->script, 0) : NULL;
-	int proven = !after || (f && f->short_runs >= after);
+	int proven = !after || (f && f->short_runs >= runs_needed(f, after));
 	pthread_mutex_unlock(&in->lock);
 	struct perl_inline_thread *it = proven ? thread_of(in, q->loop) : NULL;
 	return it && in->api->alive(it->t) ? it : NULL;
