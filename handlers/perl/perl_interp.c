@@ -697,6 +697,16 @@ int interp_bind(pTHX_ struct perl_interp *pi, char *err, size_t errlen)
 	return 0;
 }
 
+/* One interpreter torn down at a time in the process: XS modules' global
+ * teardown is not thread-safe. Variable::Magic (which namespace::autoclean
+ * loads) counts the interpreters that loaded it and the last to unload it
+ * destroys its process-wide mutex, while another, which already counted
+ * itself out, may still free its objects in perl_destruct and lock it:
+ * "panic: MUTEX_LOCK (22)", where nothing catches it, and perl exits the
+ * process. mod_perl and uWSGI's psgi plugin destroy their interpreters one
+ * at a time too. Only thread mode has more than one interpreter. */
+static pthread_mutex_t destroy_lock = PTHREAD_MUTEX_INITIALIZER;
+
 void perl_interp_destroy(struct perl_interp *pi)
 {
 	if (!pi || (pi->cloned && perl_clone_hooks->linger(pi)))
@@ -722,8 +732,10 @@ void perl_interp_destroy(struct perl_interp *pi)
 		SvREFCNT_dec(pi->globals.base_warnhook);
 		SvREFCNT_dec(pi->globals.base_diehook);
 		SvREFCNT_dec(pi->globals.base_overrides);
+		pthread_mutex_lock(&destroy_lock);
 		perl_destruct(pi->perl);
 		perl_free(pi->perl);
+		pthread_mutex_unlock(&destroy_lock);
 		if (pi->sys_init)
 			PERL_SYS_TERM();
 	}

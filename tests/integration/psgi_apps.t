@@ -39,8 +39,6 @@ use PlxdTest qw(wait_for source_dir read_file thread_mode);
 use PlxdServer;
 use IO::Socket::IP;
 
-our $TODO;
-
 my $fixtures = source_dir() . '/tests/integration/psgi_apps';
 my $plackup = '/usr/bin/plackup';
 -x $plackup or BAIL_OUT("$plackup is missing: install libplack-perl (setup.sh)");
@@ -175,14 +173,6 @@ sub compare_app {
     unlike($plxd->error_log, qr/\[(?:alert|crit)\]/, "$app: no alert in plxd's log");
     like($plxd->error_log, qr/the PSGI application died: boom/, "$app: the route that died is in the log")
         if $app eq 'builder' || $app eq 'web_simple';
-    # A known defect: as plxd stops, its interpreter threads destroy their
-    # interpreters at once; with Catalyst loaded, Variable::Magic (which
-    # namespace::autoclean loads) sometimes croaks "panic: MUTEX_LOCK (22)"
-    # in perl_destruct, its process-wide mutex destroyed by the other
-    # interpreter's teardown, where no eval catches it, and perl exits the
-    # process with status 255 (doc/psgi.md, "Applications tested").
-    local $TODO = 'Catalyst in thread mode: the serving process may exit 255 as it stops'
-        if thread_mode() && $app eq 'catalyst';
     $plxd->stop;
 }
 
