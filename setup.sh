@@ -21,11 +21,15 @@ RUN_PACKAGES="build-essential cmake pkg-config git libmicrohttpd-dev libinih-dev
 # cvsweb, a real CGI application whose #! line asks for taint checks
 # (tests/integration/perl_taint.t runs it as .pl and .plx over a CVS repository);
 # groff for the install test, which renders the man pages with warnings on;
-# clang-format for the format check (tests/CMakeLists.txt, doc/format).
+# clang-format for the format check (tests/CMakeLists.txt, doc/format);
+# Catalyst, Web::Simple and Plack's Session and Deflater middleware, whose apps
+# tests/integration/psgi_apps.t compares under plxd and plackup.
 TEST_PACKAGES="clang libclang-rt-14-dev clang-format apache2-utils wrk hyperfine curl nginx-light
   gnuplot-nox fonts-dejavu-core chromium chromium-driver valgrind groff-base
   libcgi-application-perl libhtml-template-perl libcgi-session-perl libcgi-formbuilder-perl
-  libtemplate-perl libcgi-fast-perl libfcgi-perl cvsweb"
+  libtemplate-perl libcgi-fast-perl libfcgi-perl cvsweb
+  libcatalyst-perl libweb-simple-perl libplack-middleware-session-perl
+  libplack-middleware-deflater-perl strace"
 
 install_missing() {
 	missing=""

@@ -36,6 +36,10 @@
 #ifndef PLXD_DOC_ROOT
 #define PLXD_DOC_ROOT "PREFIX/share/plxd/cgi-bin"
 #endif
+/* Plack::Handler::Plxd, installed where perl looks under the prefix. */
+#ifndef PLXD_PLACKUP_HANDLER
+#define PLXD_PLACKUP_HANDLER "/usr/local/share/perl/5.36.0/Plack/Handler/Plxd.pm"
+#endif
 
 struct out {
 	FILE *f;
@@ -834,6 +838,13 @@ static void print_markdown(FILE *f)
 	put_path(&o, PLXD_DEFAULT_ROOT, PLXD_DOC_ROOT);
 	fputs("` | the default document root: the samples of `cgi-bin/` | ", f);
 	put_tests_cell(&o, "integration/install.t");
+	fputs(" |\n| `", f);
+	put_path(&o, PLXD_PLACKUP_HANDLER, "PERL_LIB/Plack/Handler/Plxd.pm");
+	fputs("` | `plackup -s Plxd` ([psgi.md](psgi.md#plackup--s-plxd)), which starts the plxd "
+	      "installed beside it; `PERL_LIB` is perl's module folder under the prefix: "
+	      "`/usr/share/perl5` for `/usr`, `PREFIX/share/perl/VERSION` for any other | ",
+			f);
+	put_tests_cell(&o, "integration/install.t");
 	fputs(" |\n", f);
 
 	fputs("\n## The file\n\n", f);
@@ -860,6 +871,10 @@ static void man_files(struct out *o)
 			"\\fBplxd\\-perl\\-worker\\fR); \\fBperl5/\\fR holds PLXD::Request.\n",
 			PLXD_MODULE_DIR);
 	fprintf(o->f, ".TP\n.I %s\nThe default document root: the samples.\n", PLXD_DEFAULT_ROOT);
+	fprintf(o->f,
+			".TP\n.I %s\nPlack::Handler::Plxd, for \\fBplackup \\-s Plxd\\fR: it starts "
+			"the plxd installed beside it.\n",
+			PLXD_PLACKUP_HANDLER);
 }
 
 static void print_man8(FILE *f)

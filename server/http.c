@@ -806,6 +806,22 @@ static void raise_fd_limit(unsigned connections)
 				(unsigned long long)want, connections);
 }
 
+int http_listening(int fd, char *err, size_t errlen)
+{
+	int on = 0;
+	socklen_t len = sizeof on;
+	if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &on, &len) < 0) {
+		snprintf(err, errlen, "no usable listening socket (fd %d): %s", fd,
+				strerror(errno));
+		return -1;
+	}
+	if (!on) {
+		snprintf(err, errlen, "no usable listening socket (fd %d): it does not listen", fd);
+		return -1;
+	}
+	return 0;
+}
+
 int http_start(int fd, const struct server_conf *server, const struct http_handlers *handlers,
 		char *err, size_t errlen)
 {
@@ -957,6 +973,10 @@ unsigned http_stop(void)
 	unsigned left = 0;
 	for (unsigned i = 0; i < nthreads; i++) {
 		struct evthread *th = &threads[i];
+		/* After a failed start, the threads past the one that failed
+		 * were never set up. */
+		if (!th->loop)
+			continue;
 		if (th->started && evthread_join(th) < 0) {
 			/* Its loop, daemon and connections are its own still. */
 			left++;

@@ -50,6 +50,9 @@ struct conn {
 /* Binds and listens on "ADDR:PORT". Returns the socket, or -1 with err. */
 int http_listen(const char *listen, char *err, size_t errlen);
 
+/* Whether fd is a listening socket. Returns 0, or -1 with err. */
+int http_listening(int fd, char *err, size_t errlen);
+
 /* The address a socket is bound to, as an http:// URL. */
 void http_url(int fd, char *out, size_t outlen);
 

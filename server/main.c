@@ -310,6 +310,15 @@ static struct config *config_for_restart(const struct options *o, struct config 
 static int serve(const struct options *o, struct config *config, int listen_fd, const char *url)
 {
 	char err[512];
+	/* Checked before anything starts: without one nothing can be
+	 * served. The descriptor is left open: its number may be some other
+	 * file's by now. */
+	if (http_listening(listen_fd, err, sizeof err) < 0) {
+		plxd_log(PLXD_LOG_ERROR, "cannot serve: %s", err);
+		config_free(config);
+		master_tell(MASTER_FAILED);
+		return 1;
+	}
 	struct site *site = site_create(config, err, sizeof err);
 	if (!site) {
 		plxd_log(PLXD_LOG_ERROR, "%s", err);

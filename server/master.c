@@ -279,19 +279,20 @@ static void child_died(struct master *m, int status)
 		close(m->from_child);
 		m->from_child = -1;
 	}
-	if (m->stopping) {
+	if (m->stopping || m->child_stopping) {
+		/* A stop sent to the master, or to the serving process (which
+		 * announced it): the service stops as asked, however the stop
+		 * ended. The listening socket is closed by now: a serving
+		 * process started after it would have none. An exit 0 it did
+		 * not announce (C code that called exit) is a death like any
+		 * other. */
 		m->exit_status = WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
 		if (status != 0)
 			plxd_log(PLXD_LOG_WARN, "master: serving process %d %s while stopping",
 					(int)pid, why);
-		stop_master(m);
-	}
-	if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && m->child_stopping) {
-		/* A stop sent to it rather than to the master: the service
-		 * stops as asked. An exit 0 it did not announce (C code that
-		 * called exit) is a death like any other. */
-		plxd_log(PLXD_LOG_INFO, "master: the serving process stopped: stopping too");
-		m->exit_status = 0;
+		else if (!m->stopping)
+			plxd_log(PLXD_LOG_INFO,
+					"master: the serving process stopped: stopping too");
 		stop_master(m);
 	}
 	if (m->failed && !m->ever_ready) {

@@ -103,7 +103,8 @@ const struct conf_key perl_conf_keys[] = {
 			"after a line in the log; `refuse`: 500, and a line in the log",
 		.tests = "integration/perl_taint.t integration/perl_shebang.t"),
 	PERL_KEY("inline_budget", CONF_DURATION, inline_budget_ms, "1ms", .max = 10 * 1000,
-		.help = "isolation = thread: a script whose last runs each took at most this, "
+		.help = "isolation = thread: a script (a .psgi application's route: the "
+			"application with one PATH_INFO) whose last runs each took at most this, "
 			"printed at most a quarter of what an event thread's pipe holds before "
 			"its end, and started no process, runs on the event thread that owns "
 			"its connection, with no hand-off (a request with no body); one run past "

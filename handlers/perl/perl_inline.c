@@ -26,16 +26,30 @@
 #define FITS_BUCKETS   256
 #define FITS_MAX       4096
 #define SHORT_RUNS_MAX 1000000
+/* And of this many routes of applications, apart: a client asking for
+ * ever new paths fills this, not the scripts' room. A route is recorded
+ * only up to this length of PATH_INFO. */
+#define ROUTES_MAX     4096
+#define ROUTE_PATH_MAX 256
 /* How often the watchdog looks, and after how long a run has its pipes
  * read into memory (stdout) and the log (stderr). */
 #define WATCHDOG_MS         20
 #define SPILL_AFTER_MS      40
 #define WATCHDOG_IDLE_TICKS 50 /* 1 s */
 
-/* A script's record of short runs. */
+/* Each demotion of a script that ran slow inline, after its first, doubles
+ * the short runs its next promotion needs (up to DEMOTIONS_MAX - 1
+ * doublings, 512 times inline_after): one that is fast,
+ * then slow, then fast again (a slow query on a quick route) holds its
+ * event thread ever more rarely. */
+#define DEMOTIONS_MAX 10
+
+/* A script's (or a route's) record of short runs. */
 struct fit {
 	struct fit *next;
 	unsigned long short_runs; /* in a row, up to SHORT_RUNS_MAX */
+	unsigned demotions;       /* slow runs inline, up to DEMOTIONS_MAX */
+	int route;
 	char script[];
 };
 
@@ -61,7 +75,7 @@ struct perl_inline {
 	struct perl_threads *threads;
 	pthread_mutex_t lock; /* guards all below and each thread's run */
 	struct fit *fits[FITS_BUCKETS];
-	size_t nfits;
+	size_t nfits, nroutes;
 	struct perl_inline_thread *list;
 	int off; /* an inline thread could not be made: none is */
 	pthread_t watchdog;
@@ -125,47 +139,107 @@ static size_t fit_bucket(const char *script)
 	return h % FITS_BUCKETS;
 }
 
-/* script's record, made when make is set and there is room; under lock. */
-static struct fit *fit_find(struct perl_inline *in, const char *script, int make)
+/* Forgets every route's record, when there is no room for a new route:
+ * they prove themselves again, and an application whose paths name
+ * records (/user/123) never keeps new routes off the event threads for
+ * good. Scripts' records stay. Under lock. */
+static void forget_routes(struct perl_inline *in)
 {
-	size_t i = fit_bucket(script);
+	for (size_t i = 0; i < FITS_BUCKETS; i++)
+		for (struct fit **at = &in->fits[i]; *at;) {
+			struct fit *f = *at;
+			if (!f->route) {
+				at = &f->next;
+				continue;
+			}
+			*at = f->next;
+			free(f);
+		}
+	in->nroutes = 0;
+}
+
+/* key's record, made when make is set and there is room; under lock. */
+static struct fit *fit_find(struct perl_inline *in, const char *key, int route, int make)
+{
+	size_t i = fit_bucket(key);
 	for (struct fit *f = in->fits[i]; f; f = f->next)
-		if (strcmp(f->script, script) == 0)
+		if (strcmp(f->script, key) == 0)
 			return f;
-	if (!make || in->nfits >= FITS_MAX)
+	if (make && route && in->nroutes >= ROUTES_MAX)
+		forget_routes(in);
+	size_t *count = route ? &in->nroutes : &in->nfits;
+	if (!make || *count >= (route ? ROUTES_MAX : FITS_MAX))
 		return NULL;
-	size_t len = strlen(script) + 1;
+	size_t len = strlen(key) + 1;
 	struct fit *f = xcalloc(1, sizeof *f + len);
-	memcpy(f->script, script, len);
+	memcpy(f->script, key, len);
+	f->route = route;
 	f->next = in->fits[i];
 	in->fits[i] = f;
-	in->nfits++;
+	(*count)++;
 	return f;
+}
+
+/* How many short runs in a row f needs to run inline. */
+static unsigned long runs_needed(const struct fit *f, unsigned long after)
+{
+	return f->demotions > 1 ? after << (f->demotions - 1) : after;
+}
+
+/* What q's runs are recorded under: its script; for an application, its
+ * route (the file and PATH_INFO, kept in q at the first look, while its
+ * environment is there), since one file serves every route and a slow
+ * route must not make the others wait. NULL: not recorded, q never runs
+ * inline (a path past ROUTE_PATH_MAX). */
+static const char *fit_key(struct perl_req *q)
+{
+	if (!perl_req_is_psgi(q->script))
+		return q->script;
+	if (q->route || !q->env)
+		return q->route;
+	const char *path = "";
+	for (char **e = q->env; *e; e++)
+		if (strncmp(*e, "PATH_INFO=", 10) == 0) {
+			path = *e + 10;
+			break;
+		}
+	if (strlen(path) <= ROUTE_PATH_MAX)
+		q->route = xasprintf("%s\n%s", q->script, path);
+	return q->route;
 }
 
 int perl_inline_short(const struct perl_req *q, const struct perl_run *run)
 {
 	return run->run_us <= (uint64_t)q->conf->inline_budget_ms * 1000 && !run->forked
-			&& !run->accept_loop && run->flushed <= OUTPUT_MAX
+			&& !run->accept_loop && !run->ran_on && run->flushed <= OUTPUT_MAX
 			&& run->outcome != PERL_CANCELED && run->outcome != PERL_FATAL;
 }
 
-void perl_inline_note(struct perl_inline *in, const char *script, int short_run, int was_inline,
-		uint64_t run_us, unsigned long after)
+void perl_inline_note(struct perl_inline *in, struct perl_req *q, int short_run, int was_inline,
+		uint64_t run_us)
 {
+	const char *key = fit_key(q);
+	if (!key)
+		return;
+	unsigned long after = q->conf->inline_after;
 	pthread_mutex_lock(&in->lock);
-	struct fit *f = fit_find(in, script, 1);
+	struct fit *f = fit_find(in, key, key != q->script, 1);
 	if (f && short_run && f->short_runs < SHORT_RUNS_MAX)
 		f->short_runs++;
 	else if (f && !short_run)
 		f->short_runs = 0;
+	if (f && !short_run && was_inline && f->demotions < DEMOTIONS_MAX)
+		f->demotions++;
+	unsigned long needed = f ? runs_needed(f, after) : after;
 	pthread_mutex_unlock(&in->lock);
 	if (!short_run && was_inline)
 		plxd_log(PLXD_LOG_INFO,
-				"%s: ran %llu us inline, past inline_budget (or printed or forked "
+				"%s%s%s: ran %llu us inline, past inline_budget (or printed or forked "
 				"too much): it runs on the interpreter threads until it has run "
 				"short %lu times",
-				script, (unsigned long long)run_us, after ? after : 1);
+				q->script, key != q->script ? ", route " : "",
+				key != q->script ? key + strlen(q->script) + 1 : "",
+				(unsigned long long)run_us, needed ? needed : 1);
 }
 
 /* ---- the watchdog ---- */
@@ -305,15 +379,15 @@ static struct perl_inline_thread *thread_of(struct perl_inline *in, struct loop 
 
 struct perl_inline_thread *perl_inline_for(struct perl_inline *in, struct perl_req *q)
 {
-	/* An application is one file for every route: one slow route after
-	 * many short ones would hold the event thread (and its other
-	 * connections) for as long as it runs. */
-	if (!q->conf->inline_budget_ms || q->has_body || perl_req_is_psgi(q->script))
+	if (!q->conf->inline_budget_ms)
+		return NULL;
+	const char *key = fit_key(q);
+	if (!key || q->has_body)
 		return NULL;
 	unsigned long after = q->conf->inline_after;
 	pthread_mutex_lock(&in->lock);
-	struct fit *f = after ? fit_find(in, q->script, 0) : NULL;
-	int proven = !after || (f && f->short_runs >= after);
+	struct fit *f = after ? fit_find(in, key, key != q->script, 0) : NULL;
+	int proven = !after || (f && f->short_runs >= runs_needed(f, after));
 	pthread_mutex_unlock(&in->lock);
 	struct perl_inline_thread *it = proven ? thread_of(in, q->loop) : NULL;
 	return it && in->api->alive(it->t) ? it : NULL;

@@ -20,7 +20,7 @@ struct perl_inline *perl_inline_create(const struct perl_threads_api *api,
 void perl_inline_destroy(struct perl_inline *in);
 
 /* The calling event thread's interpreter for q, when q may run inline now
- * (no body, its script proven short); made at the thread's first such
+ * (no body, its script, or its application's route, proven short); made at the thread's first such
  * request. NULL: q runs on the interpreter threads. */
 struct perl_inline_thread *perl_inline_for(struct perl_inline *in, struct perl_req *q);
 struct perl_thread *perl_inline_perl_thread(const struct perl_inline_thread *it);
@@ -38,10 +38,11 @@ int perl_inline_end(struct perl_inline *in, struct perl_inline_thread *it, struc
 /* Whether run, of q's script, was short enough to run inline. */
 int perl_inline_short(const struct perl_req *q, const struct perl_run *run);
 
-/* Counts a run of script: short ones in a row, up to after, make it run
- * inline; a run that was not short (logged when it ran inline, after
- * run_us) sends it back to the interpreter threads. */
-void perl_inline_note(struct perl_inline *in, const char *script, int short_run, int was_inline,
-		uint64_t run_us, unsigned long after);
+/* Counts a run of q's script (of its route, for an application): short
+ * ones in a row, up to inline_after, make it run inline; a run that was
+ * not short (logged when it ran inline, after run_us) sends it back to the
+ * interpreter threads. */
+void perl_inline_note(struct perl_inline *in, struct perl_req *q, int short_run, int was_inline,
+		uint64_t run_us);
 
 #endif

@@ -175,18 +175,18 @@ static int watch_xsub(pTHX_ const char *name, XSUBADDR_t *real, XSUBADDR_t watch
 	return 0;
 }
 
-/* Once plxd's thread set-up loaded POSIX: what it loaded with C code is
- * not counted as the scripts' (c_code_loaded), as these are watched. */
-void watch_posix(pTHX_ struct perl_interp *pi)
+/* Once plxd's thread set-up loaded POSIX: its functions that could move
+ * a standard descriptor or block a signal are watched. -1: they are not
+ * there to watch. */
+int watch_posix(pTHX)
 {
 	if (watch_xsub(aTHX_ "POSIX::dup2", &posix_dup2, watched_dup2) < 0
 			|| watch_xsub(aTHX_ "POSIX::close", &posix_close, watched_close) < 0
 			|| watch_xsub(aTHX_ "POSIX::sigprocmask", &posix_sigprocmask,
 					   watched_sigprocmask)
 					< 0)
-		return;
-	AV *loaded = get_av("DynaLoader::dl_modules", 0);
-	pi->globals.plxd_c_modules = loaded ? av_count(loaded) : 0;
+		return -1;
+	return 0;
 }
 
 static Perl_check_t ck_chdir_next, ck_umask_next, ck_alarm_next, ck_syscall_next, ck_open_next,
@@ -263,6 +263,7 @@ static void xs_init(pTHX)
 	newXS("PLXD::Worker::fcgi_last_call", xs_fcgi_last_call, file);
 	newXS("PLXD::Worker::in_child", xs_in_child, file);
 	newXS("PLXD::PSGI::client_gone", xs_psgi_client_gone, file);
+	newXS("PLXD::PSGI::respond_plain", xs_psgi_respond_plain, file);
 }
 
 /* A child the script forked (fork, or open with "-|") runs the worker's
@@ -367,16 +368,30 @@ static void do_eval(pTHX_ void *p)
 		eval_pv(a->code, FALSE);
 }
 
+/* perl's process-wide set-up (PERL_SYS_INIT3) is done once per process,
+ * before its first interpreter, and undone (PERL_SYS_TERM: it destroys the
+ * locks every interpreter takes, the op tree's, the environment's, ...)
+ * once, after its last, as perlembed says. A worker has one interpreter,
+ * and undoes it as that one ends. In plxd each handler instance in thread
+ * mode has a parent of its own, whose clones may outlive another's (a
+ * stop ends the instances one by one), and a reload may start one after
+ * another has ended: the set-up stays until plxd ends. */
+static pthread_mutex_t sys_lock = PTHREAD_MUTEX_INITIALIZER;
+static int sys_done;
+
 struct perl_interp *perl_interp_create(const struct perl_interp_options *o, int argc, char **argv,
 		char *err, size_t errlen)
 {
 	char **env = environ;
-	PERL_SYS_INIT3(&argc, &argv, &env);
+	pthread_mutex_lock(&sys_lock);
+	if (!sys_done) {
+		PERL_SYS_INIT3(&argc, &argv, &env);
+		sys_done = 1;
+	}
+	pthread_mutex_unlock(&sys_lock);
 	struct perl_interp *pi = interp_create(o, 0, err, errlen);
-	if (pi)
+	if (pi && !o->threaded)
 		pi->sys_init = 1;
-	else
-		PERL_SYS_TERM();
 	return pi;
 }
 
@@ -557,8 +572,13 @@ struct perl_interp *interp_create(const struct perl_interp_options *o, int taint
 		snprintf(err, errlen, "thread set-up failed: %s", SvPV_nolen(ERRSV));
 		goto fail;
 	}
-	if (o->threaded)
-		watch_posix(aTHX_ pi);
+	/* What plxd's own set-up loaded with C code (PerlIO::scalar, for
+	 * psgi.input; POSIX in thread mode, once its functions that matter
+	 * are watched) is not counted as the scripts' (c_code_loaded). */
+	if (!o->threaded || watch_posix(aTHX) == 0) {
+		AV *loaded = get_av("DynaLoader::dl_modules", 0);
+		pi->globals.plxd_c_modules = loaded ? av_count(loaded) : 0;
+	}
 	AV *inc = GvAVn(PL_incgv);
 	pi->modwatch.system_inc = av_copy(aTHX_ inc);
 	size_t ninc = 0;
@@ -569,10 +589,11 @@ struct perl_interp *interp_create(const struct perl_interp_options *o, int taint
 		av_store(inc, 0, newSVpv(o->inc[i], 0));
 	}
 
-	/* In thread mode this is plxd's own process and perl's first
-	 * interpreter, the one whose %SIG sets process dispositions: what the
-	 * preload sets there stays in %SIG, for the clones, and plxd keeps
-	 * its own (SIGHUP, SIGTERM, SIGINT, SIGPIPE). */
+	/* In thread mode this is plxd's own process, and the first
+	 * instance's parent is perl's first interpreter, the one whose %SIG
+	 * sets process dispositions: what the preload sets there stays in
+	 * %SIG, for the clones, and plxd keeps its own (SIGHUP, SIGTERM,
+	 * SIGINT, SIGPIPE). */
 	static struct sigaction saved[NSIG];
 	for (int sig = 1; o->threaded && sig < NSIG; sig++)
 		sigaction(sig, NULL, &saved[sig]);
@@ -679,6 +700,16 @@ int interp_bind(pTHX_ struct perl_interp *pi, char *err, size_t errlen)
 	return 0;
 }
 
+/* One interpreter torn down at a time in the process: XS modules' global
+ * teardown is not thread-safe. Variable::Magic (which namespace::autoclean
+ * loads) counts the interpreters that loaded it and the last to unload it
+ * destroys its process-wide mutex, while another, which already counted
+ * itself out, may still free its objects in perl_destruct and lock it:
+ * "panic: MUTEX_LOCK (22)", where nothing catches it, and perl exits the
+ * process. mod_perl and uWSGI's psgi plugin destroy their interpreters one
+ * at a time too. Only thread mode has more than one interpreter. */
+static pthread_mutex_t destroy_lock = PTHREAD_MUTEX_INITIALIZER;
+
 void perl_interp_destroy(struct perl_interp *pi)
 {
 	if (!pi || (pi->cloned && perl_clone_hooks->linger(pi)))
@@ -704,8 +735,10 @@ void perl_interp_destroy(struct perl_interp *pi)
 		SvREFCNT_dec(pi->globals.base_warnhook);
 		SvREFCNT_dec(pi->globals.base_diehook);
 		SvREFCNT_dec(pi->globals.base_overrides);
+		pthread_mutex_lock(&destroy_lock);
 		perl_destruct(pi->perl);
 		perl_free(pi->perl);
+		pthread_mutex_unlock(&destroy_lock);
 		if (pi->sys_init)
 			PERL_SYS_TERM();
 	}

@@ -56,6 +56,8 @@ struct perl_run {
 				     hold fd 1 (see perl_interp_set_stdout) */
 	int accept_loop;     /* the script took its request with a
 				     FastCGI-style accept (perl_fcgi.c) */
+	int ran_on;          /* it went on after its answer: a PSGI app's
+				     psgix.cleanup handlers */
 	int harakiri;        /* a PSGI app set psgix.harakiri.commit: the
 				     interpreter retires after the answer */
 	uint64_t compile_us; /* time spent compiling */
@@ -78,7 +80,8 @@ int perl_interp_stopped(const struct perl_interp *pi);
 
 /* Builds the interpreter; argv is the process's own (Perl keeps it for $0).
  * Returns NULL with a message in err when it cannot, e.g. the preload file
- * died. Call once per process. */
+ * died. A worker calls it once; plxd once per instance in thread mode, for
+ * its parent. The first call sets perl up for the process. */
 struct perl_interp *perl_interp_create(const struct perl_interp_options *o, int argc, char **argv,
 		char *err, size_t errlen);
 

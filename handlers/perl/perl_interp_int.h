@@ -90,8 +90,9 @@ struct perl_globals_state {
 	CV *settings_snapshot; /* PLXD::Worker::settings_snapshot */
 	AV *settings_modules;  /* @PLXD::Worker::SETTINGS_MODULES */
 	GV *dl_modules;        /* *DynaLoader::dl_modules, once looked up */
-	/* What plxd's own thread set-up loaded of them (POSIX, Fcntl), with
-	 * the POSIX functions that matter watched (watch_posix). */
+	/* What plxd's own set-up loaded of them: PerlIO::scalar; in thread
+	 * mode POSIX and Fcntl, with the POSIX functions that matter watched
+	 * (watch_posix). */
 	Size_t plxd_c_modules;
 	unsigned masks_seen;  /* script_masks when the signal mask was last read */
 	unsigned alarms_seen; /* script_alarms when alarm(0) last ran */
@@ -198,7 +199,7 @@ struct perl_interp {
 	struct perl_interp *parent;       /* a clone's */
 	struct perl_interp *taint_parent; /* a parent's tainted one */
 	struct perl_interp_options opts;  /* as created, for making the twin */
-	int sys_init;                     /* it ran PERL_SYS_INIT3 */
+	int sys_init;                     /* perl's set-up ends with it */
 	SV *sv_execname;                  /* $^X */
 
 	PerlIO *tail;               /* STDOUT, while its buffer is run->tail */
@@ -277,7 +278,7 @@ void umask_restore(struct perl_interp *pi);
  * Perl threads' too (perl_interp.c, watch): a step that puts one back is
  * skipped while its count is what it was when the step last ran. Atomic. */
 extern unsigned script_chdirs, script_umasks, script_alarms, script_opens, script_masks;
-void watch_posix(pTHX_ struct perl_interp *pi);
+int watch_posix(pTHX);
 
 /* perl_fcgi.c */
 void fcgi_release_stderr(pTHX_ struct perl_interp *pi);
@@ -293,8 +294,11 @@ void fcgi_answer_early(pTHX_ struct perl_interp *pi);
 /* perl_psgi.c */
 int psgi_is_app(const char *path);
 XS(xs_psgi_client_gone);
-/* An app's %ENV: PATH and PERL5LIB of env, in out (3 slots). */
-char *const *psgi_process_env(char *const *env, char *out[3]);
+/* An app's %ENV: PATH and PERL5LIB of env and PLACK_ENV=deployment, in
+ * out (4 slots). */
+char *const *psgi_process_env(char *const *env, char *out[4]);
+/* perl_psgi_response.c */
+XS(xs_psgi_respond_plain);
 /* Serves run with the app of s (loading it first): protect()'s result, 0
  * when nothing unwound it; run->outcome set when it failed. */
 int psgi_run(pTHX_ struct perl_interp *pi, struct perl_script *s, struct perl_run *run);

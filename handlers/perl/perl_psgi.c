@@ -38,12 +38,17 @@ int psgi_is_app(const char *path)
 	return n > 5 && strcasecmp(path + n - 5, ".psgi") == 0;
 }
 
-char *const *psgi_process_env(char *const *env, char *out[3])
+/* PLACK_ENV as Starman sets it (its plackup -E): frameworks read it as
+ * they load, Mojolicious's app->start to return the app rather than run
+ * its command line, which leaves a Mojolicious::Lite file's last value 1. */
+char *const *psgi_process_env(char *const *env, char *out[4])
 {
+	static char plack_env[] = "PLACK_ENV=deployment";
 	size_t n = 0;
 	for (; *env && n < 2; env++)
 		if (strncmp(*env, "PATH=", 5) == 0 || strncmp(*env, "PERL5LIB=", 9) == 0)
 			out[n++] = *env;
+	out[n++] = plack_env;
 	out[n] = NULL;
 	return out;
 }
@@ -182,6 +187,9 @@ static void cleanup_run(pTHX_ struct perl_interp *pi, HV *env)
 	if (av_count(handlers) == 0)
 		return;
 	SvREFCNT_inc_simple_void_NN(handlers);
+	/* Inline, the client waits for them: the route is not short. */
+	if (pi->run)
+		pi->run->ran_on = 1;
 	fcgi_answer_early(aTHX_ pi);
 	SV *envref = sv_2mortal(newRV_inc((SV *)env));
 	for (Size_t i = 0; i < av_count(handlers); i++) {

@@ -57,6 +57,7 @@ struct perl_registry {
 static SV *read_source(pTHX_ const char *path, struct stat *st);
 static SV *wrap_source(pTHX_ const char *path, const char *package, SV *src,
 		const struct perl_shebang *sb, SV **data);
+static SV *wrap_app(pTHX_ const char *path, const char *package, SV *src, SV **data);
 static void loop_preamble(pTHX_ SV *code, const struct perl_shebang *sb);
 static int switches_refused(pTHX_ struct perl_registry *reg, const struct perl_shebang *sb,
 		const char *path);
@@ -243,6 +244,32 @@ static SV *wrap_source(pTHX_ const char *path, const char *package, SV *src,
 		sv_catpvs(code, ";}");
 	sv_catpvs(code, ";}\n1;\n");
 	return code;
+}
+
+/* An application's file runs once, for its last value (perl_psgi.c): it is
+ * compiled then, from a string eval whose one lexical scope is the file's
+ * own, as plackup's `do FILE` compiles it, so that a named sub using a
+ * file-level `my` variable shares it; inside the script's sub it would
+ * not stay shared (an error under fatal warnings). The sub evaluates the
+ * text, kept in the package's $PLXD_SOURCE. */
+static SV *wrap_app(pTHX_ const char *path, const char *package, SV *src, SV **data)
+{
+	STRLEN len;
+	const char *text = SvPV(src, len);
+	size_t data_at;
+	int has_data, in_pod;
+	size_t code_len = perl_source_split(text, len, &data_at, &has_data, &in_pod);
+	*data = has_data ? newSVpvn(text + data_at, len - data_at) : NULL;
+
+	SV *file = get_sv(form("%s::PLXD_SOURCE", package), GV_ADD);
+	sv_setpvf(file, "package %s;\n", package);
+	if (!strpbrk(path, "\"\n"))
+		sv_catpvf(file, "#line 1 \"%s\"\n", path);
+	sv_catpvn(file, text, code_len);
+	sv_catpvs(file, "\n");
+	return sv_2mortal(newSVpvf("package %s; sub " SCRIPT_SUB
+				   " { PLXD::PSGI::eval_file($%s::PLXD_SOURCE) }\n1;\n",
+			package, package));
 }
 
 /* What perl's lexer puts before a -n or -p program (toke.c): the loop,
@@ -581,7 +608,7 @@ struct perl_script *perl_registry_lookup(pTHX_ struct perl_registry *reg, const 
 	return s && perl_registry_current(s, facts) ? s : NULL;
 }
 
-enum perl_fetch perl_registry_compile(pTHX_ struct perl_registry *reg, const char *path,
+enum perl_fetch perl_registry_compile(pTHX_ struct perl_registry *reg, const char *path, int app,
 		struct perl_script **out)
 {
 	size_t plen = strlen(path);
@@ -607,7 +634,9 @@ enum perl_fetch perl_registry_compile(pTHX_ struct perl_registry *reg, const cha
 	SV *package = sv_2mortal(newSVpv(pkg, 0));
 	free(pkg);
 	SV *data = NULL;
-	SV *code = wrap_source(aTHX_ path, SvPVX(package), src, has_switches ? &sb : NULL, &data);
+	SV *code = app ? wrap_app(aTHX_ path, SvPVX(package), src, &data)
+		       : wrap_source(aTHX_ path, SvPVX(package), src, has_switches ? &sb : NULL,
+				       &data);
 	if (data)
 		sv_2mortal(data);
 	struct perl_script_switches sw = { 0 };

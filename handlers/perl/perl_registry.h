@@ -96,8 +96,9 @@ struct perl_script *perl_registry_lookup(pTHX_ struct perl_registry *reg, const 
 /* Compiles path (again). Must run inside the caller's exit protection (a
  * BEGIN block may call exit); the working directory and %ENV should
  * already be the request's, as BEGIN blocks see them. A failed
- * compilation is not kept. *out is set with COMPILED. */
-enum perl_fetch perl_registry_compile(pTHX_ struct perl_registry *reg, const char *path,
+ * compilation is not kept. *out is set with COMPILED. app: path is a PSGI
+ * application, whose code is compiled as it runs, at file scope. */
+enum perl_fetch perl_registry_compile(pTHX_ struct perl_registry *reg, const char *path, int app,
 		struct perl_script **out);
 
 /* What path's #! line asks for: 'T' (-T), 't' (-t) or 0 (neither, or

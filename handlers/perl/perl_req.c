@@ -467,6 +467,7 @@ static void free_req(void *arg)
 	if (q->env)
 		cgi_env_free(q->env);
 	free(q->tail);
+	free(q->route);
 	free(q->script);
 	free(q);
 }

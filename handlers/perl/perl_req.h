@@ -53,6 +53,9 @@ struct perl_req {
 	const struct perl_conf *conf;
 	struct loop *loop;
 	char *script;
+	/* Thread mode, an application: its script and PATH_INFO, the route
+	 * its inline fitness is recorded under (perl_inline.c). */
+	char *route;
 	enum perl_req_phase phase;
 	struct perl_wire_request wire; /* the file facts, for the runner */
 	int has_body;

@@ -84,7 +84,8 @@ struct compile_arg {
 static void do_compile(pTHX_ void *p)
 {
 	struct compile_arg *a = p;
-	a->result = perl_registry_compile(aTHX_ a->pi->registry, a->path, &a->script);
+	a->result = perl_registry_compile(aTHX_ a->pi->registry, a->path, psgi_is_app(a->path),
+			&a->script);
 	a->saved_errno = errno;
 }
 
@@ -343,7 +344,7 @@ static void run_request(struct perl_interp *pi, struct perl_run *run)
 	/* An app gets the request in its environment hash: %ENV is the
 	 * process's own, the same for every request (no other request's
 	 * variables left in it). */
-	char *proc_env[3];
+	char *proc_env[4];
 	env_sync(aTHX_ pi,
 			psgi_is_app(run->script) ? psgi_process_env(run->env, proc_env) : run->env);
 	change_dir(pi, run);
@@ -377,6 +378,11 @@ static void run_request(struct perl_interp *pi, struct perl_run *run)
 				settings_apply(aTHX_ pi, script->settings);
 		}
 		if (script->psgi) {
+			/* Its DATA is read while the app runs (the templates a
+			 * Mojolicious::Lite app finds at its first render), not
+			 * while the file runs: opened once, before it loads. */
+			if (script->data && !script->app)
+				open_data(aTHX_ pi, script);
 			sv_setpvs(ERRSV, "");
 			errno = 0;
 			int ret = psgi_run(aTHX_ pi, script, run);

@@ -569,6 +569,9 @@ static void inline_serve(struct perl_thread *t)
 	t->pi = NULL;
 	int stop = t->stop;
 	pthread_mutex_unlock(&t->mu);
+	/* As on an interpreter thread (thread_main). */
+	if (!stop && !t->replace && t->run.harakiri)
+		log_harakiri();
 	struct perl_interp *pi = clone_again(t, old, stop);
 	pthread_mutex_lock(&t->mu);
 	t->pi = pi;

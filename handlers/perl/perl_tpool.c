@@ -339,8 +339,7 @@ static void thread_done(struct perl_job *job, const struct perl_run *run)
 		short_run &= perl_inline_end(inline_runs, s->inl, q, run, &s->r.out);
 	/* Noted before its response can reach the client: the client's
 	 * next request finds the script's record up to date. */
-	perl_inline_note(inline_runs, q->script, short_run, s->inl != NULL, run->run_us,
-			q->conf->inline_after);
+	perl_inline_note(inline_runs, q, short_run, s->inl != NULL, run->run_us);
 	q->result = (struct perl_wire_done){
 		.type = PERL_WIRE_DONE,
 		.outcome = perl_wire_outcome(run->outcome),

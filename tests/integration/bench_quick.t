@@ -162,6 +162,49 @@ for my $ratio ('hello.plt / hello.plx, plxd, keep-alive', 'cgi_pm.plt / cgi_pm.p
     like($md, qr/^\| \Q$ratio\E \| \d+\.\d\d \|/m, "the ratio $ratio");
 }
 
+# PSGI applications: hello.psgi (a new connection each and keep-alive) and
+# the Dancer2 and Mojolicious hello apps (keep-alive, served from
+# bench/peers/ through [mount]), each measured by plxd in worker processes
+# and by a second plxd in interpreter threads, with its ratios.
+my %psgi = (conn => [qw(hello.psgi)], ka => [qw(hello.psgi hello_dancer.psgi hello_mojo.psgi)]);
+for my $section (sort keys %psgi) {
+    for my $t (@{ $psgi{$section} }) {
+        for my $way (['persistent', qr/^perl, workers=2, PSGI$/], ['in-process', qr/^perl, isolation=thread, 2 threads, PSGI$/]) {
+            my ($mode, $handler) = @$way;
+            my @r = grep { $_->{section} eq $section && $_->{target} eq $t && $_->{mode} eq $mode } @rows;
+            ok(@r == 1 && $r[0]{status} eq 'ok' && $r[0]{server} =~ /^plxd/ && $r[0]{handler} =~ $handler
+                && $r[0]{workers} eq '2', "$section: $t measured in plxd's " . ($mode eq 'persistent' ? 'worker processes' : 'interpreter threads'))
+                or diag(explain(\@r));
+        }
+    }
+}
+for my $ratio ('hello.psgi / hello.plx, plxd, keep-alive (worker processes)',
+    'hello.psgi / hello.plt, plxd, keep-alive (interpreter threads)',
+    (map { "$_ in threads / in processes, plxd, keep-alive" } qw(hello.psgi hello_dancer.psgi hello_mojo.psgi)),
+    'hello.psgi in threads / in processes, plxd, a new connection each (ab -c 10)') {
+    like($md, qr/^\| \Q$ratio\E \| \d+\.\d\d \|/m, "the ratio $ratio");
+}
+# Issue 32's targets: every row against a peer, said to need --peers.
+like($md, qr/^## Targets \(issue 32\)\n\n\| Measurement \| plxd \| against \| Ratio \| Target \| Met \|$/m,
+    "issue 32's targets section");
+my %rows32 = map { /^\| ([^|]+?) \| (.*) \|$/ ? ($1 => [split / \| /, $2]) : () }
+    (($md =~ /^## Targets \(issue 32\)\n\n(.*?)\n\n/ms)[0] // '') =~ /^\|.*$/mg;
+my %goal32 = (
+    'hello.psgi in threads, keep-alive / Feersum' => '≥ 1.5',
+    'hello.psgi in threads, ab -c 10 / Feersum' => '≥ 1.0',
+    "hello.psgi in processes, keep-alive / uWSGI's psgi plugin" => '≥ 1.0',
+    "hello.psgi in processes, ab -c 10 / uWSGI's psgi plugin" => '≥ 1.0',
+    (map { ("$_ hello in processes, keep-alive / Starman" => '≥ 1.5', "$_ hello in threads, keep-alive / Starman" => '≥ 1.5') }
+        qw(Dancer2 Mojolicious)),
+);
+for my $name (sort keys %goal32) {
+    my $r = $rows32{$name};
+    ok($r && $r->[3] eq $goal32{$name} && $r->[2] eq 'not measured (--peers)' && $r->[0] =~ /^[\d,]+$/,
+        "issue 32 target row: $name, $goal32{$name}, plxd's figure measured, the peer's not without --peers")
+        or diag(explain($r));
+}
+is(scalar(keys %rows32), scalar(keys %goal32) + 1, '... and no other row (the header aside)');
+
 # CPU per request around every keep-alive run: measured rows have it, in
 # the table and the CSV.
 like($md, qr/^\| Target \| Server \| Handler \| Requests\/s \| p50 \(ms\) \| p99 \(ms\) \| CPU per request \(µs\) \| Errors \|$/m,
@@ -235,7 +278,7 @@ if ($work) {
                 "the chart's $panel panel has a $target bar in its colour");
         }
     }
-    like(read_file("$work/chart.gp"), qr/persistent \(\.plx\),  purple: in-process \(\.plt\)/, "the chart's legend names the three ways");
+    like(read_file("$work/chart.gp"), qr/persistent \(\.plx; \.psgi in processes\),  purple: in-process \(\.plt; \.psgi in threads\)/, "the chart's legend names the three ways");
 }
 
 # ----- nothing left running: no process uses the working folder.

@@ -1,9 +1,10 @@
 # The front page (cgi-bin/index.html) in a real browser: headless Chromium
 # driven through chromedriver's WebDriver HTTP API (HTTP::Tiny and JSON::PP,
 # nothing else). It loads the page, checks that every sample is linked in
-# its .pl/.plx/.plt triple (and that each .plt answers) and that the bench
-# chart has its place, presses the live burst's button (three series drawn,
-# the persistent and in-process rates higher), then follows the counter
+# its .pl/.plx/.plt triple (and that each .plt answers), the framework
+# samples' .psgi applications beside them, and that the bench chart has its
+# place, presses the live burst's button (four series drawn, the
+# persistent, in-process and PSGI rates higher), then follows the counter
 # links: the persistent counter grows for the same worker pid, the in-process
 # one for the same interpreter, the per-request one stays at 1.
 use strict;
@@ -30,17 +31,17 @@ for my $bin ($CHROMIUM, $DRIVER) {
     exit;
 }
 
-# plxd serving the real cgi-bin/, .pl per request, .plx persistent and .plt
-# in-process.
+# plxd serving the real cgi-bin/, .pl per request, .plx persistent, .plt
+# in-process and .psgi applications, as conf/plxd.conf maps them.
 my $root = source_dir() . '/cgi-bin';
 my $s = eval {
     PlxdTest->start(
         args     => ['--root', $root],
-        handlers => { '.pl' => 'cgi', '.plx' => 'perl', '.plt' => 'perl:thread', '.cgi' => 'cgi' },
+        handlers => { '.pl' => 'cgi', '.plx' => 'perl', '.plt' => 'perl:thread', '.cgi' => 'cgi', '.psgi' => 'perl' },
         sections => { perl => { workers => 2 }, 'perl:thread' => { isolation => 'thread', workers => 2 } },
     );
 };
-ok($s, 'plxd starts with .pl = cgi, .plx = perl, .plt = perl:thread and 2 workers each')
+ok($s, 'plxd starts with .pl = cgi, .plx = perl, .plt = perl:thread, .psgi = perl and 2 workers each')
     or diag("without the cgi and perl handlers the counters cannot run: $@");
 $s //= PlxdTest->start(args => ['--root', $root]);    # the page itself is static
 
@@ -149,6 +150,7 @@ my $text = page_text();
 like($text, qr/a process per request/i, 'it explains the per-request way');
 like($text, qr/persistent/i, 'and the persistent way');
 like($text, qr/in-process/i, 'and the in-process way');
+like($text, qr/PSGI application/, 'and the PSGI application');
 
 # Each sample row links a .pl, a .plx and a .plt of the same name.
 my $rows = js(q{
@@ -165,10 +167,16 @@ for my $links (@$rows) {
 }
 my %href = map { ($_ =~ s/\?.*//r) => 1 } map { @$_ } @$rows;
 ok($href{$_}, "the page links $_") for map { ("$_.pl", "$_.plx", "$_.plt") } qw(hello counter cgi_pm request env cpu);
+# The .psgi twins, each in its sample's row.
+my %psgi = (hello => 'hello.psgi', mojo => 'mojo.psgi', dancer => 'dancer.psgi', psgi => 'app.psgi');
+for my $name (sort keys %psgi) {
+    my ($row) = grep { grep { $_ eq "$name.plx" } @$_ } @$rows;
+    ok($row && (grep { $_ eq $psgi{$name} } @$row), "the $name row links $psgi{$name}") or diag(explain($row));
+}
 
 # Every script the table links is there and runs: 200 with a body, the .plt
-# ones in interpreter threads.
-for my $link (grep { /\.pl[xt]?(?:\?|$)/ } map { @$_ } @$rows) {
+# ones in interpreter threads, the .psgi ones as applications.
+for my $link (grep { /\.(?:pl[xt]?|psgi)(?:\?|$)/ } map { @$_ } @$rows) {
     my $res = $s->get("/$link");
     ok($res->{status} == 200 && length $res->{content}, "$link answers 200 with a body")
         or diag("GET /$link: $res->{status} " . substr($res->{content} // '', 0, 300));
@@ -190,10 +198,10 @@ if ($ENV{PLXD_TEST_KEEP}) {
 
 # ----- the live burst -------------------------------------------------------
 
-# The button sends a bounded burst to hello.pl, then hello.plx, then
-# hello.plt, and draws each: its figures (rate, count) appear, its canvas is
-# drawn on, and the persistent and in-process rates are higher than the
-# per-request one.
+# The button sends a bounded burst to hello.pl, then hello.plx, hello.plt
+# and hello.psgi, and draws each: its figures (rate, count) appear, its
+# canvas is drawn on, and the persistent, in-process and PSGI rates are
+# higher than the per-request one.
 if ($available{'counter.pl'} && $available{'counter.plx'} && $available{'counter.plt'}) {
     sw(POST => '/url', { url => $s->url('/') });
     like(page_text(), qr/modest load generator/, 'the live section says a browser is a modest load generator');
@@ -202,7 +210,7 @@ if ($available{'counter.pl'} && $available{'counter.plx'} && $available{'counter
     my $live;
     my $read = q{
         var out = {};
-        ['pl', 'plx', 'plt'].forEach(function (k) {
+        ['pl', 'plx', 'plt', 'psgi'].forEach(function (k) {
             var el = document.getElementById('live-' + k), c = document.getElementById('live-' + k + '-chart');
             var px = c.getContext('2d').getImageData(0, 0, c.width, c.height).data, inked = 0;
             for (var i = 3; i < px.length; i += 4) if (px[i]) inked++;
@@ -211,12 +219,12 @@ if ($available{'counter.pl'} && $available{'counter.plx'} && $available{'counter
                        text: el.textContent, inked: inked };
         });
         out.done = !document.getElementById('burst').disabled && out.pl.rate !== null && out.plx.rate !== null
-            && out.plt.rate !== null;
+            && out.plt.rate !== null && out.psgi.rate !== null;
         return out;
     };
-    ok(wait_for(sub { $live = js($read); $live->{done} }, 180), 'the burst ends with figures on all three sides')
+    ok(wait_for(sub { $live = js($read); $live->{done} }, 240), 'the burst ends with figures on all four sides')
         or diag(explain($live));
-    for my $k (qw(pl plx plt)) {
+    for my $k (qw(pl plx plt psgi)) {
         my $r = $live->{$k};
         is($r->{count}, 200, "hello.$k: 200 requests");
         is($r->{failed}, 0, '... none failed');
@@ -231,6 +239,7 @@ if ($available{'counter.pl'} && $available{'counter.plx'} && $available{'counter
     }
     ok($live->{plx}{rate} > $live->{pl}{rate}, "the persistent rate is higher ($live->{plx}{rate} against $live->{pl}{rate} req/s)");
     ok($live->{plt}{rate} > $live->{pl}{rate}, "the in-process rate is higher ($live->{plt}{rate} against $live->{pl}{rate} req/s)");
+    ok($live->{psgi}{rate} > $live->{pl}{rate}, "the PSGI rate is higher ($live->{psgi}{rate} against $live->{pl}{rate} req/s)");
 } else {
     fail('the live burst: hello.pl, hello.plx and hello.plt need the cgi and perl handlers (see above)');
 }

@@ -15,6 +15,8 @@ use File::Temp qw(tempdir);
 use PlxdServer;
 use PlxdTest qw(source_dir read_file run_plxd);
 use HTTP::Tiny;
+use Config;
+use File::Spec;
 
 my $tmp = tempdir(CLEANUP => 1);
 my $prefix = "$tmp/prefix";
@@ -91,6 +93,34 @@ sub serves {
     unlike(read_file($log), qr/\[(error|alert)\]/, "$what: logs no error") or diag(read_file($log));
 }
 
+# Where the handler goes under a prefix that is not perl's vendor prefix.
+my $perl_lib = File::Spec->abs2rel($Config{installsitelib}, $Config{siteprefix});
+ok(-f "$prefix/$perl_lib/Plack/Handler/Plxd.pm", "Plack::Handler::Plxd under $perl_lib");
+like(read_file($pages[0]), qr{^\.I \Q$prefix/$perl_lib\E/Plack/Handler/Plxd\.pm$}m,
+    'plxd(8) names the installed Plack::Handler::Plxd');
+
+# plackup -s Plxd with the handler installed under $root starts $root's plxd
+# (the process plackup started is it, by exec) and serves an app.
+sub plackup_serves {
+    my ($what, $root) = @_;
+    my $app = "$tmp/app.psgi";
+    open my $fh, '>', $app or die "$app: $!";
+    print $fh "sub { [200, ['Content-Type' => 'text/plain'], ['plackup app']] }\n";
+    close $fh;
+    my $log = "$tmp/plackup.log";
+    my $srv = eval {
+        PlxdServer->start(name => 'plackup', cmd => ['plackup', '-s', 'Plxd', '--listen',
+            '127.0.0.1:0', $app], env => { PERL5LIB => "$root/$perl_lib" }, stderr => $log,
+            timeout => 30);
+    };
+    ok($srv, "$what: plackup -s Plxd starts") or return diag($@ . read_file($log));
+    is(readlink('/proc/' . $srv->pid . '/exe'), Cwd::realpath("$root/bin/plxd"),
+        "$what: plackup -s Plxd runs the plxd installed beside the handler");
+    is(HTTP::Tiny->new(timeout => 30)->get($srv->base . '/')->{content}, 'plackup app',
+        "$what: plackup -s Plxd serves the app");
+    is($srv->stop(grace => 30), 0, "$what: plackup -s Plxd: exits 0 on SIGTERM");
+}
+
 # Installed to another prefix than the one the build was configured with
 # (which is removed first, so that nothing there can be what is found).
 remove_tree($prefix);
@@ -110,6 +140,7 @@ like(read_file("$other/etc/plxd/plxd.conf"), qr{^root = \.\./\.\./share/plxd/cgi
         'that plxd finds the configuration installed with it, without --config') or diag($err);
 }
 serves('installed to another prefix', "$other/bin/plxd", "$other/etc/plxd/plxd.conf");
+plackup_serves('installed to another prefix', $other);
 
 # Staged with DESTDIR: everything under DESTDIR, nothing at the prefix, and
 # the staged tree works where it lies and once moved to the prefix.
@@ -123,4 +154,5 @@ is_deeply([map { s{^\Q$stage$prefix\E/}{}r } files_under($stage)],
 serves('staged with DESTDIR, where it lies', "$stage$prefix/bin/plxd");
 rename "$stage$prefix", $prefix or die "rename: $!";
 serves('staged with DESTDIR, moved to the prefix', "$prefix/bin/plxd", "$prefix/etc/plxd/plxd.conf");
+plackup_serves('staged with DESTDIR, moved to the prefix', $prefix);
 done_testing;

@@ -10,6 +10,10 @@
 # application object per request) has HTML::Template parse its template
 # once (cache => 1; with cache => 0, on every request), tt keeps its
 # Template object and its compiled templates ("our $tt ||= ...").
+# The same applications as .psgi files (mojo.psgi, dancer.psgi, app.psgi)
+# declare their routes at the top level, as the frameworks' examples do,
+# with no "||=": plxd runs the file once per interpreter, so they too are
+# built once, keep their routes and answer as their .pl twin.
 use strict;
 use warnings;
 use Test::More;
@@ -32,13 +36,19 @@ for my $name (@SAMPLES) {
     $files{"$name.pl"} = $files{"$name.plx"} = $text;
     $files{"${name}_naive.plx"} = $IDIOM{$name}[1]->($text);
 }
+my %PSGI = (mojo => 'mojo.psgi', dancer => 'dancer.psgi', psgi => 'app.psgi');
+for my $file (values %PSGI) {
+    my $text = read_file(source_dir() . "/cgi-bin/$file");
+    unlike($text =~ s/#.*//gr, qr/\|\|=/, "$file builds its application with no ||= (its comments aside)");
+    $files{$file} = $text;
+}
 my $templates = source_dir() . '/cgi-bin/.templates';
 opendir my $dh, $templates or die "$templates: $!";
 $files{".templates/$_"} = read_file("$templates/$_") for grep { -f "$templates/$_" } readdir $dh;
 
 my $s = PlxdTest->start(
     files    => \%files,
-    handlers => { '.pl' => 'cgi', '.plx' => 'perl' },
+    handlers => { '.pl' => 'cgi', '.plx' => 'perl', '.psgi' => 'perl' },
     sections => { perl => { workers => 1 } },
 );
 
@@ -77,6 +87,20 @@ for my $name (@SAMPLES) {
         my $hello = $s->get("/$name.plx/hello/world?name=world");
         like($hello->{content}, qr/^Hello, world!/, "$name.plx: its second route answers");
         is($hello->{content}, $s->get("/$name.pl/hello/world")->{content}, "$name.plx: the same answer as .pl")
+            unless $name eq 'psgi';    # its answer has the counters
+    }
+
+    if (my $app = $PSGI{$name}) {
+        my @psgi = map { figures($s->get("/$app/")) } 1 .. $N;
+        is(scalar(grep { $_->{status} == 200 } @psgi), $N, "$app: $N answers");
+        is_deeply([map { $_->{built} } @psgi], [(1) x $N], "$app: the application was built once in $N requests");
+        is_deeply([map { $_->{routes} } @psgi], [($pl->{routes}) x $N],
+            "$app: its routes stay " . ($pl->{routes} // 'none') . ', as in .pl');
+        is_deeply([map { $_->{served} } @psgi], [1 .. $N], "$app: one interpreter served them one after another");
+        is(scalar(keys %{ { map { $_->{pid} // '' => 1 } @psgi } }), 1, "$app: all in one process");
+        my $hello = $s->get("/$app/hello/world?name=world");
+        like($hello->{content}, qr/^Hello, world!/, "$app: its second route answers");
+        is($hello->{content}, $s->get("/$name.pl/hello/world")->{content}, "$app: the same answer as $name.pl")
             unless $name eq 'psgi';    # its answer has the counters
     }
 

@@ -149,10 +149,7 @@ sub gone {
     is(scalar keys %pids, 8, '... each by a worker of its own');
 }
 
-SKIP: {
-    my $strace = `command -v strace 2>/dev/null`;
-    chomp $strace;
-    skip 'no strace', 7 unless $strace;
+{
     my $s = PlxdTest->start(
         files    => \%files,
         server   => { threads => 1 },
@@ -165,29 +162,15 @@ SKIP: {
     my ($worker) = grep { $_ } map { /^(\d+)$/ ? $1 : () } split /\s+/,
         PlxdTest::read_file("/proc/$pid/task/$pid/children");
     my $out = readlink("/proc/$worker/fd/1") // '';
-    my $trace = $s->dir . '/strace.txt';
-    my $tracer = fork // die "fork: $!";
-    if (!$tracer) {
-        open STDERR, '>', $s->dir . '/strace.err';
-        exec $strace, '-f', '-yy', '-e', 'trace=epoll_ctl,read,recvmsg,sendmsg,poll', '-o', $trace,
-            '-p', $pid;
-        POSIX::_exit(127);
-    }
-    my $attached = wait_for(sub {
-        my @tasks = glob "/proc/$pid/task/*/status";
-        @tasks && !grep { PlxdTest::read_file($_) !~ /^TracerPid:\s*[1-9]/m } @tasks;
-    }, 30);
-    skip 'strace cannot attach here', 6 unless $attached;
     my $n = 20;
     my $answered = 0;
-    for (1 .. $n) {
-        my $res = $ka->get($s->url('/hello.plx'));
-        $answered++ if $res->{status} == 200 && $res->{content} eq "hello\n";
-    }
-    kill 'INT', $tracer;
-    waitpid $tracer, 0;
+    my @lines = $s->strace_during($pid, [qw(epoll_ctl read recvmsg sendmsg poll)], sub {
+        for (1 .. $n) {
+            my $res = $ka->get($s->url('/hello.plx'));
+            $answered++ if $res->{status} == 200 && $res->{content} eq "hello\n";
+        }
+    });
     is($answered, $n, "$n keep-alive requests answered under strace");
-    my @lines = split /\n/, PlxdTest::read_file($trace);
     my ($ctl_del, $ctl_arm, @after_done, @polls, $in_done) = (0, 0);
     for (@lines) {
         if (/^\d+\s+poll\(.*\Q$out\E/ && $in_done) {
@@ -209,12 +192,12 @@ SKIP: {
         }
     }
     is(scalar @after_done, $n, "... $n answers (DONE) read from the control socket")
-        or diag(PlxdTest::read_file($trace));
+        or diag(join "\n", @lines);
     is($ctl_del, 0, '... and the control socket never taken out of the loop for them');
     is($ctl_arm, $n, '... one epoll_ctl each to watch it');
     is(join(',', grep { $_ != 1 } @polls), '',
         '... after each DONE, one poll of the response and stderr pipes')
-        or diag(PlxdTest::read_file($trace));
+        or diag(join "\n", @lines);
     is(join(',', grep { $_ != 0 } @after_done), '',
         '... and, finding nothing there, no read of the response pipe, the drain after the response included');
 }

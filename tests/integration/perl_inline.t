@@ -10,6 +10,7 @@ use Test::More;
 use PlxdTest qw(wait_for);
 use PlxdRaw qw(read_responses request_bytes);
 use Time::HiRes qw(time);
+use HTTP::Tiny;
 
 my $where = <<'EOF';
 sub where { my $tid = syscall(186); open my $fh, '<', "/proc/self/task/$tid/comm" or return '?';
@@ -34,8 +35,22 @@ EOF
     'post.plt'    => $where . "print \"Content-Type: text/plain\\n\\n\", where(), ' ', scalar(<STDIN>), \"\\n\";\n",
 );
 $files{'never.plt'} = $files{'where.plt'};
-# A PSGI application says where it ran.
-$files{'where.psgi'} = $where . "sub { [200, ['Content-Type', 'text/plain'], [where() . \"\\n\"]] };\n";
+# A copy for each case below that demotes its script: each demotion
+# doubles the short runs the next promotion needs.
+$files{"$_.plt"} = $files{'where.plt'} for qw(big fork warn sys loop kept);
+# A PSGI application says where it ran, and its interpreter's address;
+# ?sleep=MS makes a run slow, ?cleanup=1 pushes a cleanup handler,
+# ?harakiri=1 asks for the interpreter's end.
+$files{'where.psgi'} = $where . <<'EOF';
+sub {
+    my $env = shift;
+    my %q = map { split /=/, $_, 2 } split /&/, $env->{QUERY_STRING};
+    select undef, undef, undef, $q{sleep} / 1000 if $q{sleep};
+    push @{ $env->{'psgix.cleanup.handlers'} }, sub { $main::cleaned++ } if $q{cleanup};
+    $env->{'psgix.harakiri.commit'} = 1 if $q{harakiri};
+    [200, ['Content-Type', 'text/plain'], [where() . "\n" . (0 + \%main::) . "\n"]];
+};
+EOF
 
 my $s = PlxdTest->start(
     files    => \%files,
@@ -56,9 +71,43 @@ sub inline_again {
     return 0;
 }
 
-# --- a PSGI application never runs inline: one file for every route ---
-is_deeply([ map { $where_is->('/where.psgi') } 1 .. 6 ], [ ('plxd-perl') x 6 ],
-    'a PSGI application runs on an interpreter thread, however short its runs');
+# --- an application's routes prove themselves short each on its own ---
+is($where_is->('/where.psgi/a'), 'plxd-perl', "an application's new route runs on an interpreter thread ($_)") for 1 .. 3;
+is($where_is->('/where.psgi/a?x=1'), 'plxd-event', '... after 3 short runs, inline (the query is not the route)');
+is($where_is->('/where.psgi/b'), 'plxd-perl', "another route of it is new: on an interpreter thread ($_)") for 1 .. 3;
+is($where_is->('/where.psgi/b'), 'plxd-event', '... then inline too');
+is($where_is->('/where.psgi/a?sleep=400'), 'plxd-event', 'a slow run of a proven route runs inline, once');
+ok(wait_for(sub { $s->error_log =~ m{where\.psgi, route /a: ran \d+ us inline, past inline_budget} }),
+    '... its demotion is logged under the application and the route');
+is($where_is->('/where.psgi/a'), 'plxd-perl', '... that route runs on an interpreter thread again');
+is($where_is->('/where.psgi/b'), 'plxd-event', '... and the other stays inline');
+is($where_is->('/where.psgi'), 'plxd-perl', 'the application itself (PATH_INFO empty) is a route of its own');
+my $long = '/where.psgi/' . ('l' x 255);
+is_deeply([ map { $where_is->($long) } 1 .. 4 ], [ ('plxd-perl') x 3, 'plxd-event' ],
+    'a route of 256 bytes (PATH_INFO with its slash) is recorded');
+is_deeply([ map { $where_is->("${long}m") } 1 .. 6 ], [ ('plxd-perl') x 6 ],
+    'a route of 257 bytes is not: it never runs inline');
+# 4,096 routes are recorded; a route past them makes room by forgetting
+# them all, so that new routes can still prove themselves.
+my $ka = HTTP::Tiny->new(timeout => 30, keep_alive => 1);
+$where_is->('/kept.plt') for 1 .. 3;
+my $sent = grep { $ka->get($s->url("/where.psgi/r$_"))->{status} == 200 } 1 .. 4100;
+is($sent, 4100, '4,100 distinct routes of an application answered');
+is_deeply([ map { $where_is->('/where.psgi/fresh') } 1 .. 4 ], [ ('plxd-perl') x 3, 'plxd-event' ],
+    '... and a new route after them still proves itself and runs inline');
+is($where_is->('/kept.plt'), 'plxd-event', "... while the scripts' records are kept");
+is_deeply([ map { $where_is->('/where.psgi/c?cleanup=1') } 1 .. 6 ], [ ('plxd-perl') x 6 ],
+    'a route whose requests push psgix.cleanup handlers never runs inline: its client would wait for them');
+$s->get('/where.psgi/h') for 1 .. 3;
+my $r0 = $s->get('/where.psgi/h');
+my ($thread0, $interp0) = split /\n/, $r0->{content};
+is($thread0, 'plxd-event', 'a proven route runs inline');
+$r0 = $s->get('/where.psgi/h?harakiri=1');
+is((split /\n/, $r0->{content})[0], 'plxd-event', '... and asks, inline, for its interpreter\'s end');
+ok(wait_for(sub { $s->error_log =~ /replaced by a fresh clone: its PSGI application asked for it/ }),
+    '... which is logged');
+my @after = split /\n/, $s->get('/where.psgi/h')->{content};
+isnt($after[1], $interp0, '... and the next request of the route is served by a new interpreter');
 
 # --- promoted after inline_after (3) short runs, demoted by one slow one ---
 is($where_is->('/where.plt'), 'plxd-perl', "a new script runs on an interpreter thread ($_)") for 1 .. 3;
@@ -71,6 +120,11 @@ ok(wait_for(sub { $s->error_log =~ m{where\.plt: ran \d+ us inline, past inline_
     'its demotion is logged under its name');
 is($where_is->('/where.plt'), 'plxd-perl', "then it runs on an interpreter thread ($_)") for 1 .. 3;
 is($where_is->('/where.plt'), 'plxd-event', 'and inline again once it has proven short');
+is($where_is->('/where.plt?sleep=400'), 'plxd-event', 'slow inline a second time');
+ok(wait_for(sub { $s->error_log =~ m{where\.plt: ran \d+ us inline, past inline_budget .*until it has run short 6 times} }),
+    '... its demotion says the next promotion needs twice the short runs');
+is_deeply([ map { $where_is->('/where.plt') } 1 .. 7 ], [ ('plxd-perl') x 6, 'plxd-event' ],
+    '... 6 on the interpreter threads, then inline');
 
 # --- what never runs inline ---
 $s->get('/post.plt') for 1 .. 3;
@@ -82,9 +136,10 @@ for my $case ([ 'big=3000000', 'prints 3 MB, more than its pipe holds' ],
               [ 'fork=1', 'starts a program' ],
               [ 'warn=20000', 'writes 2 MB to stderr' ]) {
     my ($q, $what) = @$case;
-    ok(inline_again('/where.plt'), "($q) the script runs inline");
+    my ($name) = $q =~ /^(\w+)=/;
+    ok(inline_again("/$name.plt"), "($q) the script runs inline");
     my $t0 = time;
-    $r = $s->get("/where.plt?$q");
+    $r = $s->get("/$name.plt?$q");
     is($r->{status}, 200, "an inline run that $what answers");
     is((split /\n/, $r->{content})[0], 'plxd-event', '... it ran inline');
     if ($q =~ /^big/) {
@@ -93,19 +148,19 @@ for my $case ([ 'big=3000000', 'prints 3 MB, more than its pipe holds' ],
     }
     like($r->{content}, qr/^from a child$/m, "... the program's output is in the response") if $q =~ /^fork/;
     if ($q =~ /^warn/) {
-        ok(wait_for(sub { my @l = $s->error_log =~ /where\.plt: w+ \d+$/mg; @l == 20_000 }),
+        ok(wait_for(sub { my @l = $s->error_log =~ /warn\.plt: w+ \d+$/mg; @l == 20_000 }),
             '... every stderr line is logged under its name');
     }
     cmp_ok(time - $t0, '<', 10, '... without waiting for its timeout');
-    is($where_is->('/where.plt'), 'plxd-perl', '... and its script is demoted');
+    is($where_is->("/$name.plt"), 'plxd-perl', '... and its script is demoted');
 }
 
 # --- what a run writes past STDOUT's buffer, and to STDERR, a little ---
-ok(inline_again('/where.plt'), '(sys) the script runs inline');
-$r = $s->get('/where.plt?sys=1');
+ok(inline_again('/sys.plt'), '(sys) the script runs inline');
+$r = $s->get('/sys.plt?sys=1');
 is($r->{content}, "plxd-event\nwritten past the buffer\n", 'syswrite to STDOUT inline: in the response, in order');
-ok($s->wait_log(qr{where\.plt: a warning inline$}m), 'a line to STDERR inline: logged under its name');
-is($where_is->('/where.plt'), 'plxd-event', '... and the script stays inline');
+ok($s->wait_log(qr{sys\.plt: a warning inline$}m), 'a line to STDERR inline: logged under its name');
+is($where_is->('/sys.plt'), 'plxd-event', '... and the script stays inline');
 
 # --- the watchdog sleeps while no inline run is in progress ---
 # (a second with none), and wakes for the next: the timeout below is its.
@@ -121,13 +176,13 @@ ok(wait_for(sub { my $n = switches(); select undef, undef, undef, 0.3; switches(
     '... and once no run is in progress, it is not woken (no switch in 0.3 s)');
 
 # --- the timeout ends an inline run, and the next request is served ---
-ok(inline_again('/where.plt'), '(loop) the script runs inline');
-$r = $s->get('/where.plt?loop=1');
+ok(inline_again('/loop.plt'), '(loop) the script runs inline');
+$r = $s->get('/loop.plt?loop=1');
 is($r->{status}, 504, 'an inline run past timeout gets 504');
-ok(wait_for(sub { $s->error_log =~ m{where\.plt: ran past timeout inline: its interpreter ends it} }),
+ok(wait_for(sub { $s->error_log =~ m{loop\.plt: ran past timeout inline: its interpreter ends it} }),
     '... logged under its name');
 is($s->get('/a.txt')->{status}, 200, 'the event thread serves again');
-is($where_is->('/where.plt'), 'plxd-perl', '... and the script runs on the interpreter threads');
+is($where_is->('/loop.plt'), 'plxd-perl', '... and the script runs on the interpreter threads');
 
 # --- the working directory is the event thread's own ---
 $s->get('/sub/cwd.plt') for 1 .. 3;

@@ -28,6 +28,7 @@ sub {
         $out .= "$k=$v\n";
     }
     $out .= "ENV_METHOD=" . ($ENV{REQUEST_METHOD} // 'none') . "\n";
+    $out .= "ENV_PLACK=" . ($ENV{PLACK_ENV} // 'none') . "\n";
     $out .= "INPUT_IN_MEMORY=" . (fileno($env->{'psgi.input'}) // -1) . "\n";
     $out .= "ENV_HTTP=" . join(',', grep { /^HTTP_/ } sort keys %ENV) . "\n";
     print {$env->{'psgi.errors'}} "a line for the log\n";
@@ -49,7 +50,7 @@ sub {
 EOF
     'forms.psgi' => <<'EOF',
 package CloseMarker;
-sub new { my ($c, $file) = @_; bless { lines => ["a\n", "b\n"], file => $file }, $c }
+sub new { my ($c, $file, $lines) = @_; bless { lines => $lines || ["a\n", "b\n"], file => $file }, $c }
 sub getline { shift @{ $_[0]{lines} } }
 sub close { open my $f, '>', $_[0]{file} or die; print $f "closed"; close $f }
 package WithPath;
@@ -89,6 +90,23 @@ sub {
             print STDERR "after close: $@";
         };
     }
+    # Bodies the app framed in chunks itself (Mojolicious's write_chunk).
+    my @te = ('Content-Type' => 'text/plain', 'Transfer-Encoding' => 'chunked');
+    return [200, [@te], ["3\r\non", "e\r\n4;x=y\r\n two\r\n0\r\nX-T: 1\r\n\r\n"]] if $q eq 'te-array';
+    if ($q eq 'te-getline') {
+        my @parts = ("5\r", "\nfirst\r\n", "", "7\r\n second\r\n0\r\n\r\n");
+        return [200, [@te], CloseMarker->new("$env->{DOCUMENT_ROOT}/closed.txt", \@parts)];
+    }
+    if ($q eq 'te-writer') {
+        return sub {
+            my $w = $_[0]->([200, [@te]]);
+            $w->write("6\r\nwrit");
+            $w->write("er\r\n0\r\n\r\n");
+            $w->close;
+        };
+    }
+    return [200, [@te], ["not chunks"]] if $q eq 'te-bad';
+    return [200, [@te], ["3\r\none\r\n"]] if $q eq 'te-short';
     return [200, ['Content-Type' => 'text/plain', 'Content-Length' => 5], ["hello"]] if $q eq 'sized';
     return [204, [], []] if $q eq '204';
     return [304, ['ETag' => '"x"'], []] if $q eq '304';
@@ -101,6 +119,11 @@ sub {
 EOF
     'die.psgi'     => qq{my \$n = 0;\nsub { die "it broke\\n" if \$_[0]{QUERY_STRING} eq 'die'; \$n++; [200, ['Content-Type' => 'text/plain'], ["alive \$n"]] }\n},
     'notcode.psgi' => qq{my \$x = 42;\n\$x;\n},
+    # A named sub using a file-level lexical, under fatal warnings (as
+    # strictures, which Web::Simple turns on, makes them): doc/psgi.md,
+    # "What differs".
+    'closure.psgi' => qq{use warnings FATAL => 'all';\nmy \$x = 'x';\nsub x { \$x }\nsub { [200, [], [x()]] }\n},
+    'syntax.psgi'  => "my \$ok = 1;\nsub { [200, [], ['x']] ;\n",
     # Bodies that cannot be sent: found before the head goes out (500), or
     # after it (the response cut short, never framed as whole).
     'body.psgi' => <<'EOF',
@@ -212,6 +235,19 @@ sub {
     };
 }
 EOF
+    # DATA read at each request, after the file ran (as Mojolicious::Lite
+    # finds the templates of __DATA__ at its first render).
+    'data.psgi' => <<'EOF',
+my $first = <DATA>;
+sub {
+    seek DATA, 0, 0 if $_[0]{QUERY_STRING} eq 'again';
+    my $rest = join '', <DATA>;
+    [200, ['Content-Type' => 'text/plain'], ["first=$first" . "rest=$rest"]];
+}
+__DATA__
+line one
+line two
+EOF
     'data.bin' => join('', map { chr($_ % 251) } 0 .. 200_000),
 );
 
@@ -252,6 +288,7 @@ is($e{'psgix.cleanup'}, "'1'", 'psgix.cleanup true');
 is($e{'psgix.cleanup.handlers'}, 'ARRAY[]', 'psgix.cleanup.handlers an empty array');
 ok(!grep({ /^(?:PATH|PERL5LIB|PLXD_.*|HTTP_CONTENT_.*)$/ } keys %e), 'no process variables, no HTTP_CONTENT_*');
 is($e{ENV_METHOD}, 'none', '%ENV holds no request variable');
+is($e{ENV_PLACK}, 'deployment', '%ENV holds PLACK_ENV=deployment, as under Starman');
 is($e{INPUT_IN_MEMORY}, -1, 'no body: psgi.input is in memory, no temporary file');
 is($e{ENV_HTTP}, '', '... nor request headers');
 ok(wait_for(sub { $s->error_log =~ m{\Q$root\E/dir/env\.psgi: a line for the log} }),
@@ -293,6 +330,19 @@ $r = $s->get('/forms.psgi?delayed');
 is("$r->{status} $r->{content}", '201 delayed', 'the delayed responder');
 $r = $s->get('/forms.psgi?stream');
 is($r->{content}, 'one two', 'the streaming writer');
+# A body the app framed in chunks itself, with Transfer-Encoding: chunked,
+# as Mojolicious's write_chunk gives it: unframed, and framed by plxd.
+for my $case (['te-array', 'one two', 'an array'], ['te-getline', 'first second', 'a getline'],
+    ['te-writer', 'writer', 'a writer\'s']) {
+    my ($q, $want, $what) = @$case;
+    my ($res) = responses($s->raw(request_bytes('GET', "/forms.psgi?$q", 'Connection: close')));
+    is("$res->{status} $res->{body}", "200 $want", "$what body the app framed in chunks, unframed");
+    is(($res->{count}{'transfer-encoding'} // 0) + ($res->{count}{'content-length'} // 0), 1,
+        "... framed once, by plxd");
+}
+for my $q (qw(te-bad te-short)) {
+    is($s->get("/forms.psgi?$q")->{status}, 500, "$q: a body not in the chunks its header says: 500");
+}
 ok(wait_for(sub { $s->error_log =~ /after close: the PSGI writer was written to after close/ }),
     'a write after close dies with a clear message');
 
@@ -365,6 +415,14 @@ $r = $s->get('/notcode.psgi');
 is($r->{status}, 500, 'a file whose last value is no code: 500');
 ok(wait_for(sub { $s->error_log =~ /\Q$root\E\/notcode\.psgi: its last value is 42, not a PSGI application/ }),
     '... naming the file');
+$r = $s->get('/closure.psgi');
+is("$r->{status} $r->{content}", '200 x',
+    'a named sub using a file-level lexical under fatal warnings: compiled at file scope, as by do FILE, it shares it');
+unlike($s->error_log, qr/will not stay shared/, '... with no warning');
+$r = $s->get('/syntax.psgi');
+is($r->{status}, 500, 'an application with a syntax error: 500');
+ok(wait_for(sub { $s->error_log =~ /\Q$root\E\/syntax\.psgi: the PSGI application did not load: Missing right curly or square bracket at \Q$root\E\/syntax\.psgi line \d+/ }),
+    '... the log names the file and the line');
 is($s->get('/stale.psgi?keep')->{status}, 500, 'a delayed response that never calls its responder: 500');
 $r = $s->get('/stale.psgi?use');
 is($r->{content}, "mine: the responder of an earlier request was called\n",
@@ -387,6 +445,12 @@ $r = $s->get('/broken.psgi');
 is($r->{status}, 500, 'a file that dies as it loads: 500');
 ok(wait_for(sub { $s->error_log =~ /\Q$root\E\/broken\.psgi: the PSGI application did not load: cannot build the app/ }),
     '... naming the file');
+
+is($s->get('/data.psgi')->{content}, "first=line one\nrest=line two\n",
+    'its __DATA__: read as the file runs, and by the app at a request after');
+is($s->get('/data.psgi')->{content}, "first=line one\nrest=", '... the same handle, read to its end');
+is($s->get('/data.psgi?again')->{content}, "first=line one\nrest=line one\nline two\n",
+    '... which seeks to the start of the text after __DATA__');
 
 is($s->get('/Upper.PSGI')->{content}, 'upper', 'the extension in any case, as [handlers] matches it');
 

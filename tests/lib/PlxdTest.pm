@@ -34,6 +34,7 @@ use File::Temp qw(tempdir);
 use HTTP::Tiny;
 use IO::Select;
 use IO::Socket::IP;
+use POSIX ();
 use PlxdServer;
 use Test::More;
 use Scalar::Util qw(weaken);
@@ -293,6 +294,35 @@ sub read_until_closed {
         $data .= $buf;
     }
     return $data;
+}
+
+# Runs $code while strace records the system calls named in @$calls that
+# every thread of $pid makes, and returns them, a line each ("TID
+# call(...) = ..."), with strace's -yy (descriptors named). Dies when
+# strace is missing (setup.sh installs it) or cannot attach within 30 s.
+sub strace_during {
+    my ($self, $pid, $calls, $code) = @_;
+    my $trace = "$self->{dir}/strace.$pid.txt";
+    my $tracer = fork // die "fork: $!";
+    if (!$tracer) {
+        open STDERR, '>', "$self->{dir}/strace.err";
+        exec 'strace', '-f', '-yy', '-e', 'trace=' . join(',', @$calls), '-o', $trace, '-p', $pid;
+        POSIX::_exit(127);
+    }
+    my $attached = wait_for(sub {
+        my @tasks = glob "/proc/$pid/task/*/status";
+        return 0 if waitpid($tracer, POSIX::WNOHANG()) == $tracer;
+        @tasks && !grep { read_file($_) !~ /^TracerPid:\s*[1-9]/m } @tasks;
+    }, 30);
+    if (!$attached) {
+        kill 'KILL', $tracer;
+        waitpid $tracer, 0;
+        die "strace could not attach to $pid: " . read_file("$self->{dir}/strace.err") . "\n";
+    }
+    $code->();
+    kill 'INT', $tracer;
+    waitpid $tracer, 0;
+    return split /\n/, read_file($trace);
 }
 
 # Polls the error log for a pattern.

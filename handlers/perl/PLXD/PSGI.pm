@@ -11,6 +11,9 @@
 package PLXD::PSGI;
 
 use strict;
+# psgi.input's in-memory handles: loaded with plxd's set-up, not counted
+# as a script's C code (perl_interp.c).
+use PerlIO::scalar ();
 
 # A header name is an HTTP token; a value holds no CR, LF or NUL (other
 # controls but tab neither): anything else would let the app write a
@@ -27,6 +30,19 @@ my $BAD_VALUE = qr/[\x00-\x08\x0a-\x1f\x7f]/;
 # when called, as a writer used after close does, rather than write into
 # the request being served then.
 my $served = 0;
+
+# An application's file, compiled and run as `do FILE` runs one: at file
+# scope, with no lexical variable and no pragma of this file's in sight
+# (perl_registry.c). Returns its last value, or dies with the failure (a
+# package variable holds the value: a lexical would be in sight).
+our $loaded;
+sub eval_file {
+    no strict;
+    no warnings;
+    local $loaded = eval $_[0];
+    die $@ if $@;
+    $loaded;
+}
 
 # Calls $app with $env and writes its response. Dies (the caller logs it
 # naming the app, and answers 500 when no header went out) when the app
@@ -58,8 +74,8 @@ sub serve {
             _respond($r);
             return;
         }
-        _head($r);
-        return $writer = PLXD::PSGI::Writer->_new;
+        my $chunked = _head($r);
+        return $writer = PLXD::PSGI::Writer->_new($chunked);
     });
     die "the application's delayed response never called its responder\n" unless $answered;
     # What the writer has not sent yet goes now: the response ends as the
@@ -74,19 +90,27 @@ sub serve {
 # short. An array body is made into bytes first.
 sub _respond {
     my ($r) = @_;
+    # Plain byte strings throughout (most responses): checked and written
+    # in C (perl_psgi_response.c), as below.
+    return if respond_plain($r, \*OUT);
     die "the response has no body\n" if @$r < 3;
     my $body = $r->[2];
     if (ref $body eq 'ARRAY') {
-        my @bytes = map { _bytes($_) } @$body;
+        my $bytes = join '', map { _bytes($_) } @$body;
+        if (_chunked($r->[1])) {
+            my $chunked = _dechunker();
+            $bytes = _dechunk($chunked, $bytes);
+            _dechunk_end($chunked);
+        }
         _head($r);
-        print OUT @bytes;
+        local ($,, $\);
+        print OUT $bytes;
         return;
     }
     die "the response body is " . (defined $body ? "'$body'" : 'undef')
         . ": not an array, a file handle or an object with getline and close\n"
         unless ref $body && (ref $body eq 'GLOB' || eval { $body->can('getline') });
-    _head($r);
-    _body($body);
+    _body($body, _head($r));
     return;
 }
 
@@ -97,6 +121,12 @@ sub _bytes {
     return $s;
 }
 
+# Writes the head. Returns a de-chunker (_dechunker) when the app framed
+# its body in chunks itself, as Mojolicious does for write_chunk (a
+# Transfer-Encoding: chunked header, the body with its chunks' sizes),
+# which a server that copies headers and body to the socket sends as it
+# is: the header is left out, and the body unframed, so that plxd frames
+# it (chunked, or with a length when the body is complete).
 sub _head {
     my ($r) = @_;
     my ($status, $headers) = @$r;
@@ -105,18 +135,18 @@ sub _head {
     die "headers are not an array reference\n" unless ref $headers eq 'ARRAY';
     die "headers have an odd number of elements\n" if @$headers % 2;
     my $head = "Status: $status\r\n";
+    my $chunked = _chunked($headers);
     for (my $i = 0; $i < @$headers; $i += 2) {
         my ($k, $v) = @$headers[ $i, $i + 1 ];
+        next if $chunked && $k =~ /\ATransfer-Encoding\z/i;
         die "bad header name '" . (defined $k ? $k : 'undef') . "'\n"
-            unless defined $k && $k =~ $TOKEN;
+            unless defined $k && $k =~ $TOKEN && $k !~ /\AStatus\z/i;
         $v = '' unless defined $v;
-        if ($k =~ /\A(?:Status|Transfer-Encoding)\z/i) {
-            die "bad header name '$k'\n" if $k =~ /\AStatus\z/i;
-            # The body is the app's bytes, and plxd frames it (chunked
-            # without a length, as Starman does with this header): the
-            # app's "chunked" says no more than that. Another transfer
-            # coding it would have to apply itself.
-            next if $v =~ /\A[ \t]*(?:chunked|identity)[ \t]*\z/i;
+        if ($k =~ /\ATransfer-Encoding\z/i) {
+            # plxd frames the body (chunked, or with its length): an
+            # app's "identity" says nothing more; "chunked" framing it did
+            # itself is unframed above; another coding it would apply.
+            next if $v =~ /\A[ \t]*identity[ \t]*\z/i;
             die "header Transfer-Encoding '$v': plxd frames the body itself "
                 . "(chunked, or with its length) and applies no other transfer coding\n";
         }
@@ -124,15 +154,67 @@ sub _head {
         die "header $k has a wide character in its value\n" if $v =~ /[^\x00-\xff]/;
         $head .= "$k: $v\r\n";
     }
+    # The app's $, and $\ are its own, as under a server that writes to a
+    # socket: each print of the response would add them to it.
+    local ($,, $\);
     print OUT $head, "\r\n";
+    return $chunked ? _dechunker() : undef;
+}
+
+# Whether headers say Transfer-Encoding: chunked (one header, that value
+# only: another coding is left to the gateway, which refuses it).
+sub _chunked {
+    my ($headers) = @_;
+    my @te;
+    for (my $i = 0; $i + 1 < @$headers; $i += 2) {
+        push @te, $headers->[ $i + 1 ] if defined $headers->[$i] && $headers->[$i] =~ /\ATransfer-Encoding\z/i;
+    }
+    return @te == 1 && defined $te[0] && $te[0] =~ /\A\s*chunked\s*\z/i;
+}
+
+# A body in chunks, unframed as it comes in parts: _dechunk returns the
+# data of the chunks its part completes or continues; the last chunk's
+# trailer is dropped. Dies at what is not chunked framing.
+sub _dechunker { return { buf => '', left => 0 } }
+
+sub _dechunk {
+    my ($d, $part) = @_;
+    $d->{buf} .= $part;
+    my $out = '';
+    while (length $d->{buf} && !$d->{done}) {
+        if ($d->{left}) {
+            my $data = substr($d->{buf}, 0, $d->{left}, '');
+            $out .= $data;
+            $d->{left} -= length $data;
+            $d->{crlf} = 1 unless $d->{left};
+        } elsif ($d->{crlf}) {
+            last if length $d->{buf} < 2;
+            die "the response body is not in chunks as its Transfer-Encoding says\n"
+                unless substr($d->{buf}, 0, 2, '') eq "\r\n";
+            $d->{crlf} = 0;
+        } elsif ($d->{buf} =~ s/\A([0-9A-Fa-f]{1,15})[ \t]*(?:;[^\r\n]*)?\r\n//) {
+            $d->{left} = hex $1;
+            $d->{done} = 1 unless $d->{left};
+        } else {
+            die "the response body is not in chunks as its Transfer-Encoding says\n"
+                if $d->{buf} !~ /\A[0-9A-Fa-f]{0,15}(?:[ \t]*;[^\r\n]*)?[ \t]*\r?\z/;
+            last;
+        }
+    }
+    return $out;
+}
+
+# The body ended: its last chunk must have come.
+sub _dechunk_end {
+    die "the response body in chunks has no last chunk\n" unless $_[0]{done};
     return;
 }
 
 # A file handle or an object with getline and close, after the head: a
 # death here cuts the response short (perl_req.c).
 sub _body {
-    my ($body) = @_;
-    if (UNIVERSAL::can($body, 'path')) {
+    my ($body, $chunked) = @_;
+    if (UNIVERSAL::can($body, 'path') && !$chunked) {
         # A file with a path (Plack::Util::set_io_path, IO::File::WithPath):
         # read from its descriptor in large blocks, not by lines.
         my $fd = eval { fileno $body };
@@ -142,6 +224,7 @@ sub _body {
                 my $n = sysread($body, $buf, 65536);
                 die "reading the response body's file: $!\n" unless defined $n;
                 last unless $n;
+                local ($,, $\);
                 print OUT $buf;
             }
             $body->close;
@@ -151,8 +234,10 @@ sub _body {
     local $/ = \65536 unless ref $/;
     my $ok = eval {
         while (defined(my $chunk = $body->getline)) {
-            print OUT _bytes($chunk);
+            local ($,, $\);
+            print OUT $chunked ? _dechunk($chunked, _bytes($chunk)) : _bytes($chunk);
         }
+        _dechunk_end($chunked) if $chunked;
         1;
     };
     my $err = $@;
@@ -165,7 +250,7 @@ sub _body {
 # sees each part as it is written), close ends the response.
 package PLXD::PSGI::Writer;
 
-sub _new { return bless { open => 1 }, shift }
+sub _new { return bless { open => 1, chunked => $_[1] }, $_[0] }
 
 sub write {
     my ($self, $data) = @_;
@@ -173,6 +258,8 @@ sub write {
     die "the PSGI writer cannot write: the client left\n" if PLXD::PSGI::client_gone();
     return unless defined $data && length $data;
     $data = PLXD::PSGI::_bytes($data);
+    $data = PLXD::PSGI::_dechunk($self->{chunked}, $data) if $self->{chunked};
+    local ($,, $\);
     # Flushed from now on ($| on OUT, which stdio_end turns off after
     # the request): STDOUT, the selected handle, is STDERR here.
     select((select(PLXD::PSGI::OUT), $| = 1)[0]);
@@ -223,13 +310,21 @@ sub call {
 # seekable (psgix.input.buffered), in memory up to 1 MB, in an anonymous
 # temporary file beyond. A request without a body (no CONTENT_LENGTH, or
 # 0: plxd gives a chunked body's length once it is spooled) reads nothing.
+#
+# Every request without a body gets the same empty handle, put back at its
+# start: opening one per request costs an open (which makes the runtime
+# look at the standard descriptors again, perl_stdio.c) for nothing a
+# request could tell apart. One the application closed is opened again.
+my $empty = '';
+my $none;
 sub input {
     my ($length) = @_;
-    my $buf = '';
     if (!$length) {
-        open my $none, '<', \$buf or die "psgi.input: $!\n";
+        return $none if $none && seek $none, 0, 0;
+        open $none, '<', \$empty or die "psgi.input: $!\n";
         return $none;
     }
+    my $buf = '';
     while (length $buf <= 1 << 20) {
         my $n = read(STDIN, $buf, 65536, length $buf);
         die "reading the request body: $!\n" unless defined $n;
