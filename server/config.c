@@ -133,9 +133,10 @@ const struct conf_key server_keys[] = {
 		.help = "request body size at most; also what a CGI script may print while its "
 			"request body is still arriving",
 		.limit = "413 at once, and the connection closed, when Content-Length says so (any "
-			"length up to 2^64 - 1); a chunked body that grows past it has its connection "
-			"closed there, logged, with 413 in the access log",
-		.tests = "integration/hostile.t integration/framing.t integration/cgi_body.t"),
+			"length up to 2^64 - 1); a chunked body that grows past it is answered 413 "
+			"there and its connection closed, without reading the rest, logged",
+		.tests = "integration/hostile.t integration/framing.t integration/cgi_body.t "
+			 "integration/psgi_edges.t"),
 	SERVER_KEY("shutdown_timeout", CONF_DURATION, shutdown_timeout_ms, "10s", .max = 3600 * 1000,
 		.help = "on SIGTERM or SIGINT, wait this long for requests in flight to finish",
 		.limit = "the connections of requests still running are closed, and plxd exits 0",

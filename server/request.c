@@ -39,6 +39,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 /* Bodies up to this size stay in memory; larger ones go to a temp file. */
@@ -280,14 +281,20 @@ void plxd_stream_resume(struct plxd_request *pub)
 	}
 }
 
-int plxd_respond_error(struct plxd_request *pub, unsigned status)
+/* plxd's small HTML page for status into page; returns its length. */
+static int error_page(unsigned status, char *page, size_t size)
 {
-	char page[256];
 	const char *reason = MHD_get_reason_phrase_for(status); /* "Unknown" if it has none */
-	int len = snprintf(page, sizeof page,
+	return snprintf(page, size,
 			"<!DOCTYPE html>\n<html><head><title>%u %s</title></head>"
 			"<body><h1>%u %s</h1></body></html>\n",
 			status, reason, status, reason);
+}
+
+int plxd_respond_error(struct plxd_request *pub, unsigned status)
+{
+	char page[256];
+	int len = error_page(status, page, sizeof page);
 	struct MHD_Response *resp =
 			MHD_create_response_from_buffer((size_t)len, page, MHD_RESPMEM_MUST_COPY);
 	if (!resp)
@@ -1039,6 +1046,39 @@ static void request_headers(struct request *r)
 	 * (it takes it for an answer given before the body). */
 }
 
+/* Answers status on r's socket itself, then lets libmicrohttpd close the
+ * connection (the caller returns MHD_NO). For a body that grew past
+ * max_body as it arrived (chunked): libmicrohttpd accepts no response
+ * until the body has been read, and an endless body would never be, so
+ * the answer is written as recv_tap.c writes its 431: nothing else is in
+ * flight on the connection while a body arrives. The write side is shut
+ * and what the client already sent is read, so that the close does not
+ * reset the connection before the client reads the answer. */
+static void refuse_on_socket(struct request *r, unsigned status)
+{
+	char page[256], head[256];
+	int len = error_page(status, page, sizeof page);
+	int hlen = snprintf(head, sizeof head,
+			"HTTP/1.1 %u %s\r\nConnection: close\r\n"
+			"Content-Type: text/html; charset=utf-8\r\n"
+			"Server: plxd/" PLXD_VERSION "\r\nContent-Length: %d\r\n\r\n",
+			status, MHD_get_reason_phrase_for(status), len);
+	r->pub.status = status; /* for the access log */
+	if (!r->conn)
+		return;
+	struct iovec iov[2] = { { head, (size_t)hlen }, { page, (size_t)len } };
+	struct msghdr msg = { .msg_iov = iov, .msg_iovlen = 2 };
+	ssize_t n = sendmsg(r->conn->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+	if (n <= 0)
+		return;
+	r->pub.bytes_sent = (uint64_t)len;
+	shutdown(r->conn->fd, SHUT_WR);
+	char sink[4096];
+	for (int i = 0; i < 16; i++)
+		if (recvfrom(r->conn->fd, sink, sizeof sink, MSG_DONTWAIT, NULL, NULL) <= 0)
+			break;
+}
+
 enum MHD_Result request_access(void *cls, struct MHD_Connection *connection, const char *url,
 		const char *method, const char *version, const char *upload_data,
 		size_t *upload_data_size, void **con_cls)
@@ -1075,14 +1115,11 @@ enum MHD_Result request_access(void *cls, struct MHD_Connection *connection, con
 		if (arrived > r->body_arrived)
 			r->body_arrived = arrived;
 		if (arrived > r->site->config->server.max_body) {
-			/* libmicrohttpd accepts no response until the body has
-			 * been read; rather than read an endless chunked body to
-			 * say 413, plxd closes the connection. */
 			plxd_log(PLXD_LOG_WARN,
-					"closed the connection: the body of %s %s grew past "
-					"max_body (%llu bytes)",
+					"answered 413 and closed the connection: the body of %s %s "
+					"grew past max_body (%llu bytes)",
 					r->pub.method, r->target, r->site->config->server.max_body);
-			r->pub.status = 413; /* for the access log */
+			refuse_on_socket(r, 413);
 			return MHD_NO;
 		}
 		/* After a refusal the rest of the body is read and dropped. */

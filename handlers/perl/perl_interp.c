@@ -631,12 +631,15 @@ int interp_bind(pTHX_ struct perl_interp *pi, char *err, size_t errlen)
 	pi->globals.cgi_pm_reset = get_cv("PLXD::Worker::cgi_pm_reset", 0);
 	pi->fcgi_install = get_cv("PLXD::Worker::fcgi_install", 0);
 	pi->psgi_serve = get_cv("PLXD::PSGI::serve", 0);
+	pi->psgi_call = get_cv("PLXD::PSGI::call", 0);
+	pi->psgi_logger = get_cv("PLXD::PSGI::logger", 0);
 	pi->globals.settings_apply = get_cv("PLXD::Worker::settings_apply", 0);
 	pi->globals.settings_snapshot = get_cv("PLXD::Worker::settings_snapshot", 0);
 	pi->globals.settings_modules = get_av("PLXD::Worker::SETTINGS_MODULES", 0);
 	CV *settings_base = get_cv("PLXD::Worker::settings_base", 0);
-	if (!pi->psgi_serve || !pi->globals.settings_apply || !pi->globals.settings_snapshot
-			|| !pi->globals.settings_modules || !settings_base) {
+	if (!pi->psgi_serve || !pi->psgi_call || !pi->psgi_logger || !pi->globals.settings_apply
+			|| !pi->globals.settings_snapshot || !pi->globals.settings_modules
+			|| !settings_base) {
 		snprintf(err, errlen, "worker bootstrap failed: no PLXD::Worker::settings_*");
 		return -1;
 	}

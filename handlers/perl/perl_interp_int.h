@@ -184,6 +184,8 @@ struct perl_interp {
 	CV *open_data;      /* PLXD::Worker::open_data */
 	CV *fcgi_install;   /* PLXD::Worker::fcgi_install */
 	CV *psgi_serve;     /* PLXD::PSGI::serve */
+	CV *psgi_call;      /* PLXD::PSGI::call */
+	CV *psgi_logger;    /* PLXD::PSGI::logger, psgix.logger */
 	int fcgi_installed; /* FCGI's accept is plxd's (perl_modwatch.c) */
 	/* -T and -t on a #! line ([perl] taint = honour): taint checks are
 	 * perl's from its start, so such a script runs in a second

@@ -2,8 +2,10 @@
  * registry as a script is, run once per compile for its last value (the
  * app, kept with the compile), and each request calls the app with a PSGI
  * environment built here from the request's variables, not through %ENV.
- * PLXD/PSGI.pm writes the response to STDOUT as a CGI response, so that
- * the gateway frames and streams it as it does a script's output.
+ * PLXD/PSGI.pm writes the response to the response channel as a CGI
+ * response, so that the gateway frames and streams it as it does a
+ * script's output; the app's own code (the file, the app, its cleanup
+ * handlers) runs with STDOUT on STDERR, the log.
  * psgix.cleanup.handlers run after the request was answered (the answer
  * FastCGI-style scripts use, perl_fcgi.c), psgix.harakiri.commit retires
  * the interpreter after it (run->harakiri). */
@@ -100,7 +102,13 @@ static int callable(pTHX_ SV *sv)
  * with *ret protect()'s when exit unwound it. */
 static int load(pTHX_ struct perl_interp *pi, struct perl_script *s, struct perl_run *run, int *ret)
 {
-	struct call_arg a = { .fn = (SV *)s->code, .flags = G_SCALAR };
+	/* Through PLXD::PSGI::call, so that what the file prints to STDOUT
+	 * as it builds the app goes to the log, not into a response. */
+	struct call_arg a = {
+		.fn = (SV *)pi->psgi_call,
+		.arg1 = sv_2mortal(newRV_inc((SV *)s->code)),
+		.flags = G_SCALAR,
+	};
 	sv_setpvs(ERRSV, "");
 	*ret = protect(aTHX_ do_call, &a);
 	if (*ret != 0) {
@@ -158,10 +166,12 @@ int psgi_run(pTHX_ struct perl_interp *pi, struct perl_script *s, struct perl_ru
 	 * it, and retires with that answer, which tells plxd. */
 	commit = hv_fetchs(env, "psgix.harakiri.commit", 0);
 	if (pi->fcgi.answered && commit && SvTRUE(*commit)) {
-		if (pi->cloned)
+		if (pi->cloned) {
 			pi->stop = 1;
-		else
+			run->harakiri = 1; /* for the log (perl_thread.c) */
+		} else {
 			pi->retire_next = 1;
+		}
 	}
 	return 0;
 }
@@ -186,7 +196,12 @@ static void cleanup_run(pTHX_ struct perl_interp *pi, HV *env)
 		SV **cb = av_fetch(handlers, (SSize_t)i, 0);
 		if (!cb)
 			continue;
-		struct call_arg a = { .fn = *cb, .arg1 = envref, .flags = G_VOID | G_DISCARD };
+		struct call_arg a = {
+			.fn = (SV *)pi->psgi_call,
+			.arg1 = *cb,
+			.arg2 = envref,
+			.flags = G_VOID | G_DISCARD,
+		};
 		sv_setpvs(ERRSV, "");
 		if (protect(aTHX_ do_call, &a) != 0)
 			break;
@@ -312,5 +327,6 @@ static HV *env_build(pTHX_ struct perl_interp *pi, const struct perl_run *run)
 	env_store(aTHX_ env, "psgix.harakiri", newSVsv(&PL_sv_yes));
 	env_store(aTHX_ env, "psgix.cleanup", newSVsv(&PL_sv_yes));
 	env_store(aTHX_ env, "psgix.cleanup.handlers", newRV_noinc((SV *)newAV()));
+	env_store(aTHX_ env, "psgix.logger", newRV_inc((SV *)pi->psgi_logger));
 	return env;
 }

@@ -238,11 +238,72 @@ static int is_data_marker(const char *line, size_t len)
 	return n == len || !(is_alnum((unsigned char)line[n]) || line[n] == '_');
 }
 
+/* Whether the word w (n bytes) is a quote-like operator: q, qq, qw, qr, m,
+ * s, y, tr. */
+static int is_quote_like(const char *w, size_t n)
+{
+	static const char *const ops[] = { "q", "qq", "qw", "qr", "m", "s", "y", "tr" };
+	for (size_t i = 0; i < sizeof ops / sizeof *ops; i++)
+		if (strlen(ops[i]) == n && memcmp(ops[i], w, n) == 0)
+			return 1;
+	return 0;
+}
+
+/* "__END__" or "__DATA__" after code on its line ("sub { [200, [], ['x']] };
+ * __END__"): perl's lexer ends the code at the token wherever it stands,
+ * and the wrapper's closing brace after it would be lost. Taken only where
+ * the line plainly is code up to it: a ';' or '}' just before it (spaces
+ * between), single- and double-quoted strings closed on the line, and no
+ * comment, regex, here-doc or quote-like operator before it, any of which
+ * could hold the word as text. Returns its offset; 0 for none, or not
+ * sure on this line (the line stays code, as before); NOT_SURE when what
+ * the line opened may go on past it (a string, a quote-like operator, a
+ * regex), so that no later line is read as plain code either. */
+#define NOT_SURE ((size_t)-1)
+static size_t mid_line_marker(const char *line, size_t len)
+{
+	char last = 0; /* the last character before i that is not a space */
+	size_t i = 0;
+	while (i < len) {
+		unsigned char c = (unsigned char)line[i];
+		if (c == '\'' || c == '"') {
+			size_t j = i + 1;
+			while (j < len && line[j] != (char)c)
+				j += line[j] == '\\' ? 2 : 1;
+			if (j >= len)
+				return NOT_SURE; /* a string goes on past the line */
+			last = (char)c;
+			i = j + 1;
+			continue;
+		}
+		if (c == '#' || (c == '<' && i + 1 < len && line[i + 1] == '<'))
+			return 0; /* a comment, a here-doc */
+		if (c == '/' || c == '`')
+			return NOT_SURE;
+		if (is_ident_start(c)) {
+			size_t j = i;
+			while (j < len && (is_alnum((unsigned char)line[j]) || line[j] == '_'))
+				j++;
+			if (is_quote_like(line + i, j - i))
+				return NOT_SURE;
+			if ((last == ';' || last == '}') && is_data_marker(line + i, len - i))
+				return i;
+			last = line[j - 1];
+			i = j;
+			continue;
+		}
+		if (c != ' ' && c != '\t' && c != '\r')
+			last = (char)c;
+		i++;
+	}
+	return 0;
+}
+
 size_t perl_source_split(const char *src, size_t len, size_t *data_at, int *has_data, int *in_pod)
 {
 	struct heredoc docs[MAX_HEREDOCS];
 	size_t ndocs = 0, doc = 0;
-	int pod = 0;
+	int pod = 0, not_sure = 0;
 	size_t pos = 0;
 	*has_data = 0;
 	*data_at = len;
@@ -269,6 +330,15 @@ size_t perl_source_split(const char *src, size_t len, size_t *data_at, int *has_
 			*in_pod = 0;
 			return pos;
 		} else {
+			size_t at = not_sure ? 0 : mid_line_marker(line, linelen);
+			if (at == NOT_SURE)
+				not_sure = 1;
+			else if (at) {
+				*has_data = 1;
+				*data_at = next;
+				*in_pod = 0;
+				return pos + at;
+			}
 			ndocs = scan_heredocs(line, linelen, docs, MAX_HEREDOCS);
 			doc = 0;
 		}

@@ -7,6 +7,7 @@
 #include "perl_thread.h"
 #include "alloc.h"
 #include "clock.h"
+#include "log.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -69,6 +70,14 @@ static struct perl_run *next_job(void *ctx);
 static int answer_job(void *ctx, struct perl_run *run);
 static void running_job(void *ctx, const struct perl_run *run);
 
+/* Said in the error log as a worker's retirement is (perl_pool.c). */
+static void log_harakiri(void)
+{
+	plxd_log(PLXD_LOG_INFO,
+			"perl: an interpreter thread is replaced by a fresh clone: "
+			"its PSGI application asked for it (psgix.harakiri.commit)");
+}
+
 static struct perl_run *next_job(void *ctx)
 {
 	struct perl_thread *t = ctx;
@@ -118,13 +127,11 @@ static int answer_job(void *ctx, struct perl_run *run)
 	}
 	int changed = !canceled && perl_interp_modules_changed(pi);
 	if (changed)
-		fprintf(stderr,
+		plxd_log(PLXD_LOG_INFO,
 				"perl: an interpreter thread is replaced by a fresh clone: "
-				"a module it loaded changed\n");
+				"a module it loaded changed");
 	if (harakiri)
-		fprintf(stderr,
-				"perl: an interpreter thread is replaced by a fresh clone: "
-				"its PSGI application asked for it (psgix.harakiri.commit)\n");
+		log_harakiri();
 	t->replace = canceled || changed || harakiri;
 	return t->replace ? -1 : 0;
 }
@@ -218,6 +225,10 @@ static void *thread_main(void *arg)
 		pthread_mutex_unlock(&t->mu);
 		if (gone) /* plxd is ending without waiting for it */
 			return NULL;
+		/* Asked for by a cleanup handler, after its answer went
+		 * (perl_psgi.c): answer_job could not say so. */
+		if (!stop && !t->replace && t->run.harakiri)
+			log_harakiri();
 		pi = clone_again(t, pi, stop);
 	}
 	return NULL;
@@ -558,6 +569,9 @@ static void inline_serve(struct perl_thread *t)
 	t->pi = NULL;
 	int stop = t->stop;
 	pthread_mutex_unlock(&t->mu);
+	/* As on an interpreter thread (thread_main). */
+	if (!stop && !t->replace && t->run.harakiri)
+		log_harakiri();
 	struct perl_interp *pi = clone_again(t, old, stop);
 	pthread_mutex_lock(&t->mu);
 	t->pi = pi;

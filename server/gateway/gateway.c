@@ -587,7 +587,11 @@ static void add_headers(struct gw *g, struct MHD_Response *resp)
 		const struct cgi_reply_header *h = &rep->headers[i];
 		if (strcasecmp(h->name, "Server") == 0)
 			continue; /* plxd names itself once */
-		if (MHD_add_response_header(resp, h->name, h->value) != MHD_YES)
+		/* libmicrohttpd 0.9.75 refuses an empty value, which is valid
+		 * HTTP: a space instead reads the same once a client strips
+		 * the optional whitespace around it ("X-Empty:  "). */
+		const char *value = h->value[0] ? h->value : " ";
+		if (MHD_add_response_header(resp, h->name, value) != MHD_YES)
 			plxd_log(PLXD_LOG_WARN, "%s: header %s dropped (libmicrohttpd refused it)",
 					g->script, h->name);
 	}

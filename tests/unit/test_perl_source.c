@@ -228,6 +228,22 @@ static const struct split_case splits[] = {
 	  "f(<<A, <<'B');\na\nA\n__END__\nB\n", "d", 0 },
 	{ "shift is no here-doc", "my $x = 1 << 2;\n__END__\nd", "my $x = 1 << 2;\n", "d", 0 },
 	{ "comment is no here-doc", "# <<EOT\n__END__\nd", "# <<EOT\n", "d", 0 },
+	{ "after code on its line", "sub { [200, [], ['x']] }; __END__\nd", "sub { [200, [], ['x']] }; ",
+	  "d", 0 },
+	{ "after a brace, __DATA__", "sub { 1 } __DATA__ rest\nd\n", "sub { 1 } ", "d\n", 0 },
+	{ "after code, at EOF", "1;__END__", "1;", "", 0 },
+	{ "in a string", "print '; __END__';\n", "print '; __END__';\n", NULL, 0 },
+	{ "in a string, escaped quote", "print \"\\\"; __END__\";\n", "print \"\\\"; __END__\";\n", NULL,
+	  0 },
+	{ "in a comment", "1; # ; __END__\n", "1; # ; __END__\n", NULL, 0 },
+	{ "in a quote-like", "print q{; __END__};\n", "print q{; __END__};\n", NULL, 0 },
+	{ "in a regex", "/; __END__/;\n", "/; __END__/;\n", NULL, 0 },
+	{ "a string open past the line", "print \"a\n; __END__\";\n", "print \"a\n; __END__\";\n", NULL, 0 },
+	{ "after a here-doc's start", "print <<X; __END__\nX\n", "print <<X; __END__\nX\n", NULL, 0 },
+	{ "a quote-like open past the line", "print q{\n; __END__};\n", "print q{\n; __END__};\n", NULL,
+	  0 },
+	{ "not after ; or }", "f(1) __END__\n", "f(1) __END__\n", NULL, 0 },
+	{ "a longer word", "1; __END__X;\n", "1; __END__X;\n", NULL, 0 },
 };
 /* clang-format on */
 

@@ -1,9 +1,13 @@
 # The Perl side of a .psgi application's request (perl_psgi.c calls it):
 # the app called with the environment perl_psgi.c built, and its response
-# written to STDOUT as a CGI response ("Status:", the headers, a blank
-# line, the body), so that the gateway frames and streams it as it does a
-# script's (chunked without a length, nothing for HEAD, 204, 304). Compiled
-# into the runtime with PLXD/Worker.pm; it needs no module of Plack's.
+# written to the response channel (STDOUT's own IO, through the glob OUT)
+# as a CGI response ("Status:", the headers, a blank line, the body), so
+# that the gateway frames and streams it as it does a script's (chunked
+# without a length, nothing for HEAD, 204, 304). While the app's code runs
+# STDOUT is STDERR, so that what the app prints itself goes to the error
+# log under its name, as a PSGI server sends it to its console, and never
+# into its response. Compiled into the runtime with PLXD/Worker.pm; it
+# needs no module of Plack's.
 package PLXD::PSGI;
 
 use strict;
@@ -16,6 +20,11 @@ use PerlIO::scalar ();
 # header or a response of its own (response splitting).
 my $TOKEN = qr/\A[!#\$%&'*+.^_`|~0-9A-Za-z-]+\z/;
 my $BAD_VALUE = qr/[\x00-\x08\x0a-\x1f\x7f]/;
+
+# The response channel: STDOUT's IO as the runtime made it, which it puts
+# back in STDOUT after each request whatever a script did there
+# (PLXD::Worker::restore_std), so set once per interpreter.
+*OUT = $PLXD::Worker::STD_IO[1];
 
 # Requests served: a responder kept past its request (in a global) dies
 # when called, as a writer used after close does, rather than write into
@@ -41,6 +50,9 @@ sub eval_file {
 sub serve {
     my ($app, $env) = @_;
     my $this = ++$served;
+    # STDOUT is STDERR for the app: a glob saved and assigned, no
+    # descriptor made; the response goes to OUT.
+    local *STDOUT = *STDERR;
     $env->{'psgi.input'} = input($env->{CONTENT_LENGTH});
     my $res = $app->($env);
     if (ref $res eq 'ARRAY') {
@@ -80,7 +92,7 @@ sub _respond {
     my ($r) = @_;
     # Plain byte strings throughout (most responses): checked and written
     # in C (perl_psgi_response.c), as below.
-    return if respond_plain($r, \*STDOUT);
+    return if respond_plain($r, \*OUT);
     die "the response has no body\n" if @$r < 3;
     my $body = $r->[2];
     if (ref $body eq 'ARRAY') {
@@ -92,7 +104,7 @@ sub _respond {
         }
         _head($r);
         local ($,, $\);
-        print STDOUT $bytes;
+        print OUT $bytes;
         return;
     }
     die "the response body is " . (defined $body ? "'$body'" : 'undef')
@@ -130,6 +142,14 @@ sub _head {
         die "bad header name '" . (defined $k ? $k : 'undef') . "'\n"
             unless defined $k && $k =~ $TOKEN && $k !~ /\AStatus\z/i;
         $v = '' unless defined $v;
+        if ($k =~ /\ATransfer-Encoding\z/i) {
+            # plxd frames the body (chunked, or with its length): an
+            # app's "identity" says nothing more; "chunked" framing it did
+            # itself is unframed above; another coding it would apply.
+            next if $v =~ /\A[ \t]*identity[ \t]*\z/i;
+            die "header Transfer-Encoding '$v': plxd frames the body itself "
+                . "(chunked, or with its length) and applies no other transfer coding\n";
+        }
         die "header $k has a CR, LF or control byte in its value\n" if $v =~ $BAD_VALUE;
         die "header $k has a wide character in its value\n" if $v =~ /[^\x00-\xff]/;
         $head .= "$k: $v\r\n";
@@ -137,7 +157,7 @@ sub _head {
     # The app's $, and $\ are its own, as under a server that writes to a
     # socket: each print of the response would add them to it.
     local ($,, $\);
-    print STDOUT $head, "\r\n";
+    print OUT $head, "\r\n";
     return $chunked ? _dechunker() : undef;
 }
 
@@ -205,7 +225,7 @@ sub _body {
                 die "reading the response body's file: $!\n" unless defined $n;
                 last unless $n;
                 local ($,, $\);
-                print STDOUT $buf;
+                print OUT $buf;
             }
             $body->close;
             return;
@@ -215,7 +235,7 @@ sub _body {
     my $ok = eval {
         while (defined(my $chunk = $body->getline)) {
             local ($,, $\);
-            print STDOUT $chunked ? _dechunk($chunked, _bytes($chunk)) : _bytes($chunk);
+            print OUT $chunked ? _dechunk($chunked, _bytes($chunk)) : _bytes($chunk);
         }
         _dechunk_end($chunked) if $chunked;
         1;
@@ -239,8 +259,11 @@ sub write {
     return unless defined $data && length $data;
     $data = PLXD::PSGI::_bytes($data);
     $data = PLXD::PSGI::_dechunk($self->{chunked}, $data) if $self->{chunked};
-    local ($|, $,, $\) = (1);
-    print STDOUT $data or die "the PSGI writer cannot write: $!\n";
+    local ($,, $\);
+    # Flushed from now on ($| on OUT, which stdio_end turns off after
+    # the request): STDOUT, the selected handle, is STDERR here.
+    select((select(PLXD::PSGI::OUT), $| = 1)[0]);
+    print PLXD::PSGI::OUT $data or die "the PSGI writer cannot write: $!\n";
     return;
 }
 
@@ -261,6 +284,27 @@ sub poll_cb {
 sub _end { $_[0]{open} = 0; return }
 
 package PLXD::PSGI;
+
+# psgix.logger: the app's message goes to the error log under its name, as
+# what it prints to STDERR (psgi.errors) does, its level first
+# ("FILE: warn: MESSAGE").
+sub logger {
+    my ($m) = @_;
+    my ($level, $text) = ref $m eq 'HASH' ? @$m{qw(level message)} : ('info', $m);
+    $level = 'info' unless defined $level;
+    $text = '' unless defined $text;
+    $text =~ s/\n\z//;
+    print STDERR "$level: $text\n";
+    return;
+}
+
+# Calls $code with @args in scalar context, STDOUT being STDERR: the
+# app's file as it is run for the app, and each psgix.cleanup handler.
+sub call {
+    my $code = shift;
+    local *STDOUT = *STDERR;
+    return scalar $code->(@_);
+}
 
 # The request body for psgi.input: read whole from STDIN and made
 # seekable (psgix.input.buffered), in memory up to 1 MB, in an anonymous
