@@ -37,18 +37,22 @@
 #define SPILL_AFTER_MS      40
 #define WATCHDOG_IDLE_TICKS 50 /* 1 s */
 
-/* Each demotion of a script that ran slow inline, after its first, doubles
- * the short runs its next promotion needs (up to DEMOTIONS_MAX - 1
- * doublings, 512 times inline_after): one that is fast,
- * then slow, then fast again (a slow query on a quick route) holds its
- * event thread ever more rarely. */
-#define DEMOTIONS_MAX 10
+/* Each demotion of a script that ran far past the budget inline (more
+ * than SLOW_FACTOR times it) doubles the short runs its next promotion
+ * needs (up to DEMOTIONS_MAX doublings, 512 times inline_after): one that is fast, then slow, then fast again (a slow
+ * query on a quick route) holds its event thread ever more rarely. A run
+ * just past the budget, as a short one is on a machine busy enough to
+ * preempt it, demotes it without doubling: it proves itself again as
+ * soon as before. */
+#define DEMOTIONS_MAX 9
+#define SLOW_FACTOR   4
 
 /* A script's (or a route's) record of short runs. */
 struct fit {
 	struct fit *next;
 	unsigned long short_runs; /* in a row, up to SHORT_RUNS_MAX */
-	unsigned demotions;       /* slow runs inline, up to DEMOTIONS_MAX */
+	unsigned demotions;       /* runs far past the budget inline, up to
+				     DEMOTIONS_MAX */
 	int route;
 	char script[];
 };
@@ -183,7 +187,7 @@ static struct fit *fit_find(struct perl_inline *in, const char *key, int route, 
 /* How many short runs in a row f needs to run inline. */
 static unsigned long runs_needed(const struct fit *f, unsigned long after)
 {
-	return f->demotions > 1 ? after << (f->demotions - 1) : after;
+	return after << f->demotions;
 }
 
 /* What q's runs are recorded under: its script; for an application, its
@@ -228,17 +232,19 @@ void perl_inline_note(struct perl_inline *in, struct perl_req *q, int short_run,
 		f->short_runs++;
 	else if (f && !short_run)
 		f->short_runs = 0;
-	if (f && !short_run && was_inline && f->demotions < DEMOTIONS_MAX)
+	uint64_t far_us = (uint64_t)q->conf->inline_budget_ms * 1000 * SLOW_FACTOR;
+	if (f && !short_run && was_inline && run_us > far_us && f->demotions < DEMOTIONS_MAX)
 		f->demotions++;
 	unsigned long needed = f ? runs_needed(f, after) : after;
 	pthread_mutex_unlock(&in->lock);
+	const char *route = key != q->script ? key + strlen(q->script) + 1 : NULL;
 	if (!short_run && was_inline)
 		plxd_log(PLXD_LOG_INFO,
 				"%s%s%s: ran %llu us inline, past inline_budget (or printed or forked "
 				"too much): it runs on the interpreter threads until it has run "
 				"short %lu times",
-				q->script, key != q->script ? ", route " : "",
-				key != q->script ? key + strlen(q->script) + 1 : "",
+				q->script, route ? ", route " : "",
+				route ? (*route ? route : "(the file's own URL)") : "",
 				(unsigned long long)run_us, needed ? needed : 1);
 }
 

@@ -120,7 +120,12 @@ ok(wait_for(sub { $s->error_log =~ m{where\.plt: ran \d+ us inline, past inline_
     'its demotion is logged under its name');
 is($where_is->('/where.plt'), 'plxd-perl', "then it runs on an interpreter thread ($_)") for 1 .. 3;
 is($where_is->('/where.plt'), 'plxd-event', 'and inline again once it has proven short');
-is($where_is->('/where.plt?sleep=400'), 'plxd-event', 'slow inline a second time');
+is($where_is->('/where.plt?sleep=300'), 'plxd-event', 'slow inline a second time, less than 4 times the budget');
+ok(wait_for(sub { $s->error_log =~ m{where\.plt: ran \d+ us inline, past inline_budget .*until it has run short 3 times(?s:.*)where\.plt: ran \d+ us inline, past inline_budget .*until it has run short 3 times} }),
+    '... its demotion does not double the short runs its next promotion needs (a busy machine)');
+is_deeply([ map { $where_is->('/where.plt') } 1 .. 4 ], [ ('plxd-perl') x 3, 'plxd-event' ],
+    '... 3 on the interpreter threads, then inline');
+is($where_is->('/where.plt?sleep=900'), 'plxd-event', 'slow inline a third time, more than 4 times the budget');
 ok(wait_for(sub { $s->error_log =~ m{where\.plt: ran \d+ us inline, past inline_budget .*until it has run short 6 times} }),
     '... its demotion says the next promotion needs twice the short runs');
 is_deeply([ map { $where_is->('/where.plt') } 1 .. 7 ], [ ('plxd-perl') x 6, 'plxd-event' ],
