@@ -121,7 +121,7 @@ int recv_tap_next_head(int fd, uint64_t at, const char *held, size_t held_len)
 
 /* Reads (a little of) what the client sent, and drops it: so that a close
  * does not reset the connection before the client has its answer. */
-static void drain(int fd)
+void recv_tap_drain(int fd)
 {
 	char sink[4096];
 	for (int i = 0; i < 16; i++)
@@ -153,7 +153,7 @@ static ssize_t refuse_head(int fd)
 			addr, entries_max);
 	if (send(fd, answer, sizeof answer - 1, MSG_NOSIGNAL | MSG_DONTWAIT) > 0) {
 		shutdown(fd, SHUT_WR);
-		drain(fd);
+		recv_tap_drain(fd);
 	}
 	errno = ECONNRESET;
 	return -1;
@@ -171,7 +171,7 @@ ssize_t recv(int fd, void *buf, size_t len, int flags)
 	if (n > 0 && t->closing) {
 		/* Nothing more is taken: the answer in progress is the
 		 * connection's last (request.c). */
-		drain(fd);
+		recv_tap_drain(fd);
 		errno = EAGAIN;
 		return -1;
 	}

@@ -47,4 +47,9 @@ void recv_tap_idle(int fd);
  * read from it. */
 int recv_tap_closing(int fd);
 
+/* Reads and drops what the client has already sent (a few reads, never
+ * waiting), so that closing the connection after an answer written to fd
+ * does not reset it before the client has read that answer. */
+void recv_tap_drain(int fd);
+
 #endif

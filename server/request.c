@@ -1073,10 +1073,7 @@ static void refuse_on_socket(struct request *r, unsigned status)
 		return;
 	r->pub.bytes_sent = (uint64_t)len;
 	shutdown(r->conn->fd, SHUT_WR);
-	char sink[4096];
-	for (int i = 0; i < 16; i++)
-		if (recvfrom(r->conn->fd, sink, sizeof sink, MSG_DONTWAIT, NULL, NULL) <= 0)
-			break;
+	recv_tap_drain(r->conn->fd);
 }
 
 enum MHD_Result request_access(void *cls, struct MHD_Connection *connection, const char *url,
