@@ -334,10 +334,10 @@ const struct addr_list *plxd_trusted_proxies(struct plxd_request *r);
  * client (an entry that is no address before an untrusted hop). */
 int plxd_client_addr(struct plxd_request *r, struct addr_range *out);
 
-/* The [request] limits this request runs under, for req_limits_env
- * (req_limits.h); a module needs no field of it. */
-struct req_limits;
-const struct req_limits *plxd_request_limits(struct plxd_request *r);
+/* The [request] limits and tmp_dir this request runs under, as a script's
+ * environment gives them (req_limits_env in req_limits.h): NAME=VALUE
+ * strings, NULL-terminated, made once per configuration. */
+char *const *plxd_request_limits_env(struct plxd_request *r);
 
 /* Answers r as if the client had asked "GET target": target (a path with
  * an optional query) is resolved under the document root and routed to its

@@ -754,6 +754,7 @@ static void *thread_main(void *arg)
 	loop_watch_del(th->loop, &th->mhd);
 	MHD_stop_daemon(th->daemon);
 	th->daemon = NULL;
+	resolve_cache_unwatch();
 	/* Scripts still ending (lingering, being killed) finish on their
 	 * own deadlines; they are bounded, but a stop must not hang. */
 	uint64_t give_up = clock_ms() + 30000;

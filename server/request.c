@@ -724,9 +724,9 @@ int plxd_client_addr(struct plxd_request *pub, struct addr_range *out)
 	return addr_client(trusted, &peer, x.v, x.n, out) < 0 ? -1 : 0;
 }
 
-const struct req_limits *plxd_request_limits(struct plxd_request *pub)
+char *const *plxd_request_limits_env(struct plxd_request *pub)
 {
-	return &REQUEST_OF(pub)->site->config->request;
+	return REQUEST_OF(pub)->site->limits_env;
 }
 
 int plxd_serve_local(struct plxd_request *pub, const char *target)

@@ -6,6 +6,7 @@
 #include "resolve_cache.h"
 #include "alloc.h"
 #include "clock.h"
+#include "loop.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -37,6 +38,10 @@ struct resolve_entry {
 
 struct cache {
 	int inotify_fd; /* -1: inotify could not be had; nothing is kept */
+	/* inotify_fd in the thread's event loop, which takes its news before
+	 * it reads requests: a lookup then needs no read of its own. */
+	struct loop *loop;
+	struct loop_watch news;
 	struct resolve_entry *slot[SLOTS];
 };
 
@@ -62,12 +67,26 @@ static void empty(struct cache *c)
 		}
 }
 
+static void unwatch_news(struct cache *c)
+{
+	if (c->loop)
+		loop_watch_del(c->loop, &c->news);
+	c->loop = NULL;
+}
+
+static void close_inotify(struct cache *c)
+{
+	unwatch_news(c);
+	if (c->inotify_fd >= 0)
+		close(c->inotify_fd);
+	c->inotify_fd = -1;
+}
+
 static void cache_free(void *arg)
 {
 	struct cache *c = arg;
 	empty(c);
-	if (c->inotify_fd >= 0)
-		close(c->inotify_fd);
+	close_inotify(c);
 	free(c);
 }
 
@@ -76,13 +95,32 @@ static void key_create(void)
 	pthread_key_create(&cache_key, cache_free);
 }
 
+static void take_events(struct cache *c);
+
+static void on_news(struct loop_watch *w, unsigned events)
+{
+	(void)events;
+	take_events((struct cache *)(void *)((char *)w - offsetof(struct cache, news)));
+}
+
+/* A new inotify instance, in the thread's loop when it runs one. */
+static void open_inotify(struct cache *c)
+{
+	c->inotify_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	struct loop *l = loop_current();
+	loop_watch_init(&c->news);
+	if (c->inotify_fd >= 0 && l
+			&& loop_watch_add(l, &c->news, c->inotify_fd, LOOP_IN, on_news) == 0)
+		c->loop = l;
+}
+
 static struct cache *cache_of_thread(void)
 {
 	if (cache)
 		return cache;
 	pthread_once(&key_once, key_create);
 	struct cache *c = xcalloc(1, sizeof *c);
-	c->inotify_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	open_inotify(c);
 	if (pthread_setspecific(cache_key, c) != 0) {
 		cache_free(c);
 		return NULL;
@@ -101,8 +139,7 @@ static void take_events(struct cache *c)
 	while ((n = read(c->inotify_fd, buf, sizeof buf)) > 0)
 		changed = 1;
 	if (n < 0 && errno != EAGAIN && errno != EINTR) {
-		close(c->inotify_fd); /* it cannot be trusted to report any more */
-		c->inotify_fd = -1;
+		close_inotify(c); /* it cannot be trusted to report any more */
 		changed = 1;
 	}
 	if (changed)
@@ -122,7 +159,8 @@ struct resolve_entry *resolve_cache_get(unsigned generation, const char *path, s
 	struct cache *c = cache;
 	if (!c || c->inotify_fd < 0)
 		return NULL;
-	take_events(c);
+	if (!c->loop)
+		take_events(c);
 	struct resolve_entry **slot = &c->slot[slot_of(path)];
 	struct resolve_entry *e = *slot;
 	if (e && (e->generation != generation || clock_ms() - e->kept_ms >= RESOLVE_CACHE_TTL_MS)) {
@@ -223,8 +261,8 @@ out:
 	if ((top > RESOLVE_CACHE_WATCHES || file_wd > RESOLVE_CACHE_WATCHES)
 			&& c->inotify_fd >= 0) {
 		empty(c);
-		close(c->inotify_fd);
-		c->inotify_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+		close_inotify(c);
+		open_inotify(c);
 	}
 	free(rel);
 	return e;
@@ -235,7 +273,7 @@ void resolve_cache_tick(void)
 	struct cache *c = cache;
 	if (!c)
 		return;
-	if (c->inotify_fd >= 0)
+	if (c->inotify_fd >= 0 && !c->loop)
 		take_events(c);
 	uint64_t now = clock_ms();
 	for (size_t i = 0; i < SLOTS; i++) {
@@ -245,6 +283,12 @@ void resolve_cache_tick(void)
 			c->slot[i] = NULL;
 		}
 	}
+}
+
+void resolve_cache_unwatch(void)
+{
+	if (cache)
+		unwatch_news(cache);
 }
 
 void resolve_cache_release(struct resolve_entry *e)

@@ -2,8 +2,11 @@
  * calls (open, stat, close), as lighttpd's stat cache does: each event
  * thread remembers the files it resolved, held open, until inotify reports
  * a change to one of them or to a folder on their way from the root; any
- * change empties the thread's whole cache at its next lookup, so a request
- * that starts after the change sees it. Each thread has its own: no lock.
+ * change empties the thread's whole cache before its next lookup, so a
+ * request that starts after the change sees it: the thread's event loop
+ * watches the inotify descriptor and takes its news before the requests
+ * that arrived with it are read (a thread without a loop reads it at each
+ * lookup). Each thread has its own: no lock.
  *
  * Only regular files reached by their own name are kept: no symbolic link
  * on the way, no PATH_INFO, no index. What inotify does not report (a
@@ -49,6 +52,10 @@ struct resolve_entry *resolve_cache_put(unsigned generation, int root_fd, const 
  * file's descriptor (and its disk space) is not held while no request
  * comes, nor after a reload that turned the cache off. */
 void resolve_cache_tick(void);
+
+/* Takes the calling thread's inotify descriptor out of its event loop,
+ * before the loop is waited idle at a stop; lookups read it from then on. */
+void resolve_cache_unwatch(void);
 
 /* Ends a request's use of e; its descriptor is closed once the cache has
  * let go of it too. */

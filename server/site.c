@@ -1,6 +1,7 @@
 /* The current site, swapped under a mutex; requests hold references. */
 #include "site.h"
 #include "alloc.h"
+#include "req_limits.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -26,6 +27,7 @@ struct site *site_create(struct config *config, char *err, size_t errlen)
 	struct site *s = xcalloc(1, sizeof *s);
 	s->config = config;
 	s->root_fd = fd;
+	s->limits_env = req_limits_env(&config->request, config->server.tmp_dir);
 	atomic_init(&s->refs, 1);
 	return s;
 }
@@ -45,6 +47,7 @@ void site_release(struct site *s)
 	if (!s || atomic_fetch_sub_explicit(&s->refs, 1, memory_order_acq_rel) != 1)
 		return;
 	close(s->root_fd);
+	free(s->limits_env);
 	config_free(s->config);
 	free(s);
 }

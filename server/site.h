@@ -14,6 +14,9 @@ struct site {
 	int root_fd; /* O_PATH descriptor of config->server.root */
 	atomic_uint refs;
 	unsigned generation; /* 1 for the first installed, one more per reload */
+	/* config->request and tmp_dir as scripts' environment has them
+	 * (req_limits_env): every CGI and Perl request passes them on. */
+	char **limits_env;
 };
 
 /* Takes ownership of config. Returns NULL with a message in err when the

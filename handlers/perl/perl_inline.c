@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 /* What a run may have printed before its end to stay short: a quarter of
@@ -65,6 +66,10 @@ struct perl_inline_thread {
 	struct perl_job *job;
 	const char *script;
 	uint64_t since_us, deadline_ms;
+	/* The event thread's CPU time and voluntary context switches (waits)
+	 * as the run began. */
+	uint64_t cpu_at;
+	long waits_at;
 	int timed_out; /* the watchdog ended it */
 	int spilled;   /* the watchdog read its pipes */
 	int held;      /* the watchdog marked its loop held (loop_set_held) */
@@ -212,9 +217,35 @@ static const char *fit_key(struct perl_req *q)
 	return q->route;
 }
 
-int perl_inline_short(const struct perl_req *q, const struct perl_run *run)
+/* The calling thread's CPU time: getrusage's is only as fresh as the
+ * scheduler's last look at the thread, up to a tick old. */
+static uint64_t thread_cpu_us(void)
 {
-	return run->run_us <= (uint64_t)q->conf->inline_budget_ms * 1000 && !run->forked
+	struct timespec ts;
+	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) < 0)
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
+/* Whether an inline run that took longer than budget_us did so only
+ * because its event thread was preempted: its CPU time is within the
+ * budget, and it never waited (a sleep, a read that blocked, a lock)
+ * until the scheduler woke it. A machine busy enough to take the core
+ * from a short run for a tick (4 ms) would otherwise send its script to
+ * the interpreter threads, the slow path, just when the machine has least
+ * to spare. On the event thread, as the run ends. */
+static int only_preempted(const struct perl_inline_thread *it, uint64_t budget_us)
+{
+	struct rusage now;
+	return thread_cpu_us() - it->cpu_at <= budget_us && getrusage(RUSAGE_THREAD, &now) == 0
+			&& now.ru_nvcsw == it->waits_at;
+}
+
+int perl_inline_short(const struct perl_req *q, const struct perl_run *run,
+		const struct perl_inline_thread *it)
+{
+	uint64_t budget_us = (uint64_t)q->conf->inline_budget_ms * 1000;
+	return (run->run_us <= budget_us || (it && only_preempted(it, budget_us))) && !run->forked
 			&& !run->accept_loop && !run->ran_on && run->flushed <= OUTPUT_MAX
 			&& run->outcome != PERL_CANCELED && run->outcome != PERL_FATAL;
 }
@@ -412,6 +443,11 @@ void perl_inline_begin(struct perl_inline *in, struct perl_inline_thread *it, st
 	it->since_us = clock_us();
 	it->deadline_ms = it->since_us / 1000 + q->conf->timeout_ms;
 	it->timed_out = it->spilled = 0;
+	/* Looked at again only when the run goes past the budget
+	 * (perl_inline_short). */
+	struct rusage usage;
+	it->waits_at = getrusage(RUSAGE_THREAD, &usage) == 0 ? usage.ru_nvcsw : -1;
+	it->cpu_at = thread_cpu_us();
 	/* Under load the watchdog never sleeps, and this costs nothing. */
 	if (in->asleep)
 		pthread_cond_signal(&in->wake);

@@ -630,14 +630,22 @@ int interp_bind(pTHX_ struct perl_interp *pi, char *err, size_t errlen)
 	pi->open_data = get_cv("PLXD::Worker::open_data", 0);
 	pi->globals.cgi_pm_reset = get_cv("PLXD::Worker::cgi_pm_reset", 0);
 	pi->fcgi_install = get_cv("PLXD::Worker::fcgi_install", 0);
-	pi->psgi_serve = get_cv("PLXD::PSGI::serve", 0);
-	pi->psgi_call = get_cv("PLXD::PSGI::call", 0);
-	pi->psgi_logger = get_cv("PLXD::PSGI::logger", 0);
+	pi->psgi.answer = get_cv("PLXD::PSGI::answer", 0);
+	pi->psgi.input = get_cv("PLXD::PSGI::input", 0);
+	pi->psgi.call = get_cv("PLXD::PSGI::call", 0);
+	pi->psgi.logger = get_cv("PLXD::PSGI::logger", 0);
+	pi->psgi.served = get_sv("PLXD::PSGI::served", 0);
+	pi->psgi.none = get_sv("PLXD::PSGI::none", 0);
+	pi->psgi.out = gv_fetchpvs("PLXD::PSGI::OUT", 0, SVt_PVIO);
+	pi->psgi.stdout_gv = gv_fetchpvs("STDOUT", GV_NOTQUAL, SVt_PVIO);
+	pi->psgi.stderr_gv = gv_fetchpvs("STDERR", GV_NOTQUAL, SVt_PVIO);
 	pi->globals.settings_apply = get_cv("PLXD::Worker::settings_apply", 0);
 	pi->globals.settings_snapshot = get_cv("PLXD::Worker::settings_snapshot", 0);
 	pi->globals.settings_modules = get_av("PLXD::Worker::SETTINGS_MODULES", 0);
 	CV *settings_base = get_cv("PLXD::Worker::settings_base", 0);
-	if (!pi->psgi_serve || !pi->psgi_call || !pi->psgi_logger || !pi->globals.settings_apply
+	if (!pi->psgi.answer || !pi->psgi.input || !pi->psgi.call || !pi->psgi.logger
+			|| !pi->psgi.served || !pi->psgi.none || !pi->psgi.out
+			|| !pi->psgi.stdout_gv || !pi->psgi.stderr_gv || !pi->globals.settings_apply
 			|| !pi->globals.settings_snapshot || !pi->globals.settings_modules
 			|| !settings_base) {
 		snprintf(err, errlen, "worker bootstrap failed: no PLXD::Worker::settings_*");

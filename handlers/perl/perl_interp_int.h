@@ -180,12 +180,20 @@ struct perl_interp {
 	 * 0-2 are plxd's. The std_* functions index by handle (0-2) and act on
 	 * these. */
 	int fd[3];
-	int cloned;         /* an interpreter thread's, cloned from plxd's parent */
-	CV *open_data;      /* PLXD::Worker::open_data */
-	CV *fcgi_install;   /* PLXD::Worker::fcgi_install */
-	CV *psgi_serve;     /* PLXD::PSGI::serve */
-	CV *psgi_call;      /* PLXD::PSGI::call */
-	CV *psgi_logger;    /* PLXD::PSGI::logger, psgix.logger */
+	int cloned;       /* an interpreter thread's, cloned from plxd's parent */
+	CV *open_data;    /* PLXD::Worker::open_data */
+	CV *fcgi_install; /* PLXD::Worker::fcgi_install */
+	/* What perl_psgi.c's request works with, in PLXD/PSGI.pm. */
+	struct {
+		CV *answer; /* PLXD::PSGI::answer */
+		CV *input;  /* PLXD::PSGI::input */
+		CV *call;   /* PLXD::PSGI::call */
+		CV *logger; /* PLXD::PSGI::logger, psgix.logger */
+		SV *served; /* $PLXD::PSGI::served */
+		SV *none;   /* $PLXD::PSGI::none, the empty psgi.input */
+		GV *out;    /* *PLXD::PSGI::OUT, the response channel */
+		GV *stdout_gv, *stderr_gv;
+	} psgi;
 	int fcgi_installed; /* FCGI's accept is plxd's (perl_modwatch.c) */
 	/* -T and -t on a #! line ([perl] taint = honour): taint checks are
 	 * perl's from its start, so such a script runs in a second
@@ -298,6 +306,10 @@ XS(xs_psgi_client_gone);
  * out (4 slots). */
 char *const *psgi_process_env(char *const *env, char *out[4]);
 /* perl_psgi_response.c */
+/* Writes res, an array response, to io's output and returns 1 when every
+ * part of it is plain bytes that PSGI allows; otherwise writes nothing and
+ * returns 0 (PLXD/PSGI.pm writes it, or words the error). */
+int psgi_respond_plain(pTHX_ SV *res, IO *io);
 XS(xs_psgi_respond_plain);
 /* Serves run with the app of s (loading it first): protect()'s result, 0
  * when nothing unwound it; run->outcome set when it failed. */

@@ -2,10 +2,11 @@
  * registry as a script is, run once per compile for its last value (the
  * app, kept with the compile), and each request calls the app with a PSGI
  * environment built here from the request's variables, not through %ENV.
- * PLXD/PSGI.pm writes the response to the response channel as a CGI
- * response, so that the gateway frames and streams it as it does a
- * script's output; the app's own code (the file, the app, its cleanup
- * handlers) runs with STDOUT on STDERR, the log.
+ * The response goes to the response channel as a CGI response, so that
+ * the gateway frames and streams it as it does a script's output: an
+ * array of plain byte strings written here (perl_psgi_response.c),
+ * anything else by PLXD/PSGI.pm. The app's own code (the file, the app,
+ * its cleanup handlers) runs with STDOUT on STDERR, the log.
  * psgix.cleanup.handlers run after the request was answered (the answer
  * FastCGI-style scripts use, perl_fcgi.c), psgix.harakiri.commit retires
  * the interpreter after it (run->harakiri). */
@@ -105,7 +106,7 @@ static int load(pTHX_ struct perl_interp *pi, struct perl_script *s, struct perl
 	/* Through PLXD::PSGI::call, so that what the file prints to STDOUT
 	 * as it builds the app goes to the log, not into a response. */
 	struct call_arg a = {
-		.fn = (SV *)pi->psgi_call,
+		.fn = (SV *)pi->psgi.call,
 		.arg1 = sv_2mortal(newRV_inc((SV *)s->code)),
 		.flags = G_SCALAR,
 	};
@@ -135,21 +136,85 @@ static int load(pTHX_ struct perl_interp *pi, struct perl_script *s, struct perl
 	return 0;
 }
 
+/* Calls fn with arg in scalar context, inside an eval. Returns its value
+ * (mortal), or NULL with $@ set when it died. */
+static SV *call_scalar(pTHX_ SV *fn, SV *arg1, SV *arg2)
+{
+	dSP;
+	PUSHMARK(SP);
+	XPUSHs(arg1);
+	if (arg2)
+		XPUSHs(arg2);
+	PUTBACK;
+	I32 n = call_sv(fn, G_SCALAR | G_EVAL);
+	SPAGAIN;
+	SV *got = n == 1 ? POPs : NULL;
+	PUTBACK;
+	return SvTRUE(ERRSV) ? NULL : got;
+}
+
+/* psgi.input: the empty handle again for a request without a body (put
+ * back at its start, as PLXD::PSGI::input does), else what input makes. */
+static SV *input_for(pTHX_ struct perl_interp *pi, HV *env)
+{
+	SV **length = hv_fetchs(env, "CONTENT_LENGTH", 0);
+	SV *none = pi->psgi.none;
+	if (!length || !SvTRUE(*length)) {
+		GV *gv = SvROK(none) && isGV_with_GP(SvRV(none)) ? (GV *)SvRV(none) : NULL;
+		IO *io = gv ? GvIO(gv) : NULL;
+		if (io && IoIFP(io) && PerlIO_seek(IoIFP(io), 0, SEEK_SET) >= 0)
+			return none;
+	}
+	return call_scalar(aTHX_(SV *) pi->psgi.input, length ? *length : &PL_sv_undef, NULL);
+}
+
+struct serve_arg {
+	struct perl_interp *pi;
+	SV *app;
+	HV *env;
+};
+
+/* A request: the app called with its environment, its response written.
+ * What PLXD::PSGI::answer did in Perl, for the common case, in C: an
+ * array response of plain byte strings is written here, anything else is
+ * answer's. A failure leaves $@ set. */
+static void serve(pTHX_ void *p)
+{
+	struct serve_arg *a = p;
+	struct perl_interp *pi = a->pi;
+	ENTER;
+	SAVETMPS;
+	/* local *STDOUT = *STDERR: what the app prints goes to the log; the
+	 * response goes to OUT. */
+	save_gp(pi->psgi.stdout_gv, 1);
+	sv_setsv((SV *)pi->psgi.stdout_gv, (SV *)pi->psgi.stderr_gv);
+	/* Counted before the app runs: a responder of an earlier request,
+	 * called by this one's app, knows it is not this one's. */
+	sv_inc(pi->psgi.served);
+	SV *this = sv_2mortal(newSVsv(pi->psgi.served));
+	SV *envref = sv_2mortal(newRV_inc((SV *)a->env));
+	SV *input = input_for(aTHX_ pi, a->env);
+	SV *res = NULL;
+	if (input) {
+		(void)hv_stores(a->env, "psgi.input", newSVsv(input));
+		res = call_scalar(aTHX_ a->app, envref, NULL);
+	}
+	if (res && !psgi_respond_plain(aTHX_ res, GvIOp(pi->psgi.out)))
+		call_scalar(aTHX_(SV *) pi->psgi.answer, res, this);
+	FREETMPS;
+	LEAVE;
+}
+
 int psgi_run(pTHX_ struct perl_interp *pi, struct perl_script *s, struct perl_run *run)
 {
 	int ret = 0;
 	if (!s->app && load(aTHX_ pi, s, run, &ret) < 0)
 		return ret;
 	HV *env = env_build(aTHX_ pi, run);
-	SV *envref = sv_2mortal(newRV_noinc((SV *)env));
-	struct call_arg a = {
-		.fn = (SV *)pi->psgi_serve,
-		.arg1 = s->app,
-		.arg2 = envref,
-		.flags = G_VOID | G_DISCARD,
-	};
+	sv_2mortal((SV *)env);
+	struct serve_arg a = { .pi = pi, .app = s->app, .env = env };
 	sv_setpvs(ERRSV, "");
-	ret = protect(aTHX_ do_call, &a);
+	ret = protect(aTHX_ serve, &a);
 	if (ret != 0)
 		return ret; /* exit inside the app, or a cancel: as a script's */
 	if (SvTRUE(ERRSV)) {
@@ -197,7 +262,7 @@ static void cleanup_run(pTHX_ struct perl_interp *pi, HV *env)
 		if (!cb)
 			continue;
 		struct call_arg a = {
-			.fn = (SV *)pi->psgi_call,
+			.fn = (SV *)pi->psgi.call,
 			.arg1 = *cb,
 			.arg2 = envref,
 			.flags = G_VOID | G_DISCARD,
@@ -286,6 +351,9 @@ static void env_store(pTHX_ HV *env, const char *key, SV *val)
 static HV *env_build(pTHX_ struct perl_interp *pi, const struct perl_run *run)
 {
 	HV *env = newHV();
+	/* Room for the CGI variables, the headers and PSGI's keys at once,
+	 * rather than three doublings on the way. */
+	hv_ksplit(env, 64);
 	const char *https = NULL;
 	for (char *const *e = run->env; *e; e++) {
 		const char *eq = strchr(*e, '=');
@@ -327,6 +395,6 @@ static HV *env_build(pTHX_ struct perl_interp *pi, const struct perl_run *run)
 	env_store(aTHX_ env, "psgix.harakiri", newSVsv(&PL_sv_yes));
 	env_store(aTHX_ env, "psgix.cleanup", newSVsv(&PL_sv_yes));
 	env_store(aTHX_ env, "psgix.cleanup.handlers", newRV_noinc((SV *)newAV()));
-	env_store(aTHX_ env, "psgix.logger", newRV_inc((SV *)pi->psgi_logger));
+	env_store(aTHX_ env, "psgix.logger", newRV_inc((SV *)pi->psgi.logger));
 	return env;
 }

@@ -100,27 +100,21 @@ static void put(pTHX_ PerlIO *out, const char *s, STRLEN len)
 		PerlIO_write(out, s, len);
 }
 
-/* PLXD::PSGI::respond_plain($res, $fh): writes $res, an array response,
- * to $fh and returns true, or writes nothing and returns false. */
-XS(xs_psgi_respond_plain)
+int psgi_respond_plain(pTHX_ SV *res, IO *io)
 {
-	dXSARGS;
-	if (items != 2)
-		croak_xs_usage(cv, "res, fh");
-	AV *r = plain_array(aTHX_ ST(0));
-	IO *io = sv_2io(ST(1));
+	AV *r = plain_array(aTHX_ res);
 	PerlIO *out = io ? IoOFP(io) : NULL;
 	/* A handle the app gave a :utf8 or :encoding layer takes characters:
 	 * print upgrades bytes for it, and bytes past 0x7f written as they
 	 * are would be malformed there (an :encoding layer then ends the
 	 * process as it closes). */
 	if (out && PerlIO_isutf8(out))
-		XSRETURN_NO;
+		return 0;
 	/* A tied handle: print calls its PRINT, which this would pass by. */
 	if (io && SvRMAGICAL(io) && mg_find((SV *)io, PERL_MAGIC_tiedscalar))
-		XSRETURN_NO;
+		return 0;
 	if (!r || AvFILLp(r) != 2 || !out || !response_plain(aTHX_ r))
-		XSRETURN_NO;
+		return 0;
 	STRLEN len;
 	SV **part = AvARRAY(r);
 	AV *headers = (AV *)SvRV(part[1]);
@@ -142,5 +136,16 @@ XS(xs_psgi_respond_plain)
 		const char *s = plain_bytes(aTHX_ AvARRAY(body)[i], 1, &len);
 		put(aTHX_ out, s, len);
 	}
-	XSRETURN_YES;
+	return 1;
+}
+
+/* PLXD::PSGI::respond_plain($res, $fh): psgi_respond_plain for PSGI.pm. */
+XS(xs_psgi_respond_plain)
+{
+	dXSARGS;
+	if (items != 2)
+		croak_xs_usage(cv, "res, fh");
+	if (psgi_respond_plain(aTHX_ ST(0), sv_2io(ST(1))))
+		XSRETURN_YES;
+	XSRETURN_NO;
 }

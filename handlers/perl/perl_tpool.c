@@ -334,7 +334,7 @@ static void thread_done(struct perl_job *job, const struct perl_run *run)
 	struct perl_req *q = job->ctx;
 	struct tslot *s = (struct tslot *)(void *)q->b.thread.given;
 	struct perl_inline *inline_runs = ((struct perl_tpool *)q->st->backend)->inline_runs;
-	int short_run = perl_inline_short(q, run);
+	int short_run = perl_inline_short(q, run, s->inl);
 	if (s->inl)
 		short_run &= perl_inline_end(inline_runs, s->inl, q, run, &s->r.out);
 	/* Noted before its response can reach the client: the client's

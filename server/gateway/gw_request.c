@@ -3,7 +3,6 @@
 #include "cgi_env.h"
 #include "handler.h"
 #include "log.h"
-#include "req_limits.h"
 #include "version.h"
 
 #include <arpa/inet.h>
@@ -98,7 +97,7 @@ char **gw_request_env(struct plxd_request *r, const char *path, int pass_authori
 		.header_count = headers.n,
 	};
 
-	char **limits = req_limits_env(plxd_request_limits(r), plxd_tmp_dir(r));
+	char *const *limits = plxd_request_limits_env(r);
 	size_t nlimits = 0;
 	while (limits[nlimits])
 		nlimits++;
@@ -117,7 +116,6 @@ char **gw_request_env(struct plxd_request *r, const char *path, int pass_authori
 	char **env = cgi_env_build(&req, &opt);
 	if (extra != extra_stack)
 		free(extra);
-	free(limits);
 	if (headers.v != headers.stack)
 		free(headers.v);
 	return env;

@@ -122,6 +122,23 @@ is($res->{content}, '1', 'a #!/usr/bin/perl -wT script runs, in taint mode');
 $res = $s->request('HEAD', '/f.pl?env=REQUEST_METHOD');
 is($res->{status}, 200, 'HEAD runs the script');
 is($res->{content} // '', '', 'HEAD: no body');
+
+# The [request] limits and tmp_dir are made into PLXD_REQUEST_* once per
+# configuration: a reload's new values reach the next request.
+{
+    my $conf = read_file($s->conf_file);
+    $conf =~ s/^tmp_dir = .*\n//m;
+    $conf =~ s/^\[server\]\n/[server]\ntmp_dir = \/var\/tmp\n/m or die "no [server] in the configuration";
+    PlxdTest::write_file($s->conf_file, $conf . "\n[request]\nmax_fields = 7\n");
+    my $before = () = $s->error_log =~ /configuration reloaded/g;
+    $s->signal('HUP');
+    ok(PlxdTest::wait_for(sub { (() = $s->error_log =~ /configuration reloaded/g) > $before }, 30),
+        'reloaded with other [request] limits');
+    my $e = env_of('/f.pl?env=*');
+    is($e->{PLXD_REQUEST_MAX_FIELDS}, '7', '... PLXD_REQUEST_MAX_FIELDS is the new one');
+    is($e->{PLXD_REQUEST_TMPDIR}, '/var/tmp', '... and PLXD_REQUEST_TMPDIR');
+}
+
 $s->stop;
 
 # Configured: Authorization passed, a trusted proxy, another PATH.

@@ -11,6 +11,7 @@ use PlxdTest qw(wait_for);
 use PlxdRaw qw(read_responses request_bytes);
 use Time::HiRes qw(time);
 use HTTP::Tiny;
+use POSIX ();
 
 my $where = <<'EOF';
 sub where { my $tid = syscall(186); open my $fh, '<', "/proc/self/task/$tid/comm" or return '?';
@@ -256,5 +257,66 @@ cmp_ok(time - $t0, '<', 20, sprintf('... in %.1f s', time - $t0));
 my ($inflight) = read_responses($c, 1, timeout => 5);
 is($inflight->{status}, 200, '... after answering the run in flight');
 like($inflight->{body} // '', qr/^plxd-event$/m, '... which ran inline');
+
+
+# --- a run past the budget only while its event thread was preempted ---
+# plxd pinned to one core beside a busy process, so that a run that needs
+# 30 ms of CPU takes about twice as long: within a 50 ms budget by its CPU
+# time, past it by the clock. It stays inline; a run that needs more CPU
+# than the budget, or one that sleeps, is still demoted.
+{
+    my $spin = $where . <<'EOF';
+use Time::HiRes qw(clock_gettime CLOCK_THREAD_CPUTIME_ID);
+my %q = map { split /=/, $_, 2 } split /&/, $ENV{QUERY_STRING} // '';
+my $end = clock_gettime(CLOCK_THREAD_CPUTIME_ID) + ($q{cpu} // 0) / 1000;
+1 while clock_gettime(CLOCK_THREAD_CPUTIME_ID) < $end;
+select undef, undef, undef, $q{sleep} / 1000 if $q{sleep};
+print "Content-Type: text/plain\n\n", where(), "\n";
+EOF
+    $s = PlxdTest->start(
+        files    => { 'spin.plt' => $spin, 'nap.plt' => $spin },
+        handlers => { '.plt' => 'perl:thread' },
+        server   => { threads => 1 },
+        sections => { 'perl:thread' => { isolation => 'thread', workers => 1, inline_budget => '50ms',
+                                          timing => 'yes' } },
+    );
+    my $run_ms = sub { ($_[0]{headers}{'x-plxd-perl'} // '') =~ /run=(\d+)us/ ? $1 / 1000 : 0 };
+    my $spin_where = sub {
+        my $r = $s->get($_[0]);
+        return ($r->{status} == 200 ? (split /\n/, $r->{content})[0] : "status $r->{status}", $run_ms->($r));
+    };
+    # Proven short first, with the core to itself.
+    is(($spin_where->('/spin.plt?cpu=30'))[0], 'plxd-perl', "a script that spins 30 ms of CPU: proving itself ($_)")
+        for 1 .. 3;
+    is(($spin_where->('/nap.plt'))[0], 'plxd-perl', "... and another ($_)") for 1 .. 3;
+    is(system('taskset', '-a', '-p', '-c', '0', $s->serving_pid) >> 8, 0, 'plxd pinned to core 0')
+        or diag("taskset: $?");
+    my $busy = fork // die "fork: $!";
+    if (!$busy) {
+        exec 'taskset', '-c', '0', $^X, '-e', '1 while 1';
+        POSIX::_exit(127);
+    }
+    my (@where, @ms);
+    for (1 .. 20) {
+        my ($w, $ms) = $spin_where->('/spin.plt?cpu=30');
+        push @where, $w;
+        push @ms, $ms;
+    }
+    is(join(',', grep { $_ ne 'plxd-event' } @where), '',
+        '20 runs beside a busy process on its core: every one inline');
+    my @past = grep { $_ > 50 } @ms;
+    cmp_ok(scalar @past, '>', 0, sprintf('... %d of them past the 50 ms budget by the clock (%s ms)',
+        scalar @past, join(', ', map { sprintf '%.0f', $_ } @ms)));
+    unlike($s->error_log, qr/spin\.plt: ran \d+ us inline, past inline_budget/, '... and none demoted');
+    is(($spin_where->('/nap.plt?sleep=80'))[0], 'plxd-event', 'a proven script that sleeps 80 ms runs inline, once');
+    ok(wait_for(sub { $s->error_log =~ m{nap\.plt: ran \d+ us inline, past inline_budget} }),
+        '... and is demoted: it waited, it was not preempted');
+    is(($spin_where->('/spin.plt?cpu=80'))[0], 'plxd-event', 'a run that spins 80 ms of CPU runs inline, once');
+    ok(wait_for(sub { $s->error_log =~ m{spin\.plt: ran \d+ us inline, past inline_budget} }),
+        '... and is demoted: its CPU time is past the budget');
+    kill 'KILL', $busy;
+    waitpid $busy, 0;
+    $s->stop;
+}
 
 done_testing;

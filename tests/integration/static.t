@@ -492,6 +492,18 @@ for my $cache ('yes', 'no') {
     close $fh;
     is($get->('/sc/page.txt'), "200 four\nmore\n", "$what: written through a hard link elsewhere: the new content");
     unlink "$root/../page-link.txt";
+    if ($cache eq 'yes') {
+        # The event loop watches inotify's descriptor: it is read when it
+        # has news, not by each request to find that it has none.
+        $get->('/sc/page.txt');
+        my $answered = 0;
+        my @reads = grep { /inotify/ } $c->strace_during($c->pid, ['read'], sub {
+            $answered = grep { $get->("/sc/page.txt") eq "200 four\nmore\n" } 1 .. 20;
+        });
+        is($answered, 20, "$what: 20 requests under strace");
+        is(scalar @reads, 0, "$what: ... and no read of inotify's descriptor for them")
+            or diag(join "\n", @reads);
+    }
     $c->stop;
 }
 

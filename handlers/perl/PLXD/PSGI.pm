@@ -1,13 +1,14 @@
-# The Perl side of a .psgi application's request (perl_psgi.c calls it):
-# the app called with the environment perl_psgi.c built, and its response
-# written to the response channel (STDOUT's own IO, through the glob OUT)
-# as a CGI response ("Status:", the headers, a blank line, the body), so
-# that the gateway frames and streams it as it does a script's (chunked
-# without a length, nothing for HEAD, 204, 304). While the app's code runs
-# STDOUT is STDERR, so that what the app prints itself goes to the error
-# log under its name, as a PSGI server sends it to its console, and never
-# into its response. Compiled into the runtime with PLXD/Worker.pm; it
-# needs no module of Plack's.
+# The Perl side of a .psgi application's request. perl_psgi.c calls the
+# app with the environment it built, and writes an array response of plain
+# byte strings itself; every other response is answer's here. Either way
+# the response goes to the response channel (STDOUT's own IO, through the
+# glob OUT) as a CGI response ("Status:", the headers, a blank line, the
+# body), so that the gateway frames and streams it as it does a script's
+# (chunked without a length, nothing for HEAD, 204, 304). While the app's
+# code runs STDOUT is STDERR, so that what the app prints itself goes to
+# the error log under its name, as a PSGI server sends it to its console,
+# and never into its response. Compiled into the runtime with
+# PLXD/Worker.pm; it needs no module of Plack's.
 package PLXD::PSGI;
 
 use strict;
@@ -26,10 +27,11 @@ my $BAD_VALUE = qr/[\x00-\x08\x0a-\x1f\x7f]/;
 # (PLXD::Worker::restore_std), so set once per interpreter.
 *OUT = $PLXD::Worker::STD_IO[1];
 
-# Requests served: a responder kept past its request (in a global) dies
-# when called, as a writer used after close does, rather than write into
-# the request being served then.
-my $served = 0;
+# Requests served, counted by perl_psgi.c before it calls the app: a
+# responder kept past its request (in a global) dies when called, as a
+# writer used after close does, rather than write into the request being
+# served then.
+our $served = 0;
 
 # An application's file, compiled and run as `do FILE` runs one: at file
 # scope, with no lexical variable and no pragma of this file's in sight
@@ -44,17 +46,13 @@ sub eval_file {
     $loaded;
 }
 
-# Calls $app with $env and writes its response. Dies (the caller logs it
-# naming the app, and answers 500 when no header went out) when the app
-# dies or answers what PSGI does not allow. Returns nothing.
-sub serve {
-    my ($app, $env) = @_;
-    my $this = ++$served;
-    # STDOUT is STDERR for the app: a glob saved and assigned, no
-    # descriptor made; the response goes to OUT.
-    local *STDOUT = *STDERR;
-    $env->{'psgi.input'} = input($env->{CONTENT_LENGTH});
-    my $res = $app->($env);
+# Writes $res, what the app of request number $this returned, when
+# perl_psgi.c did not: an array response it left, or a delayed response.
+# Dies (the caller logs it naming the app, and answers 500 when no header
+# went out) when the app dies or answers what PSGI does not allow. Returns
+# nothing. STDOUT is STDERR meanwhile (perl_psgi.c).
+sub answer {
+    my ($res, $this) = @_;
     if (ref $res eq 'ARRAY') {
         _respond($res);
         return;
@@ -315,8 +313,10 @@ sub call {
 # start: opening one per request costs an open (which makes the runtime
 # look at the standard descriptors again, perl_stdio.c) for nothing a
 # request could tell apart. One the application closed is opened again.
+# perl_psgi.c puts $none back at its start itself, and calls input when
+# it cannot.
 my $empty = '';
-my $none;
+our $none;
 sub input {
     my ($length) = @_;
     if (!$length) {
