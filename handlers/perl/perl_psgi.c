@@ -159,13 +159,14 @@ static SV *input_for(pTHX_ struct perl_interp *pi, HV *env)
 {
 	SV **length = hv_fetchs(env, "CONTENT_LENGTH", 0);
 	SV *none = pi->psgi.none;
+	SV *input = (SV *)pi->psgi.input;
 	if (!length || !SvTRUE(*length)) {
 		GV *gv = SvROK(none) && isGV_with_GP(SvRV(none)) ? (GV *)SvRV(none) : NULL;
 		IO *io = gv ? GvIO(gv) : NULL;
 		if (io && IoIFP(io) && PerlIO_seek(IoIFP(io), 0, SEEK_SET) >= 0)
 			return none;
 	}
-	return call_scalar(aTHX_(SV *) pi->psgi.input, length ? *length : &PL_sv_undef, NULL);
+	return call_scalar(aTHX_ input, length ? *length : &PL_sv_undef, NULL);
 }
 
 struct serve_arg {
@@ -174,14 +175,15 @@ struct serve_arg {
 	HV *env;
 };
 
-/* A request: the app called with its environment, its response written.
- * What PLXD::PSGI::answer did in Perl, for the common case, in C: an
- * array response of plain byte strings is written here, anything else is
- * answer's. A failure leaves $@ set. */
+/* A request: the app called with its environment, its response written,
+ * as a Perl sub of PLXD/PSGI.pm did around the C writer: an array response
+ * of plain byte strings is written here, anything else is
+ * PLXD::PSGI::answer's. A failure leaves $@ set. */
 static void serve(pTHX_ void *p)
 {
 	struct serve_arg *a = p;
 	struct perl_interp *pi = a->pi;
+	SV *answer = (SV *)pi->psgi.answer;
 	ENTER;
 	SAVETMPS;
 	/* local *STDOUT = *STDERR: what the app prints goes to the log; the
@@ -200,7 +202,7 @@ static void serve(pTHX_ void *p)
 		res = call_scalar(aTHX_ a->app, envref, NULL);
 	}
 	if (res && !psgi_respond_plain(aTHX_ res, GvIOp(pi->psgi.out)))
-		call_scalar(aTHX_(SV *) pi->psgi.answer, res, this);
+		call_scalar(aTHX_ answer, res, this);
 	FREETMPS;
 	LEAVE;
 }
