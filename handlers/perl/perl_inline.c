@@ -47,6 +47,13 @@
  * soon as before. */
 #define DEMOTIONS_MAX 9
 #define SLOW_FACTOR   4
+/* A run past the budget by the clock only, its CPU time within it, is
+ * short when nothing but the scheduler held it (only_preempted), up to
+ * SLOW_FACTOR times the budget and this many more microseconds, four
+ * scheduler ticks at 250 Hz: past that the event thread was held too long
+ * whatever held it (a loop of sched_yield on a busy core makes no
+ * voluntary switch either). */
+#define PREEMPTED_SLACK_US 16000
 
 /* A script's (or a route's) record of short runs. */
 struct fit {
@@ -234,20 +241,22 @@ static uint64_t thread_cpu_us(void)
  * from a short run for a tick (4 ms) would otherwise send its script to
  * the interpreter threads, the slow path, just when the machine has least
  * to spare. On the event thread, as the run ends. */
-static int only_preempted(const struct perl_inline_thread *it, uint64_t budget_us)
+static int only_preempted(const struct perl_inline_thread *it, uint64_t run_us, uint64_t budget_us)
 {
 	struct rusage now;
-	return thread_cpu_us() - it->cpu_at <= budget_us && getrusage(RUSAGE_THREAD, &now) == 0
-			&& now.ru_nvcsw == it->waits_at;
+	return run_us <= budget_us * SLOW_FACTOR + PREEMPTED_SLACK_US
+			&& thread_cpu_us() - it->cpu_at <= budget_us
+			&& getrusage(RUSAGE_THREAD, &now) == 0 && now.ru_nvcsw == it->waits_at;
 }
 
 int perl_inline_short(const struct perl_req *q, const struct perl_run *run,
 		const struct perl_inline_thread *it)
 {
 	uint64_t budget_us = (uint64_t)q->conf->inline_budget_ms * 1000;
-	return (run->run_us <= budget_us || (it && only_preempted(it, budget_us))) && !run->forked
-			&& !run->accept_loop && !run->ran_on && run->flushed <= OUTPUT_MAX
-			&& run->outcome != PERL_CANCELED && run->outcome != PERL_FATAL;
+	return (run->run_us <= budget_us || (it && only_preempted(it, run->run_us, budget_us)))
+			&& !run->forked && !run->accept_loop && !run->ran_on
+			&& run->flushed <= OUTPUT_MAX && run->outcome != PERL_CANCELED
+			&& run->outcome != PERL_FATAL;
 }
 
 void perl_inline_note(struct perl_inline *in, struct perl_req *q, int short_run, int was_inline,

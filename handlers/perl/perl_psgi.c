@@ -13,6 +13,8 @@
 #include "perl_interp.h"
 #include "perl_interp_int.h"
 
+#include <perliol.h>
+
 #include <string.h>
 #include <strings.h>
 
@@ -153,8 +155,24 @@ static SV *call_scalar(pTHX_ SV *fn, SV *arg1, SV *arg2)
 	return SvTRUE(ERRSV) ? NULL : got;
 }
 
-/* psgi.input: the empty handle again for a request without a body (put
- * back at its start, as PLXD::PSGI::input does), else what input makes. */
+/* Whether f, the empty psgi.input an earlier request had, is still an
+ * in-memory handle with nothing to read, put back at its start. An app
+ * may have opened its glob again onto other bytes (open $env->{'psgi.input'},
+ * '<', \$secret), pushed a layer, or read it: the next request, of any
+ * app, must read nothing of that. */
+static int still_empty(pTHX_ PerlIO *f)
+{
+	char c;
+	if (!PerlIOValid(f) || strcmp(PerlIOBase(f)->tab->name, "scalar") != 0
+			|| PerlIO_seek(f, 0, SEEK_SET) < 0 || PerlIO_read(f, &c, 1) != 0)
+		return 0;
+	PerlIO_clearerr(f);
+	return PerlIO_seek(f, 0, SEEK_SET) >= 0;
+}
+
+/* psgi.input: the empty handle again for a request without a body, else
+ * what PLXD::PSGI::input makes (a new empty handle when the last one was
+ * closed or is empty no more). */
 static SV *input_for(pTHX_ struct perl_interp *pi, HV *env)
 {
 	SV **length = hv_fetchs(env, "CONTENT_LENGTH", 0);
@@ -163,8 +181,10 @@ static SV *input_for(pTHX_ struct perl_interp *pi, HV *env)
 	if (!length || !SvTRUE(*length)) {
 		GV *gv = SvROK(none) && isGV_with_GP(SvRV(none)) ? (GV *)SvRV(none) : NULL;
 		IO *io = gv ? GvIO(gv) : NULL;
-		if (io && IoIFP(io) && PerlIO_seek(IoIFP(io), 0, SEEK_SET) >= 0)
+		if (io && IoIFP(io) && still_empty(aTHX_ IoIFP(io)))
 			return none;
+		/* Not reused: input opens another, on a new glob. */
+		sv_setsv(none, &PL_sv_undef);
 	}
 	return call_scalar(aTHX_ input, length ? *length : &PL_sv_undef, NULL);
 }
@@ -201,10 +221,20 @@ static void serve(pTHX_ void *p)
 		(void)hv_stores(a->env, "psgi.input", newSVsv(input));
 		res = call_scalar(aTHX_ a->app, envref, NULL);
 	}
-	if (res && !psgi_respond_plain(aTHX_ res, GvIOp(pi->psgi.out)))
-		call_scalar(aTHX_ answer, res, this);
+	int answered = res
+			&& (psgi_respond_plain(aTHX_ res, GvIOp(pi->psgi.out))
+					|| call_scalar(aTHX_ answer, res, this));
+	/* What failed, kept past the frees below: a DESTROY of the response
+	 * that runs an eval sets $@ anew, and a good response is no failure. */
+	SV *failure = answered ? NULL : newSVsv(ERRSV);
 	FREETMPS;
 	LEAVE;
+	if (failure) {
+		sv_setsv(ERRSV, failure);
+		SvREFCNT_dec(failure);
+	} else {
+		sv_setpvs(ERRSV, "");
+	}
 }
 
 int psgi_run(pTHX_ struct perl_interp *pi, struct perl_script *s, struct perl_run *run)

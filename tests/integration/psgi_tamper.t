@@ -1,0 +1,124 @@
+# A .psgi application that tampers with what its request's gateway gives it
+# (psgi.input, STDOUT and STDERR, the responder, $@) or fails in odd
+# places: each request gets its own answer, the next request, of this app
+# or another, sees nothing of the last, and errors are logged naming the
+# application. In worker processes, on the interpreter threads, and inline.
+use strict;
+use warnings;
+use Test::More;
+use PlxdTest qw(wait_for);
+
+my $app = <<'EOF2';
+my ($kept_responder, $kept_env, $kept_writer);
+package Boom { use overload '""' => sub { die "a stringification died\n" }, fallback => 1; }
+package Guard { sub new { bless {}, shift } sub DESTROY { eval { die "set by a DESTROY\n" } } }
+package Body { sub new { bless { n => 0, die => $_[1] }, $_[0] } sub getline { my $s = shift;
+    die "a getline died\n" if $s->{die} && $s->{n} == 1; return $s->{n}++ < 3 ? "line$s->{n}\n" : undef } sub close {} }
+sub {
+    my $env = shift;
+    my %q = map { split /=/, $_, 2 } split /&/, $env->{QUERY_STRING} // '';
+    my $in = $env->{'psgi.input'};
+    my $read = do { local $/; my $x = <$in>; $x // '' };
+    if ($q{reopen}) { open $in, '<', \"the secret of an earlier request" or die }
+    if ($q{closein}) { close $in }
+    if ($q{seek}) { seek $in, 5, 0 }
+    if ($q{closeout}) { close STDOUT }
+    if ($q{openout}) { open STDOUT, '>', $q{openout} or die "open: $!" }
+    if ($q{openerr}) { open STDERR, '>', $q{openerr} or die "open: $!" }
+    if ($q{selecterr}) { select STDERR }
+    if ($q{stdoutglob}) { *STDOUT = *main::NOWHERE }
+    print STDERR "marker $q{marker}\n" if $q{marker};
+    print "printed $q{printed}\n" if $q{printed};
+    return [200, ['Content-Type', 'text/plain'], ["ok\n"], Guard->new] if $q{guard};
+    if ($q{keep}) { return sub { $kept_responder = shift; $kept_responder->([200, [], ["kept\n"]]) } }
+    if ($q{usekept}) { $kept_responder->([200, [], ["from the old responder\n"]]); return [200, [], ["after\n"]] }
+    if ($q{keepenv}) { $kept_env = $env }
+    if ($q{oldenv}) { return [200, [], ["old env: " . ($kept_env ? $kept_env->{QUERY_STRING} : 'none') . "\n"]] }
+    return [200, [], Body->new($q{getline})] if $q{getline} || $q{body};
+    if ($q{writer}) { return sub { my $w = shift->([200, ['Content-Type', 'text/plain']]); $w->write("part1\n"); die "a writer died\n" } }
+    return "a string" if $q{string};
+    return {} if $q{hash};
+    return undef if $q{undef};
+    if ($q{localerr}) { local $@ = "a local error"; return [200, [], ["localerr\n"]] }
+    if ($q{keepw}) { return sub { $kept_writer = shift->([200, ['Content-Type', 'text/plain']]); $kept_writer->write("kept writer\n"); $kept_writer->close } }
+    if ($q{usew}) { eval { $kept_writer->write("LEAKED by an old writer\n") }; return [200, [], ["usew: " . ($@ ? "died" : "wrote") . "\n"]] }
+    if ($q{cleanupresp}) { return sub { my $r = shift; push @{ $env->{'psgix.cleanup.handlers'} }, sub { $r->([200, [], ["from cleanup\n"]]) }; $r->([200, [], ["cleanupresp\n"]]) } }
+    if ($q{boom}) { die bless {}, 'Boom' }
+    if ($q{where}) { my $tid = syscall(186); open my $fh, '<', "/proc/self/task/$tid/comm" or die; my $c = <$fh>; return [200, [], [$c]] }
+    if ($q{exit}) { exit $q{exit} }
+    if ($q{die}) { die "the app died here\n" }
+    return [200, ['Content-Type', 'text/plain'], ["read=[$read]\n"]];
+};
+EOF2
+
+for my $mode (qw(worker thread inline)) {
+    my %sec = $mode eq 'worker' ? (perl => { workers => 1 })
+        : (perl => { isolation => 'thread', workers => 1, inline_budget => $mode eq 'inline' ? '200ms' : 0 });
+    my $other = 'sub { my $in = $_[0]{"psgi.input"}; my $x = do { local $/; <$in> } // ""; '
+        . '[200, [], ["other read=[$x]\n"]] }';
+    my $s = PlxdTest->start(files => { 'app.psgi' => $app, 'other.psgi' => $other }, handlers => { '.psgi' => 'perl' },
+        server => { threads => 1 }, sections => \%sec);
+    my $get = sub { my $r = $s->get("/app.psgi/$_[0]"); "$r->{status} " . ($r->{content} // '') };
+    # inline: the routes prove themselves first
+    $get->('?') for 1 .. 4;
+    $s->get('/other.psgi') for 1 .. 4;
+    my $dir = $s->dir;
+    is($get->('?where=1'), $mode eq 'inline' ? "200 plxd-event\n" : $mode eq 'thread' ? "200 plxd-perl\n" : "200 plxd-perl\n",
+        "$mode: where the app runs") if $mode ne 'worker';
+
+    $get->('?reopen=1');
+    is($s->get('/other.psgi')->{content}, "other read=[]\n",
+        "$mode: a psgi.input an app opened again onto other bytes does not reach another app's request");
+    $get->('?reopen=1');
+    is($get->('?'), "200 read=[]\n", "$mode: ... nor the app's next request");
+    diag("$mode closein: " . $get->('?closein=1'));
+    is($get->('?'), "200 read=[]\n", "$mode: ... nor a closed one");
+    diag("$mode seek: " . $get->('?seek=1'));
+    is($get->('?'), "200 read=[]\n", "$mode: ... nor a seek");
+
+    diag("$mode closeout: " . $get->('?closeout=1'));
+    $get->('?marker=after-close');
+    ok(wait_for(sub { $s->error_log =~ /marker after-close/ }, 3), "$mode: after close STDOUT, STDERR still reaches the log");
+    diag("$mode openout: " . $get->("?openout=$dir/out.txt&printed=1"));
+    $get->('?marker=after-openout');
+    ok(wait_for(sub { $s->error_log =~ /marker after-openout/ }, 3), "$mode: after open STDOUT, STDERR still reaches the log");
+    diag("$mode out.txt: " . (PlxdTest::read_file("$dir/out.txt") // ''));
+    diag("$mode selecterr: " . $get->('?selecterr=1&printed=2'));
+    is($get->('?'), "200 read=[]\n", "$mode: after select STDERR");
+    diag("$mode stdoutglob: " . $get->('?stdoutglob=1&printed=3'));
+    is($get->('?'), "200 read=[]\n", "$mode: after *STDOUT = ...");
+
+    is($get->('?guard=1'), "200 ok\n", "$mode: a response whose DESTROY sets \$@");
+    unlike($s->error_log, qr/set by a DESTROY/, "$mode: ... is not logged as the app dying");
+    like($get->('?keep=1'), qr/^200 kept/, "$mode: a responder kept");
+    my $u = $get->('?usekept=1');
+    like($u, qr/^500/, "$mode: a kept responder called by a later request is a 500 ($u)");
+    like($s->error_log, qr/app\.psgi.*responder of an earlier request/, "$mode: ... logged naming the app");
+    $get->('?keepenv=1');
+    is($get->('?oldenv=1'), "200 old env: keepenv=1\n", "$mode: a kept \$env is the old request's");
+    is($get->('?body=1'), "200 line1\nline2\nline3\n", "$mode: a getline body");
+    diag("$mode getline dies: " . $get->('?getline=1'));
+    like($s->error_log, qr/app\.psgi.*a getline died/, "$mode: ... logged naming the app");
+    diag("$mode writer: " . $get->('?writer=1'));
+    like($s->error_log, qr/app\.psgi.*a writer died/, "$mode: a writer that dies is logged naming the app");
+    for my $bad (qw(string hash undef die)) {
+        like($get->("?$bad=1"), qr/^500/, "$mode: $bad is a 500");
+    }
+    like($s->error_log, qr/app\.psgi.*the app died here/, "$mode: a die logged naming the app");
+    is($get->('?localerr=1'), "200 localerr\n", "$mode: local \$@ in the app");
+ diag("$mode keepw: " . $get->('?keepw=1'));
+    is($get->('?usew=1'), "200 usew: died\n", "$mode: an earlier request's writer cannot write into a later response");
+    is($get->('?cleanupresp=1'), "200 cleanupresp\n", "$mode: a cleanup handler calling the responder");
+    is($get->('?'), "200 read=[]\n", "$mode: ... and the next request is its own");
+    diag("$mode boom: " . $get->('?boom=1'));
+    is($get->('?'), "200 read=[]\n", "$mode: served after a die with an object whose stringification dies");
+    diag("$mode openerr: " . $get->("?openerr=$dir/err.txt"));
+    $get->('?marker=after-openerr');
+    ok(wait_for(sub { $s->error_log =~ /marker after-openerr/ }, 3), "$mode: after open STDERR, the next request's STDERR reaches the log");
+    diag("$mode exit: " . $get->('?exit=3'));
+    is($get->('?'), "200 read=[]\n", "$mode: served after all that");
+    my $log = $s->error_log;
+    diag("$mode log: $_") for grep { /app\.psgi|marker|printed/ } split /\n/, $log;
+    $s->stop;
+}
+done_testing;
