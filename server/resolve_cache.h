@@ -2,11 +2,14 @@
  * calls (open, stat, close), as lighttpd's stat cache does: each event
  * thread remembers the files it resolved, held open, until inotify reports
  * a change to one of them or to a folder on their way from the root; any
- * change empties the thread's whole cache before its next lookup, so a
- * request that starts after the change sees it: the thread's event loop
- * watches the inotify descriptor and takes its news before the requests
- * that arrived with it are read (a thread without a loop reads it at each
- * lookup). Each thread has its own: no lock.
+ * change empties the thread's whole cache. The thread's event loop watches
+ * the inotify descriptor, as lighttpd's does, and takes its news at each
+ * turn, before libmicrohttpd reads requests: a request that was sent after
+ * the change sees it, unless the change and the request both came during
+ * the turn before (while the thread was busy), when that one request may
+ * still find the file as it was; the next turn sees the change. A thread
+ * without a loop reads the descriptor at each lookup. Each thread has its
+ * own: no lock.
  *
  * Only regular files reached by their own name are kept: no symbolic link
  * on the way, no PATH_INFO, no index. What inotify does not report (a
