@@ -192,14 +192,9 @@ static void fcgi_turn_begin(pTHX_ struct perl_interp *pi, struct perl_run *run)
 	PL_basetime = time(NULL);
 	pi->exit_called = 0;
 	pi->exit_status = 0;
-	if (hv_exists(GvHVn(PL_incgv), "CGI.pm", 6)) {
-		/* The function interface's query (CGI::param) with plain FCGI:
-		 * CGI::Fast resets it itself. */
-		dSP;
-		PUSHMARK(SP);
-		PUTBACK;
-		call_sv((SV *)pi->globals.cgi_pm_reset, G_VOID | G_DISCARD | G_EVAL);
-	}
+	/* The function interface's query (CGI::param) with plain FCGI:
+	 * CGI::Fast resets it itself. */
+	cgi_pm_reset(aTHX_ pi);
 	f->turn_start = clock_us();
 	f->turn_forks = pi->forks;
 }

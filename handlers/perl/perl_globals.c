@@ -307,28 +307,63 @@ void globals_end(pTHX_ struct perl_interp *pi)
 		Safefree(PL_inplace);
 		PL_inplace = NULL;
 	}
-	if (hv_exists(GvHVn(PL_incgv), "CGI.pm", 6)) {
-		dSP;
-		PUSHMARK(SP);
-		PUTBACK;
-		call_sv((SV *)pi->globals.cgi_pm_reset, G_VOID | G_DISCARD | G_EVAL);
-	}
+	cgi_pm_reset(aTHX_ pi);
 	AV *inc = GvAVn(PL_incgv);
 	if (!av_same(aTHX_ inc, pi->globals.base_inc))
 		av_assign(aTHX_ inc, pi->globals.base_inc);
 }
 
-/* Whether a module whose settings are kept per script is loaded: two
- * hash lookups, so that nothing else runs in an interpreter without it. */
-int settings_loaded(pTHX_ struct perl_interp *pi)
+/* Whether a variable of CGI.pm's query is set (a flag: true), or might be:
+ * magic is not run here. */
+static int scalar_holds(SV *sv, int is_flag)
+{
+	return sv && (SvGMAGICAL(sv) || (is_flag ? SvTRUE_nomg(sv) : SvOK(sv)));
+}
+
+static int aggregate_holds(SV *agg)
+{
+	if (!agg)
+		return 0;
+	if (SvMAGICAL(agg))
+		return 1;
+	return SvTYPE(agg) == SVt_PVAV ? AvFILLp((AV *)agg) >= 0 : HvUSEDKEYS((HV *)agg) > 0;
+}
+
+/* Once CGI.pm is loaded: the query it kept is dropped after each request
+ * (PLXD::Worker::cgi_pm_reset). Its variables are looked at in C first, so
+ * that a request that left none of them set (any script not using CGI.pm's
+ * function interface) calls no Perl. */
+void cgi_pm_reset(pTHX_ struct perl_interp *pi)
+{
+	const struct cgi_pm_query *c = &pi->globals.cgi_pm;
+	if (!hv_exists(GvHVn(PL_incgv), "CGI.pm", 6))
+		return;
+	if (!scalar_holds(GvSV(c->q), 0) && !scalar_holds(GvSV(c->query_charset), 0)
+			&& !scalar_holds(GvSV(c->been_there), 1)
+			&& !aggregate_holds((SV *)GvAV(c->query_param))
+			&& !aggregate_holds((SV *)GvHV(c->query_param))
+			&& !aggregate_holds((SV *)GvHV(c->query_fieldnames))
+			&& !aggregate_holds((SV *)GvHV(c->query_tmpfiles)))
+		return;
+	dSP;
+	PUSHMARK(SP);
+	PUTBACK;
+	call_sv((SV *)pi->globals.cgi_pm_reset, G_VOID | G_DISCARD | G_EVAL);
+}
+
+/* Which modules whose settings are kept per script are loaded, one bit
+ * per @PLXD::Worker::SETTINGS_MODULES entry: two hash lookups, and 0, so
+ * that nothing else runs, in an interpreter with neither. */
+unsigned settings_loaded(pTHX_ struct perl_interp *pi)
 {
 	HV *inc = GvHVn(PL_incgv);
+	unsigned loaded = 0;
 	for (SSize_t i = 0; i <= AvFILLp(pi->globals.settings_modules); i++) {
 		SV *name = AvARRAY(pi->globals.settings_modules)[i];
 		if (name && SvPOK(name) && hv_exists(inc, SvPVX(name), (I32)SvCUR(name)))
-			return 1;
+			loaded |= 1u << i;
 	}
-	return 0;
+	return loaded;
 }
 
 /* The loaded modules' settings become snapshot's (NULL: the set-up's). */
@@ -343,6 +378,109 @@ void settings_apply(pTHX_ struct perl_interp *pi, SV *snapshot)
 	call_sv((SV *)pi->globals.settings_apply, G_VOID | G_DISCARD | G_EVAL);
 	FREETMPS;
 	LEAVE;
+}
+
+/* What settings_apply(snapshot) would set, as PLXD::Worker::settings_plan
+ * gives it (an owned array); NULL if it failed. */
+static AV *settings_plan(pTHX_ struct perl_interp *pi, SV *snapshot)
+{
+	dSP;
+	ENTER;
+	SAVETMPS;
+	PUSHMARK(SP);
+	XPUSHs(snapshot ? snapshot : &PL_sv_undef);
+	PUTBACK;
+	AV *plan = NULL;
+	if (call_sv((SV *)pi->globals.settings_plan, G_SCALAR | G_EVAL) == 1) {
+		SPAGAIN;
+		SV *got = POPs;
+		if (SvROK(got) && SvTYPE(SvRV(got)) == SVt_PVAV)
+			plan = (AV *)SvREFCNT_inc(SvRV(got));
+		PUTBACK;
+	}
+	FREETMPS;
+	LEAVE;
+	return plan;
+}
+
+/* A plain value's string, as eq compares it, without converting the value
+ * (which sets flags on a module's variable): NULL for a floating-point
+ * number without one. buf holds an integer's digits. */
+static const char *value_string(SV *sv, char *buf, size_t size, STRLEN *len)
+{
+	if (SvPOK(sv)) {
+		*len = SvCUR(sv);
+		return SvPVX(sv);
+	}
+	if (!SvIOK(sv))
+		return NULL;
+	int n = SvIsUV(sv) ? snprintf(buf, size, "%" UVuf, SvUVX(sv))
+			   : snprintf(buf, size, "%" IVdf, SvIVX(sv));
+	*len = (STRLEN)n;
+	return buf;
+}
+
+/* A setting's value now against the one wanted: the same when both are
+ * undef, references to one thing, or equal as eq compares them (a number
+ * printed once has its string too). Anything not sure (magic, a float
+ * without its string) is set again, which is always right. */
+static int setting_same(SV *now, SV *want)
+{
+	if (SvGMAGICAL(now) || SvGMAGICAL(want))
+		return 0;
+	if (!SvOK(now) || !SvOK(want))
+		return !SvOK(now) && !SvOK(want);
+	if (SvROK(now) || SvROK(want))
+		return SvROK(now) && SvROK(want) && SvRV(now) == SvRV(want);
+	char nbuf[32], wbuf[32];
+	STRLEN nlen, wlen;
+	const char *n = value_string(now, nbuf, sizeof nbuf, &nlen);
+	const char *w = value_string(want, wbuf, sizeof wbuf, &wlen);
+	if (!n || !w || nlen != wlen || memcmp(n, w, nlen) != 0)
+		return 0;
+	/* The same bytes are one string unless only one of them is UTF-8
+	 * and they go past ASCII. */
+	int now_utf8 = SvPOK(now) && SvUTF8(now), want_utf8 = SvPOK(want) && SvUTF8(want);
+	return now_utf8 == want_utf8 || is_ascii_string((const U8 *)n, nlen);
+}
+
+/* Whether the variables of plan ([reference, value, ...]) hold its values. */
+static int plan_holds(pTHX_ AV *plan)
+{
+	for (SSize_t i = 0; i + 1 <= AvFILLp(plan); i += 2) {
+		SV *ref = AvARRAY(plan)[i], *want = AvARRAY(plan)[i + 1];
+		if (!ref || !want || !SvROK(ref))
+			return 0;
+		SV *var = SvRV(ref);
+		if (SvTYPE(var) == SVt_PVAV) {
+			if (!SvROK(want) || SvTYPE(SvRV(want)) != SVt_PVAV
+					|| !av_same(aTHX_(AV *) var, (AV *)SvRV(want)))
+				return 0;
+		} else if (!setting_same(var, want)) {
+			return 0;
+		}
+	}
+	return 1;
+}
+
+/* Before a run of script: the loaded modules' settings as its compile
+ * left them. Nearly always they are already (the same script ran last
+ * and set none of them at run time): compared in C against the script's
+ * plan, made again only when another module of them was loaded, and
+ * settings_apply (Perl, a few microseconds) runs only on a difference. */
+void settings_restore(pTHX_ struct perl_interp *pi, struct perl_script *script)
+{
+	unsigned loaded = settings_loaded(aTHX_ pi);
+	if (!loaded)
+		return;
+	if (!script->settings_plan || script->settings_plan_loaded != loaded) {
+		SvREFCNT_dec(script->settings_plan);
+		script->settings_plan = settings_plan(aTHX_ pi, script->settings);
+		script->settings_plan_loaded = loaded;
+	}
+	if (script->settings_plan && plan_holds(aTHX_ script->settings_plan))
+		return;
+	settings_apply(aTHX_ pi, script->settings);
 }
 
 /* The loaded modules' settings now, as a new reference; NULL: none. */

@@ -629,6 +629,16 @@ int interp_bind(pTHX_ struct perl_interp *pi, char *err, size_t errlen)
 	pi->stdio.restore_std = get_cv("PLXD::Worker::restore_std", 0);
 	pi->open_data = get_cv("PLXD::Worker::open_data", 0);
 	pi->globals.cgi_pm_reset = get_cv("PLXD::Worker::cgi_pm_reset", 0);
+	/* cgi_pm_reset's own code holds these globs for as long as plxd can
+	 * call it. */
+	pi->globals.cgi_pm = (struct cgi_pm_query){
+		.q = gv_fetchpvs("CGI::Q", GV_ADD, SVt_PV),
+		.query_param = gv_fetchpvs("CGI::QUERY_PARAM", GV_ADD, SVt_PVHV),
+		.query_charset = gv_fetchpvs("CGI::QUERY_CHARSET", GV_ADD, SVt_PV),
+		.query_fieldnames = gv_fetchpvs("CGI::QUERY_FIELDNAMES", GV_ADD, SVt_PVHV),
+		.query_tmpfiles = gv_fetchpvs("CGI::QUERY_TMPFILES", GV_ADD, SVt_PVHV),
+		.been_there = gv_fetchpvs("CGI::BEEN_THERE", GV_ADD, SVt_PV),
+	};
 	pi->fcgi_install = get_cv("PLXD::Worker::fcgi_install", 0);
 	pi->psgi.answer = get_cv("PLXD::PSGI::answer", 0);
 	pi->psgi.input = get_cv("PLXD::PSGI::input", 0);
@@ -641,13 +651,14 @@ int interp_bind(pTHX_ struct perl_interp *pi, char *err, size_t errlen)
 	pi->psgi.stderr_gv = gv_fetchpvs("STDERR", GV_NOTQUAL, SVt_PVIO);
 	pi->globals.settings_apply = get_cv("PLXD::Worker::settings_apply", 0);
 	pi->globals.settings_snapshot = get_cv("PLXD::Worker::settings_snapshot", 0);
+	pi->globals.settings_plan = get_cv("PLXD::Worker::settings_plan", 0);
 	pi->globals.settings_modules = get_av("PLXD::Worker::SETTINGS_MODULES", 0);
 	CV *settings_base = get_cv("PLXD::Worker::settings_base", 0);
 	if (!pi->psgi.answer || !pi->psgi.input || !pi->psgi.call || !pi->psgi.logger
 			|| !pi->psgi.served || !pi->psgi.none || !pi->psgi.out
 			|| !pi->psgi.stdout_gv || !pi->psgi.stderr_gv || !pi->globals.settings_apply
-			|| !pi->globals.settings_snapshot || !pi->globals.settings_modules
-			|| !settings_base) {
+			|| !pi->globals.settings_snapshot || !pi->globals.settings_plan
+			|| !pi->globals.settings_modules || !settings_base) {
 		snprintf(err, errlen, "worker bootstrap failed: no PLXD::Worker::settings_*");
 		return -1;
 	}

@@ -75,6 +75,12 @@ struct perl_stdio_state {
 	unsigned opens_seen; /* script_opens when the fds were last checked */
 };
 
+/* CGI.pm's globs that hold the query it parsed last (its function
+ * interface's), which PLXD::Worker::cgi_pm_reset drops. */
+struct cgi_pm_query {
+	GV *q, *query_param, *query_charset, *query_fieldnames, *query_tmpfiles, *been_there;
+};
+
 /* The globals every request starts from (perl_globals.c). */
 struct perl_globals_state {
 	AV *base_inc;           /* @INC after set-up */
@@ -88,6 +94,7 @@ struct perl_globals_state {
 	CV *cgi_pm_reset;      /* PLXD::Worker::cgi_pm_reset */
 	CV *settings_apply;    /* PLXD::Worker::settings_apply */
 	CV *settings_snapshot; /* PLXD::Worker::settings_snapshot */
+	CV *settings_plan;     /* PLXD::Worker::settings_plan */
 	AV *settings_modules;  /* @PLXD::Worker::SETTINGS_MODULES */
 	GV *dl_modules;        /* *DynaLoader::dl_modules, once looked up */
 	/* What plxd's own set-up loaded of them: PerlIO::scalar; in thread
@@ -96,6 +103,7 @@ struct perl_globals_state {
 	Size_t plxd_c_modules;
 	unsigned masks_seen;  /* script_masks when the signal mask was last read */
 	unsigned alarms_seen; /* script_alarms when alarm(0) last ran */
+	struct cgi_pm_query cgi_pm;
 };
 
 /* One of the last request's variables (perl_env.c). */
@@ -323,7 +331,9 @@ int c_code_loaded(pTHX_ struct perl_interp *pi);
 void globals_begin(pTHX_ struct perl_interp *pi, const struct perl_run *run);
 void globals_end(pTHX_ struct perl_interp *pi);
 void settings_apply(pTHX_ struct perl_interp *pi, SV *snapshot);
-int settings_loaded(pTHX_ struct perl_interp *pi);
+unsigned settings_loaded(pTHX_ struct perl_interp *pi);
+void settings_restore(pTHX_ struct perl_interp *pi, struct perl_script *script);
+void cgi_pm_reset(pTHX_ struct perl_interp *pi);
 SV *settings_snapshot(pTHX_ struct perl_interp *pi);
 void signals_apply(pTHX_ struct perl_interp *pi, AV *sig);
 AV *signals_snapshot(pTHX_ struct perl_interp *pi);

@@ -92,6 +92,7 @@ static void script_clear(pTHX_ struct perl_script *s)
 	SvREFCNT_dec(s->inc);
 	SvREFCNT_dec(s->sig);
 	SvREFCNT_dec(s->settings);
+	SvREFCNT_dec(s->settings_plan);
 	switches_free(aTHX_ s->switches);
 	s->code = NULL;
 	s->ends = NULL;
@@ -100,6 +101,8 @@ static void script_clear(pTHX_ struct perl_script *s)
 	s->inc = NULL;
 	s->sig = NULL;
 	s->settings = NULL;
+	s->settings_plan = NULL;
+	s->settings_plan_loaded = 0;
 	s->switches = NULL;
 	free(s->captures);
 	s->captures = NULL;

@@ -66,6 +66,11 @@ struct perl_script {
 				   it left more Perl values alive than it found */
 	bool growth_told;                      /* the growth warning was given (once per
 				   path and worker, recompiles included) */
+	/* What the settings are set to before each run
+	 * (PLXD::Worker::settings_plan), made for the modules loaded as
+	 * settings_plan_loaded says; NULL: not made yet (perl_globals.c). */
+	AV *settings_plan;
+	unsigned settings_plan_loaded;
 };
 
 struct perl_registry;

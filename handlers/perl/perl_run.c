@@ -374,9 +374,8 @@ static void run_request(struct perl_interp *pi, struct perl_run *run)
 				av_assign(aTHX_ GvAVn(PL_incgv), script->inc);
 			if (script->sig)
 				signals_apply(aTHX_ pi, script->sig);
-			if (settings_loaded(aTHX_ pi))
-				settings_apply(aTHX_ pi, script->settings);
 		}
+		settings_restore(aTHX_ pi, script);
 		if (script->psgi) {
 			/* Its DATA is read while the app runs (the templates a
 			 * Mojolicious::Lite app finds at its first render), not

@@ -132,13 +132,18 @@ sub settings_base {
     return;
 }
 
-# Gives each loaded module the settings of snap (a snapshot, or undef:
-# the set-up's, or the defaults).
+# The values snap (a snapshot, or undef: the set-up's, or the defaults)
+# gives module.
+sub settings_wanted {
+    my ($snap, $module) = @_;
+    return ($snap && $snap->{$module}) || $SETTINGS_BASE{$module} || $SETTINGS_DEFAULT{$module};
+}
+
+# Gives each loaded module the settings of snap.
 sub settings_apply {
     my ($snap) = @_;
     for my $module (grep { $INC{$_} } @SETTINGS_MODULES) {
-        my $values = ($snap && $snap->{$module}) || $SETTINGS_BASE{$module}
-            || $SETTINGS_DEFAULT{$module};
+        my $values = settings_wanted($snap, $module);
         my $refs = settings_refs($module);
         for my $i (0 .. $#$refs) {
             my $ref = $refs->[$i];
@@ -150,6 +155,21 @@ sub settings_apply {
         }
     }
     return;
+}
+
+# What settings_apply(snap) would give the loaded modules, as
+# [reference, value, ...]: plxd compares it with the variables before each
+# run, in C, and calls settings_apply only when one differs (a script set
+# one at run time, or another script's settings are in place).
+sub settings_plan {
+    my ($snap) = @_;
+    my @plan;
+    for my $module (grep { $INC{$_} } @SETTINGS_MODULES) {
+        my $values = settings_wanted($snap, $module);
+        my $refs = settings_refs($module);
+        push @plan, map { ($refs->[$_], $values->[$_]) } 0 .. $#$refs;
+    }
+    return \@plan;
 }
 
 # FastCGI-style scripts: `while (my $q = CGI::Fast->new) { ... }`, or
