@@ -122,7 +122,12 @@ print STDERR sprintf("flood %04d %s\n", $_, 'e' x 88) for 1 .. 3000;
 print "Content-Type: text/plain\n\nflooded\n";
 EOF
     'clen.plx' => "print \"Content-Type: text/plain\\nContent-Length: 3\\n\\nabc\";\n",
+    # The interpreter's own switches, as a perl started for the request
+    # has them: ${^UTF8CACHE} (perl_clone leaves it off in a clone).
+    'interp.plx' => qq{print "Content-Type: text/plain\\n\\n", join(' ', "utf8cache=\${^UTF8CACHE}",
+        "taint=\${^TAINT}", "W=\$^W", "P=\$^P"), "\\n";\n},
 );
+$files{'interp.pl'} = $files{'interp.plx'};
 
 # queue_timeout: the 20 parallel clients below share two workers, and on a
 # loaded machine a request may wait its turn for several seconds.
@@ -134,7 +139,7 @@ my $s = PlxdTest->start(
 
 # --- the same script as .pl and as .plx ---
 for my $pair (['/hello', ''], ['/cgi_pm', '?a=b&c=+k+d+d+f&d=asf&as=+1+2+3+4'],
-              ['/status', ''], ['/redirect', ''], ['/local', ''], ['/nph-x', '']) {
+              ['/status', ''], ['/redirect', ''], ['/local', ''], ['/nph-x', ''], ['/interp', '']) {
     my ($name, $query) = @$pair;
     my $pl  = $s->get("$name.pl$query");
     my $plx = $s->get("$name.plx$query");
@@ -145,6 +150,7 @@ for my $pair (['/hello', ''], ['/cgi_pm', '?a=b&c=+k+d+d+f&d=asf&as=+1+2+3+4'],
 }
 is($s->get('/hello.plx')->{content}, "<html><body>\nHello world!\n</body></html>\n", 'hello.plx');
 is($s->get('/local.plx')->{content}, "static hello\n", 'a local Location is served by plxd');
+is($s->get('/interp.plx')->{content}, "utf8cache=1 taint=0 W=0 P=0\n", "the interpreter's switches as perl's own");
 is($s->get('/hello.plx')->{headers}{'content-length'}, 41, 'a complete response has a length');
 
 # What plxd has loaded (its /proc/PID/maps): libperl only with an instance
