@@ -52,6 +52,12 @@ sub {
     [200, ['Content-Type', 'text/plain'], [where() . "\n" . (0 + \%main::) . "\n"]];
 };
 EOF
+# An application that takes longer to build than the budget: building it
+# is its compile, once per interpreter, not a slow run.
+$files{'heavy.psgi'} = $where . <<'EOF';
+select undef, undef, undef, 0.3;
+sub { [200, ['Content-Type', 'text/plain'], [where() . "\n"]] };
+EOF
 
 my $s = PlxdTest->start(
     files    => \%files,
@@ -88,6 +94,9 @@ is_deeply([ map { $where_is->($long) } 1 .. 4 ], [ ('plxd-perl') x 3, 'plxd-even
     'a route of 256 bytes (PATH_INFO with its slash) is recorded');
 is_deeply([ map { $where_is->("${long}m") } 1 .. 6 ], [ ('plxd-perl') x 6 ],
     'a route of 257 bytes is not: it never runs inline');
+is_deeply([ map { $where_is->('/heavy.psgi') } 1 .. 5 ], [ ('plxd-perl') x 3, ('plxd-event') x 2 ],
+    'an application built in 300 ms (budget 200 ms) proves itself short, then builds inline and stays there');
+unlike($s->error_log, qr/heavy\.psgi.*past inline_budget/, '... its build never counted as a slow run');
 # 4,096 routes are recorded; a route past them makes room by forgetting
 # them all, so that new routes can still prove themselves.
 my $ka = HTTP::Tiny->new(timeout => 30, keep_alive => 1);
