@@ -366,23 +366,10 @@ unsigned settings_loaded(pTHX_ struct perl_interp *pi)
 	return loaded;
 }
 
-/* The loaded modules' settings become snapshot's (NULL: the set-up's). */
-void settings_apply(pTHX_ struct perl_interp *pi, SV *snapshot)
-{
-	dSP;
-	ENTER;
-	SAVETMPS;
-	PUSHMARK(SP);
-	XPUSHs(snapshot ? snapshot : &PL_sv_undef);
-	PUTBACK;
-	call_sv((SV *)pi->globals.settings_apply, G_VOID | G_DISCARD | G_EVAL);
-	FREETMPS;
-	LEAVE;
-}
-
-/* What settings_apply(snapshot) would set, as PLXD::Worker::settings_plan
- * gives it (an owned array); NULL if it failed. */
-static AV *settings_plan(pTHX_ struct perl_interp *pi, SV *snapshot)
+/* Calls PLXD::Worker's sub cv with snapshot (NULL: undef); with
+ * want_plan, in scalar context, for the array it returns (owned; NULL if
+ * it failed). */
+static AV *settings_call(pTHX_ CV *cv, SV *snapshot, int want_plan)
 {
 	dSP;
 	ENTER;
@@ -391,7 +378,9 @@ static AV *settings_plan(pTHX_ struct perl_interp *pi, SV *snapshot)
 	XPUSHs(snapshot ? snapshot : &PL_sv_undef);
 	PUTBACK;
 	AV *plan = NULL;
-	if (call_sv((SV *)pi->globals.settings_plan, G_SCALAR | G_EVAL) == 1) {
+	if (!want_plan) {
+		call_sv((SV *)cv, G_VOID | G_DISCARD | G_EVAL);
+	} else if (call_sv((SV *)cv, G_SCALAR | G_EVAL) == 1) {
 		SPAGAIN;
 		SV *got = POPs;
 		if (SvROK(got) && SvTYPE(SvRV(got)) == SVt_PVAV)
@@ -401,6 +390,12 @@ static AV *settings_plan(pTHX_ struct perl_interp *pi, SV *snapshot)
 	FREETMPS;
 	LEAVE;
 	return plan;
+}
+
+/* The loaded modules' settings become snapshot's (NULL: the set-up's). */
+void settings_apply(pTHX_ struct perl_interp *pi, SV *snapshot)
+{
+	settings_call(aTHX_ pi->globals.settings_apply, snapshot, 0);
 }
 
 /* A plain value's string, as eq compares it, without converting the value
@@ -475,7 +470,8 @@ void settings_restore(pTHX_ struct perl_interp *pi, struct perl_script *script)
 		return;
 	if (!script->settings_plan || script->settings_plan_loaded != loaded) {
 		SvREFCNT_dec(script->settings_plan);
-		script->settings_plan = settings_plan(aTHX_ pi, script->settings);
+		script->settings_plan =
+				settings_call(aTHX_ pi->globals.settings_plan, script->settings, 1);
 		script->settings_plan_loaded = loaded;
 	}
 	if (script->settings_plan && plan_holds(aTHX_ script->settings_plan))
