@@ -132,8 +132,15 @@ if (thread_mode()) {
     ok(!$old{$pid2}, '... in a new worker');
     my $j = status_json();
     is(scalar @{ $j->{workers} }, $workers, "the page shows $workers workers");
-    my ($used) = grep { $_->{pid} == $pid2 } @{ $j->{workers} };
-    is($used && $used->{requests}, 1, "the new worker that served counts that one request");
+    # The worker's count goes up as it is given back, which may come just
+    # after its response reached the client: polled, and never past 1.
+    my $used;
+    ok(wait_for(sub {
+        my $page = status_json() or return 0;
+        ($used) = grep { $_->{pid} == $pid2 } @{ $page->{workers} };
+        return $used && $used->{requests} >= 1;
+    }), 'the new worker that served counts its request');
+    is($used && $used->{requests}, 1, '... that one request');
     ok(wait_for(sub { !grep { kill 0, $_ } keys %old }), 'the old workers have exited');
     unlike($s->error_log, qr/did not exit within|died/, 'each old worker ended cleanly');
     $s->stop;
