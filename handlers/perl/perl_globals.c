@@ -427,8 +427,11 @@ static int setting_same(SV *now, SV *want)
 		return !SvOK(now) && !SvOK(want);
 	if (SvROK(now) || SvROK(want))
 		return SvROK(now) && SvROK(want) && SvRV(now) == SvRV(want);
+	/* Most often both are as settings_apply copied them: no conversion. */
+	if (!SvPOK(now) && !SvPOK(want) && SvIOK(now) && SvIOK(want))
+		return SvIVX(now) == SvIVX(want) && !SvIsUV(now) == !SvIsUV(want);
 	char nbuf[32], wbuf[32];
-	STRLEN nlen, wlen;
+	STRLEN nlen = 0, wlen = 0;
 	const char *n = value_string(now, nbuf, sizeof nbuf, &nlen);
 	const char *w = value_string(want, wbuf, sizeof wbuf, &wlen);
 	if (!n || !w || nlen != wlen || memcmp(n, w, nlen) != 0)
@@ -469,7 +472,10 @@ void settings_restore(pTHX_ struct perl_interp *pi, struct perl_script *script)
 	if (!loaded)
 		return;
 	if (!script->settings_plan || script->settings_plan_loaded != loaded) {
-		SvREFCNT_dec(script->settings_plan);
+		/* Cleared first: a cancel may unwind out of the call. */
+		AV *old = script->settings_plan;
+		script->settings_plan = NULL;
+		SvREFCNT_dec(old);
 		script->settings_plan =
 				settings_call(aTHX_ pi->globals.settings_plan, script->settings, 1);
 		script->settings_plan_loaded = loaded;

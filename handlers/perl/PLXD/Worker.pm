@@ -139,28 +139,10 @@ sub settings_wanted {
     return ($snap && $snap->{$module}) || $SETTINGS_BASE{$module} || $SETTINGS_DEFAULT{$module};
 }
 
-# Gives each loaded module the settings of snap.
-sub settings_apply {
-    my ($snap) = @_;
-    for my $module (grep { $INC{$_} } @SETTINGS_MODULES) {
-        my $values = settings_wanted($snap, $module);
-        my $refs = settings_refs($module);
-        for my $i (0 .. $#$refs) {
-            my $ref = $refs->[$i];
-            if (ref $ref eq 'ARRAY') {
-                @$ref = @{ $values->[$i] };
-            } else {
-                $$ref = $values->[$i];
-            }
-        }
-    }
-    return;
-}
-
-# What settings_apply(snap) would give the loaded modules, as
-# [reference, value, ...]: plxd compares it with the variables before each
-# run, in C, and calls settings_apply only when one differs (a script set
-# one at run time, or another script's settings are in place).
+# What settings_apply(snap) gives the loaded modules, as [reference,
+# value, ...]: plxd compares it with the variables before each run, in C,
+# and calls settings_apply only when one differs (a script set one at run
+# time, or another script's settings are in place).
 sub settings_plan {
     my ($snap) = @_;
     my @plan;
@@ -170,6 +152,20 @@ sub settings_plan {
         push @plan, map { ($refs->[$_], $values->[$_]) } 0 .. $#$refs;
     }
     return \@plan;
+}
+
+# Gives each loaded module the settings of snap.
+sub settings_apply {
+    my $plan = settings_plan(@_);
+    for (my $i = 0; $i < @$plan; $i += 2) {
+        my ($ref, $value) = @$plan[$i, $i + 1];
+        if (ref $ref eq 'ARRAY') {
+            @$ref = @$value;
+        } else {
+            $$ref = $value;
+        }
+    }
+    return;
 }
 
 # FastCGI-style scripts: `while (my $q = CGI::Fast->new) { ... }`, or
