@@ -2,6 +2,7 @@
 #include "site.h"
 #include "alloc.h"
 #include "req_limits.h"
+#include "resolve.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -24,6 +25,21 @@ struct site *site_create(struct config *config, char *err, size_t errlen)
 		config_free(config);
 		return NULL;
 	}
+	/* Every request's path is opened beneath the root with openat2
+	 * (resolve.h). Where the kernel lacks it (before Linux 5.6) or a
+	 * sandbox filters it out (an older container seccomp profile,
+	 * valgrind), each request would get a 500: say so once, here. */
+	int probe = resolve_open_plain(fd, ".", O_PATH | O_DIRECTORY);
+	if (probe < 0) {
+		snprintf(err, errlen,
+				"%s: [server] root %s: cannot open files beneath it: openat2: %s "
+				"(plxd needs Linux 5.6 or later, with openat2 allowed)",
+				config->file, config->server.root, strerror(errno));
+		close(fd);
+		config_free(config);
+		return NULL;
+	}
+	close(probe);
 	struct site *s = xcalloc(1, sizeof *s);
 	s->config = config;
 	s->root_fd = fd;

@@ -27,4 +27,25 @@ PlxdTest::write_file("$other/which.txt", "from --root\n");
 my $r = PlxdTest->start(files => { 'which.txt' => "from the file\n" }, args => ['--root', $other]);
 is($r->get('/which.txt')->{content}, "from --root\n", '--root overrides [server] root');
 
+# Without openat2 (a kernel before 5.6, a sandbox that filters it out) no
+# path could be opened beneath the root: plxd says so and does not start,
+# where it would answer every request 500. strace makes the call fail.
+{
+    my $conf = "$other/plxd.conf";
+    PlxdTest::write_file($conf, "[server]\nroot = $other\nerror_log = -\n");
+    # A sanitized build's leak check cannot stop a traced process's threads.
+    my $no_openat2 = { prefix => [qw(strace -f -qq -o /dev/null -e trace=openat2
+        -e inject=openat2:error=ENOSYS)],
+        env => { ASAN_OPTIONS => join(':', grep { length } $ENV{ASAN_OPTIONS} // '', 'detect_leaks=0') } };
+    my $says = qr{\Q$conf\E: \[server\] root \Q$other\E: cannot open files beneath it: openat2: Function not implemented \(plxd needs Linux 5\.6};
+    my ($status, $out, $err) = PlxdTest::run_plxd($no_openat2, '--check', '--config', $conf);
+    is($status >> 8, 1, 'no openat2: --check fails');
+    like($err, $says, '... and says why, naming the file and the root');
+    ($status, $out, $err) = PlxdTest::run_plxd($no_openat2, '--config', $conf, '--listen', '127.0.0.1:0');
+    is($status >> 8, 1, 'no openat2: plxd does not start');
+    like($err, $says, '... and says why');
+    ($status, $out, $err) = PlxdTest::run_plxd('--check', '--config', $conf);
+    is($status, 0, 'with openat2 the same file is good') or diag($err);
+}
+
 done_testing;

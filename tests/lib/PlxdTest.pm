@@ -124,12 +124,16 @@ sub _ini {
 # Runs plxd with arguments to completion (for --check, --help, ...), through
 # PlxdServer like every other start of plxd: one that is still running after
 # timeout seconds (default 60) is stopped, and the test says so. Returns (exit
-# status, stdout, stderr).
+# status, stdout, stderr). A first argument that is a hash reference gives
+# options: prefix, a command that runs plxd (strace, prlimit); env, added to
+# its environment.
 sub run_plxd {
+    my $o = ref $_[0] eq 'HASH' ? shift : {};
     my (@args) = @_;
     my $timeout = 60;
     my $dir = tempdir('plxd-run-XXXXXX', TMPDIR => 1, CLEANUP => 1);
-    my $run = PlxdServer->spawn(name => 'plxd', cmd => [plxd_bin(), @args],
+    my $run = PlxdServer->spawn(name => 'plxd', cmd => [@{ $o->{prefix} // [] }, plxd_bin(), @args],
+        env => $o->{env},
         stdout => "$dir/out", stderr => "$dir/err");
     my $status = $run->wait_exit($timeout);
     if (!defined $status) {
