@@ -284,20 +284,25 @@ struct parse {
 	size_t *route_sections; /* index into config->handlers, per route */
 };
 
+/* Appends a line made from fmt to *text, a string of lines or NULL. */
+static void append_line(char **text, const char *fmt, va_list ap)
+{
+	char *msg;
+	if (vasprintf(&msg, fmt, ap) < 0)
+		msg = NULL;
+	char *joined = xasprintf("%s%s%s", *text ? *text : "", *text ? "\n" : "", msg ? msg : "?");
+	free(msg);
+	free(*text);
+	*text = joined;
+}
+
 static void add_error(struct parse *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void add_error(struct parse *p, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	char *msg;
-	if (vasprintf(&msg, fmt, ap) < 0)
-		msg = NULL;
+	append_line(&p->errors, fmt, ap);
 	va_end(ap);
-	char *joined = xasprintf("%s%s%s", p->errors ? p->errors : "", p->errors ? "\n" : "",
-			msg ? msg : "?");
-	free(msg);
-	free(p->errors);
-	p->errors = joined;
 	p->nerrors++;
 }
 
@@ -307,15 +312,8 @@ static void add_warning(struct parse *p, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	char *msg;
-	if (vasprintf(&msg, fmt, ap) < 0)
-		msg = NULL;
+	append_line(&p->warnings, fmt, ap);
 	va_end(ap);
-	char *joined = xasprintf("%s%s%s", p->warnings ? p->warnings : "", p->warnings ? "\n" : "",
-			msg ? msg : "?");
-	free(msg);
-	free(p->warnings);
-	p->warnings = joined;
 }
 
 /* Where an entry came from, for messages: "conf/plxd.conf:12" or "--listen". */
