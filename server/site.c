@@ -28,9 +28,11 @@ struct site *site_create(struct config *config, char *err, size_t errlen)
 	/* Every request's path is opened beneath the root with openat2
 	 * (resolve.h). Where the kernel lacks it (before Linux 5.6) or a
 	 * sandbox filters it out (an older container seccomp profile,
-	 * valgrind), each request would get a 500: say so once, here. */
+	 * valgrind), each request would get a 500: say so once, here. Any
+	 * other error (a root plxd's user may not search) is each request's
+	 * to answer, 403, as before. */
 	int probe = resolve_open_plain(fd, ".", O_PATH | O_DIRECTORY);
-	if (probe < 0) {
+	if (probe < 0 && (errno == ENOSYS || errno == EPERM)) {
 		snprintf(err, errlen,
 				"%s: [server] root %s: cannot open files beneath it: openat2: %s "
 				"(plxd needs Linux 5.6 or later, with openat2 allowed)",
@@ -39,7 +41,8 @@ struct site *site_create(struct config *config, char *err, size_t errlen)
 		config_free(config);
 		return NULL;
 	}
-	close(probe);
+	if (probe >= 0)
+		close(probe);
 	struct site *s = xcalloc(1, sizeof *s);
 	s->config = config;
 	s->root_fd = fd;
