@@ -606,9 +606,12 @@ static unsigned route(struct request *r, const char *target)
 	struct resolved res;
 	int stat_cache = config->server.stat_cache;
 	r->cached = stat_cache ? resolve_cache_get(r->site->generation, r->path, &res) : NULL;
-	status = r->cached ? 0
-			   : (unsigned)resolve_path(r->site->root_fd, r->path,
-					   config->server.follow_symlinks_outside, &res);
+	int open_errno = 0;
+	if (!r->cached) {
+		status = (unsigned)resolve_path(r->site->root_fd, r->path,
+				config->server.follow_symlinks_outside, &res);
+		open_errno = errno;
+	}
 	if (status) {
 		/* A denied name is 404 however it fails to open, so that a 403
 		 * cannot tell a hidden file is there. */
@@ -616,6 +619,11 @@ static unsigned route(struct request *r, const char *target)
 			plxd_log(PLXD_LOG_INFO, "refused %s: a name [static] deny refuses", target);
 			return 404;
 		}
+		/* Not the client's doing (no descriptors left, an I/O error):
+		 * the log says what, as it does for a script. */
+		if (status == 500)
+			plxd_log(PLXD_LOG_ERROR, "cannot open %s: %s", target,
+					strerror(open_errno));
 		return status;
 	}
 	char *path = res.index ? xconcat(r->path, res.index) : NULL;

@@ -153,8 +153,10 @@ int resolve_path(int root_fd, const char *path, int follow_outside, struct resol
 		int fd = open_beneath(root_fd, rel, follow_outside, &via_link);
 		if (fd >= 0) {
 			if (fstat(fd, &out->st) < 0) {
+				int err = errno;
 				status = 500;
 				close(fd);
+				errno = err;
 				break;
 			}
 			int shortened = rel_len < full_len;
@@ -196,6 +198,8 @@ int resolve_path(int root_fd, const char *path, int follow_outside, struct resol
 		*slash = '\0';
 		rel_len = (size_t)(slash - rel);
 	}
+	int err = errno;
 	free(rel);
+	errno = err;
 	return status;
 }

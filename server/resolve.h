@@ -35,7 +35,7 @@ int resolve_open_plain(int root_fd, const char *rel, int flags);
  * links that lead outside the root. Returns 0, or an HTTP status with
  * out->fd = -1: 404 (nothing there), 403 (a link leading outside, a loop,
  * no permission, not a file or folder, or a link whose target cannot be
- * named), 414 (a name too long), 500. */
+ * named), 414 (a name too long), 500 (with errno saying why). */
 int resolve_path(int root_fd, const char *path, int follow_outside, struct resolved *out);
 
 #endif

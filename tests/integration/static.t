@@ -554,4 +554,34 @@ isnt($status, 0, "deny = a/b: --check fails");
 like($err, qr{bad\.conf:4: \[static\] deny: a pattern matches one name, so it cannot hold '/'},
     '... naming file, line and key');
 
+# A file plxd cannot open for a reason of its own (no descriptor left) is a
+# 500 with a line in the log that says why, and the connection and the
+# server go on. The open-files limit is lowered under plxd while a
+# kept-alive connection waits, and raised again.
+{
+    my $s = PlxdTest->start(files => { 'a.txt' => "a\n", 'b.txt' => "b\n" },
+        server => { stat_cache => 'no' });
+    my $pid = $s->pid;
+    my $sock = $s->connect;
+    $sock->syswrite("GET /a.txt HTTP/1.1\r\nHost: x\r\n\r\n");
+    my ($first) = read_responses($sock, 1);
+    is($first->{status}, 200, 'no descriptor left: a first request on a connection is answered');
+    my ($soft, $hard) = `prlimit --pid $pid --nofile --noheadings --raw` =~ /(\d+)\s+(\d+)/;
+    # The limit is on the number a new descriptor would get: the lowest free one.
+    my %open = map { m{/(\d+)$} ? ($1 => 1) : () } glob "/proc/$pid/fd/*";
+    my $lowest_free = 0;
+    $lowest_free++ while $open{$lowest_free};
+    system('prlimit', "--pid=$pid", "--nofile=$lowest_free:$hard") == 0 or die "prlimit failed\n";
+    $sock->syswrite("GET /b.txt HTTP/1.1\r\nHost: x\r\n\r\n");
+    my ($refused) = read_responses($sock, 1);
+    system('prlimit', "--pid=$pid", "--nofile=$soft:$hard") == 0 or die "prlimit failed\n";
+    is($refused->{status}, 500, '... then, with no descriptor number left under the open-files limit, a file: 500');
+    ok($s->wait_log(qr{\[error\].*cannot open /b\.txt: Too many open files}),
+        '... and the log says which file and why');
+    $sock->syswrite("GET /b.txt HTTP/1.1\r\nHost: x\r\n\r\n");
+    my ($again) = read_responses($sock, 1);
+    is("$again->{status} $again->{body}", "200 b\n", '... the limit raised again, the same connection gets the file');
+    $s->stop;
+}
+
 done_testing;
