@@ -567,7 +567,10 @@ like($err, qr{bad\.conf:4: \[static\] deny: a pattern matches one name, so it ca
     my ($first) = read_responses($sock, 1);
     is($first->{status}, 200, 'no descriptor left: a first request on a connection is answered');
     my ($soft, $hard) = `prlimit --pid $pid --nofile --noheadings --raw` =~ /(\d+)\s+(\d+)/;
-    # The limit is on the number a new descriptor would get: the lowest free one.
+    # The limit is on the number a new descriptor would get: the lowest free
+    # one, once the first file's descriptor is closed (at its response).
+    ok(PlxdTest::wait_for(sub { !grep { (readlink($_) // '') =~ m{/a\.txt$} } glob "/proc/$pid/fd/*" }),
+        '... and its file closed');
     my %open = map { m{/(\d+)$} ? ($1 => 1) : () } glob "/proc/$pid/fd/*";
     my $lowest_free = 0;
     $lowest_free++ while $open{$lowest_free};
