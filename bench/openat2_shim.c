@@ -1,4 +1,4 @@
-/* For bench/perl-steps only: valgrind 3.19 does not know openat2 (it
+/* For bench/perl-steps and bench/run --status-cost only: valgrind 3.19 does not know openat2 (it
  * answers ENOSYS), which plxd opens every file under its root with. Loaded
  * with LD_PRELOAD into a plxd that runs under valgrind, it turns the call
  * into an openat with the same flags; the checks openat2's resolve flags
