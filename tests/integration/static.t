@@ -556,16 +556,24 @@ like($err, qr{bad\.conf:4: \[static\] deny: a pattern matches one name, so it ca
 
 # A file plxd cannot open for a reason of its own (no descriptor left) is a
 # 500 with a line in the log that says why, and the connection and the
-# server go on. The open-files limit is lowered under plxd while a
-# kept-alive connection waits, and raised again.
+# server go on; a script is opened the same way before any handler has it,
+# so a .pl (CGI) and a .plx get the same answer. The open-files limit is
+# lowered under plxd while a kept-alive connection waits, and raised again.
 {
-    my $s = PlxdTest->start(files => { 'a.txt' => "a\n", 'b.txt' => "b\n" },
+    my $s = PlxdTest->start(files => { 'a.txt' => "a\n", 'b.txt' => "b\n",
+            'c.pl' => "print qq{Content-Type: text/plain\\n\\nc\\n};\n",
+            'd.plx' => "print qq{Content-Type: text/plain\\n\\nd\\n};\n" },
+        handlers => { '.pl' => 'cgi', '.plx' => 'perl' },
         server => { stat_cache => 'no' });
     my $pid = $s->pid;
     my $sock = $s->connect;
-    $sock->syswrite("GET /a.txt HTTP/1.1\r\nHost: x\r\n\r\n");
-    my ($first) = read_responses($sock, 1);
-    is($first->{status}, 200, 'no descriptor left: a first request on a connection is answered');
+    my $get = sub {
+        $sock->syswrite("GET $_[0] HTTP/1.1\r\nHost: x\r\n\r\n");
+        my ($r) = read_responses($sock, 1);
+        return $r;
+    };
+    is($get->('/a.txt')->{status}, 200, 'no descriptor left: a first request on a connection is answered');
+    is($get->('/d.plx')->{body}, "d\n", '... and a .plx, whose worker is then idle');
     my ($soft, $hard) = `prlimit --pid $pid --nofile --noheadings --raw` =~ /(\d+)\s+(\d+)/;
     # The limit is on the number a new descriptor would get: the lowest free
     # one, once the first file's descriptor is closed (at its response).
@@ -575,15 +583,19 @@ like($err, qr{bad\.conf:4: \[static\] deny: a pattern matches one name, so it ca
     my $lowest_free = 0;
     $lowest_free++ while $open{$lowest_free};
     system('prlimit', "--pid=$pid", "--nofile=$lowest_free:$hard") == 0 or die "prlimit failed\n";
-    $sock->syswrite("GET /b.txt HTTP/1.1\r\nHost: x\r\n\r\n");
-    my ($refused) = read_responses($sock, 1);
+    my %refused = map { $_ => $get->($_)->{status} } qw(/b.txt /c.pl /d.plx);
     system('prlimit', "--pid=$pid", "--nofile=$soft:$hard") == 0 or die "prlimit failed\n";
-    is($refused->{status}, 500, '... then, with no descriptor number left under the open-files limit, a file: 500');
+    is($refused{'/b.txt'}, 500, '... then, with no descriptor number left under the open-files limit, a file: 500');
     ok($s->wait_log(qr{\[error\].*cannot open /b\.txt: Too many open files}),
         '... and the log says which file and why');
-    $sock->syswrite("GET /b.txt HTTP/1.1\r\nHost: x\r\n\r\n");
-    my ($again) = read_responses($sock, 1);
+    for my $script (qw(/c.pl /d.plx)) {
+        is($refused{$script}, 500, "... $script: 500 too");
+        ok($s->wait_log(qr{\[error\].*cannot open \Q$script\E: Too many open files}), '... and the same line');
+    }
+    my $again = $get->('/b.txt');
     is("$again->{status} $again->{body}", "200 b\n", '... the limit raised again, the same connection gets the file');
+    is($get->('/c.pl')->{body}, "c\n", '... and the .pl runs');
+    is($get->('/d.plx')->{body}, "d\n", '... and the .plx');
     $s->stop;
 }
 
