@@ -366,16 +366,16 @@ unsigned settings_loaded(pTHX_ struct perl_interp *pi)
 	return loaded;
 }
 
-/* Calls PLXD::Worker's sub cv with snapshot (NULL: undef); with
- * want_plan, in scalar context, for the array it returns (owned; NULL if
- * it failed). */
-static AV *settings_call(pTHX_ CV *cv, SV *snapshot, int want_plan)
+/* Calls PLXD::Worker's sub cv with arg (a snapshot or a plan; NULL:
+ * undef); with want_plan, in scalar context, for the array it returns
+ * (owned; NULL if it failed). */
+static AV *settings_call(pTHX_ CV *cv, SV *arg, int want_plan)
 {
 	dSP;
 	ENTER;
 	SAVETMPS;
 	PUSHMARK(SP);
-	XPUSHs(snapshot ? snapshot : &PL_sv_undef);
+	XPUSHs(arg ? arg : &PL_sv_undef);
 	PUTBACK;
 	AV *plan = NULL;
 	if (!want_plan) {
@@ -427,7 +427,7 @@ static int setting_same(SV *now, SV *want)
 		return !SvOK(now) && !SvOK(want);
 	if (SvROK(now) || SvROK(want))
 		return SvROK(now) && SvROK(want) && SvRV(now) == SvRV(want);
-	/* Most often both are as settings_apply copied them: no conversion. */
+	/* Most often both are as settings_assign copied them: no conversion. */
 	if (!SvPOK(now) && !SvPOK(want) && SvIOK(now) && SvIOK(want))
 		return SvIVX(now) == SvIVX(want) && !SvIsUV(now) == !SvIsUV(want);
 	char nbuf[32], wbuf[32];
@@ -465,7 +465,7 @@ static int plan_holds(pTHX_ AV *plan)
  * left them. Nearly always they are already (the same script ran last
  * and set none of them at run time): compared in C against the script's
  * plan, made again only when another module of them was loaded, and
- * settings_apply (Perl, a few microseconds) runs only on a difference. */
+ * the plan assigned (Perl, a few microseconds) only on a difference. */
 void settings_restore(pTHX_ struct perl_interp *pi, struct perl_script *script)
 {
 	unsigned loaded = settings_loaded(aTHX_ pi);
@@ -480,9 +480,15 @@ void settings_restore(pTHX_ struct perl_interp *pi, struct perl_script *script)
 				settings_call(aTHX_ pi->globals.settings_plan, script->settings, 1);
 		script->settings_plan_loaded = loaded;
 	}
-	if (script->settings_plan && plan_holds(aTHX_ script->settings_plan))
+	if (!script->settings_plan) {
+		settings_apply(aTHX_ pi, script->settings);
 		return;
-	settings_apply(aTHX_ pi, script->settings);
+	}
+	if (plan_holds(aTHX_ script->settings_plan))
+		return;
+	/* The plan in hand is what settings_apply would make again. */
+	settings_call(aTHX_ pi->globals.settings_assign,
+			sv_2mortal(newRV_inc((SV *)script->settings_plan)), 0);
 }
 
 /* The loaded modules' settings now, as a new reference; NULL: none. */

@@ -652,13 +652,15 @@ int interp_bind(pTHX_ struct perl_interp *pi, char *err, size_t errlen)
 	pi->globals.settings_apply = get_cv("PLXD::Worker::settings_apply", 0);
 	pi->globals.settings_snapshot = get_cv("PLXD::Worker::settings_snapshot", 0);
 	pi->globals.settings_plan = get_cv("PLXD::Worker::settings_plan", 0);
+	pi->globals.settings_assign = get_cv("PLXD::Worker::settings_assign", 0);
 	pi->globals.settings_modules = get_av("PLXD::Worker::SETTINGS_MODULES", 0);
 	CV *settings_base = get_cv("PLXD::Worker::settings_base", 0);
 	if (!pi->psgi.answer || !pi->psgi.input || !pi->psgi.call || !pi->psgi.logger
 			|| !pi->psgi.served || !pi->psgi.none || !pi->psgi.out
 			|| !pi->psgi.stdout_gv || !pi->psgi.stderr_gv || !pi->globals.settings_apply
 			|| !pi->globals.settings_snapshot || !pi->globals.settings_plan
-			|| !pi->globals.settings_modules || !settings_base) {
+			|| !pi->globals.settings_assign || !pi->globals.settings_modules
+			|| !settings_base) {
 		snprintf(err, errlen, "worker bootstrap failed: no PLXD::Worker::settings_*");
 		return -1;
 	}

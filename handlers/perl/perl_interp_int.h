@@ -95,6 +95,7 @@ struct perl_globals_state {
 	CV *settings_apply;    /* PLXD::Worker::settings_apply */
 	CV *settings_snapshot; /* PLXD::Worker::settings_snapshot */
 	CV *settings_plan;     /* PLXD::Worker::settings_plan */
+	CV *settings_assign;   /* PLXD::Worker::settings_assign */
 	AV *settings_modules;  /* @PLXD::Worker::SETTINGS_MODULES */
 	GV *dl_modules;        /* *DynaLoader::dl_modules, once looked up */
 	/* What plxd's own set-up loaded of them: PerlIO::scalar; in thread

@@ -141,8 +141,8 @@ sub settings_wanted {
 
 # What settings_apply(snap) gives the loaded modules, as [reference,
 # value, ...]: plxd compares it with the variables before each run, in C,
-# and calls settings_apply only when one differs (a script set one at run
-# time, or another script's settings are in place).
+# and calls settings_assign with it only when one differs (a script set
+# one at run time, or another script's settings are in place).
 sub settings_plan {
     my ($snap) = @_;
     my @plan;
@@ -156,7 +156,13 @@ sub settings_plan {
 
 # Gives each loaded module the settings of snap.
 sub settings_apply {
-    my $plan = settings_plan(@_);
+    settings_assign(settings_plan(@_));
+    return;
+}
+
+# Gives plan's variables its values (a plan settings_plan made).
+sub settings_assign {
+    my ($plan) = @_;
     for (my $i = 0; $i < @$plan; $i += 2) {
         my ($ref, $value) = @$plan[$i, $i + 1];
         if (ref $ref eq 'ARRAY') {
