@@ -7,6 +7,7 @@
 #include "perl_interp.h"
 #include "perl_interp_int.h"
 #include "alloc.h"
+#include "clock.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -438,16 +439,58 @@ static void clone_fork_prepare(struct perl_interp *pi)
 	}
 }
 
+/* Whether perl_interp_cancel asked for the end of pi's script: the ask is
+ * taken, and the run noted as canceled. */
+static int cancel_take(struct perl_interp *pi)
+{
+	if (!pi || !pi->run || !__atomic_exchange_n(&pi->clone.cancel, 0, __ATOMIC_ACQ_REL))
+		return 0;
+	pi->clone.canceled = 1;
+	return 1;
+}
+
+/* XS modules keep what their BOOT makes in C statics, which every
+ * interpreter of the process shares, and perl fills some of it lazily:
+ * Package::Stash::XS (which Moose, and so Catalyst, loads) compiles one
+ * regex for all, and perl writes that regex's UTF-8 strings into it at
+ * its first match. Four threads first loading Catalyst at once, one
+ * matched while another wrote them, read a NULL, and SIGSEGV ended the
+ * serving process. uWSGI's psgi plugin loads an application into its
+ * interpreters one after another; plxd loads code where it is first asked
+ * for, one load at a time in the process. A thread that waits looks for
+ * its cancel every LOAD_WAIT_SLICE_MS: a load its cancel cannot end (in C
+ * code, SIGALRM blocked) holds up another's until that one's timeout or a
+ * stop, not for ever. */
+#define LOAD_WAIT_SLICE_MS 20
+static pthread_mutex_t load_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int clone_load_begin(struct perl_interp *pi)
+{
+	for (;;) {
+		struct timespec until = clock_deadline(CLOCK_MONOTONIC, LOAD_WAIT_SLICE_MS);
+		int rc = pthread_mutex_clocklock(&load_lock, CLOCK_MONOTONIC, &until);
+		if (rc == 0)
+			return 1;
+		if (rc != ETIMEDOUT)
+			return 0; /* none other for this mutex: the load goes on */
+		if (cancel_take(current ? current : pi))
+			return -1;
+	}
+}
+
+static void clone_load_end(void)
+{
+	pthread_mutex_unlock(&load_lock);
+}
+
 /* perl's signal check (PERL_ASYNC_CHECK, between ops) in a clone: ends
  * the script when perl_interp_cancel asked, with the unwinding of exit,
  * which no eval catches; otherwise dispatches signals as perl does. */
 static void cancel_check(pTHX)
 {
 	struct perl_interp *pi = current;
-	if (pi && pi->run && __atomic_exchange_n(&pi->clone.cancel, 0, __ATOMIC_ACQ_REL)) {
-		pi->clone.canceled = 1;
+	if (cancel_take(pi))
 		my_exit(255);
-	}
 	Perl_despatch_signals(aTHX);
 	if (pi && pi->clone.alarm_fired)
 		alarm_deliver(aTHX_ pi);
@@ -723,6 +766,8 @@ static const struct perl_clone_hooks clone_hooks = {
 	.twin_make = clone_twin_make,
 	.end = clone_end,
 	.linger = perl_linger,
+	.load_begin = clone_load_begin,
+	.load_end = clone_load_end,
 };
 
 void perl_interp_threads_init(void)

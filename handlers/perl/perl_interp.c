@@ -599,7 +599,11 @@ struct perl_interp *interp_create(const struct perl_interp_options *o, int taint
 		sigaction(sig, NULL, &saved[sig]);
 	if (o->preload && *o->preload) {
 		struct eval_arg pre = { .require = o->preload };
-		int ret = protect(aTHX_ do_eval, &pre);
+		/* A tainted parent's preload runs on the thread whose run first
+		 * needed it: its cancel may end the wait (script_fetch). */
+		int held = load_begin(pi);
+		int ret = held < 0 ? 2 : protect(aTHX_ do_eval, &pre);
+		load_end(held);
 		if (ret != 0 || SvTRUE(ERRSV)) {
 			snprintf(err, errlen, "preload %s %s", o->preload,
 					ret ? "called exit" : SvPV_nolen(ERRSV));
@@ -719,6 +723,17 @@ int interp_bind(pTHX_ struct perl_interp *pi, char *err, size_t errlen)
 	std_record_target(pi, 1, pi->stdout_fd);
 	std_record_target(pi, 2, pi->stderr_fd);
 	return 0;
+}
+
+int load_begin(struct perl_interp *pi)
+{
+	return perl_clone_hooks ? perl_clone_hooks->load_begin(pi) : 0;
+}
+
+void load_end(int held)
+{
+	if (held > 0)
+		perl_clone_hooks->load_end();
 }
 
 /* One interpreter torn down at a time in the process: XS modules' global

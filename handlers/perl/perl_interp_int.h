@@ -279,6 +279,9 @@ struct perl_clone_hooks {
 	/* Keeps pi, whose scripts left Perl threads running, to be destroyed
 	 * once they end (perl_linger.c): returns 1 when kept. */
 	int (*linger)(struct perl_interp *pi);
+	/* load_begin and load_end, for interpreter threads. */
+	int (*load_begin)(struct perl_interp *pi);
+	void (*load_end)(void);
 };
 extern const struct perl_clone_hooks *perl_clone_hooks;
 
@@ -349,6 +352,15 @@ int interp_bind(pTHX_ struct perl_interp *pi, char *err, size_t errlen);
 struct perl_interp *interp_create(const struct perl_interp_options *o, int tainted, char *err,
 		size_t errlen);
 int protect(pTHX_ protected_fn *fn, void *arg);
+/* Code is loaded (a preload, a script's compile, a PSGI application's
+ * build) by one interpreter at a time in the process (perl_clone.c says
+ * why): load_begin waits for the others' loads, and returns 1 holding the
+ * load lock, 0 where there is none (a worker process), or -1 when the
+ * run's cancel came as it waited, taken as cancel_check takes it: the load
+ * is not to begin, and the run ends as canceled. load_end takes what
+ * load_begin returned. */
+int load_begin(struct perl_interp *pi);
+void load_end(int held);
 
 /* perl_modwatch.c */
 void modules_record(pTHX_ struct perl_interp *pi);

@@ -114,7 +114,9 @@ static int load(pTHX_ struct perl_interp *pi, struct perl_script *s, struct perl
 		.flags = G_SCALAR,
 	};
 	sv_setpvs(ERRSV, "");
-	*ret = protect(aTHX_ do_call, &a);
+	int held = load_begin(pi);
+	*ret = held < 0 ? 2 : protect(aTHX_ do_call, &a); /* as in script_fetch */
+	load_end(held);
 	if (*ret != 0) {
 		SvREFCNT_dec(a.result);
 		return -1;

@@ -224,8 +224,12 @@ static struct perl_script *script_fetch(pTHX_ struct perl_interp *pi, struct per
 	if (settings_loaded(aTHX_ pi))
 		settings_apply(aTHX_ pi, NULL);
 	perl_registry_hold_stderr(aTHX_ & hold);
-	int ret = protect(aTHX_ do_compile, &a);
+	int held = load_begin(pi);
+	/* Canceled as it waited: as a cancel at its first op would end it,
+	 * with protect()'s 2. */
+	int ret = held < 0 ? 2 : protect(aTHX_ do_compile, &a);
 	int saved_errno = errno;
+	load_end(held);
 	perl_registry_release_stderr(aTHX_ & hold, run->script, NULL);
 	overrides_restore(aTHX_ hidden);
 	run->compiled = 1;
