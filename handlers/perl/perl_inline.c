@@ -446,17 +446,17 @@ struct perl_thread *perl_inline_perl_thread(const struct perl_inline_thread *it)
 
 void perl_inline_begin(struct perl_inline *in, struct perl_inline_thread *it, struct perl_req *q)
 {
+	/* Looked at again only when the run goes past the budget
+	 * (perl_inline_short). */
+	struct rusage usage;
+	it->waits_at = getrusage(RUSAGE_THREAD, &usage) == 0 ? usage.ru_nvcsw : -1;
+	it->cpu_at = thread_cpu_us();
 	pthread_mutex_lock(&in->lock);
 	it->job = &q->b.thread.job;
 	it->script = q->script;
 	it->since_us = clock_us();
 	it->deadline_ms = it->since_us / 1000 + q->conf->timeout_ms;
 	it->timed_out = it->spilled = 0;
-	/* Looked at again only when the run goes past the budget
-	 * (perl_inline_short). */
-	struct rusage usage;
-	it->waits_at = getrusage(RUSAGE_THREAD, &usage) == 0 ? usage.ru_nvcsw : -1;
-	it->cpu_at = thread_cpu_us();
 	/* Under load the watchdog never sleeps, and this costs nothing. */
 	if (in->asleep)
 		pthread_cond_signal(&in->wake);
