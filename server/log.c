@@ -156,15 +156,41 @@ void plxd_log(enum log_level level, const char *fmt, ...)
 	errno = saved_errno;
 }
 
+/* An IPv4 address in dotted decimal, as inet_ntop writes it; glibc's
+ * inet_ntop formats one with sprintf, thousands of instructions for what
+ * every request asks twice (REMOTE_ADDR, SERVER_ADDR) and the access log
+ * once more. Returns 0, or -1 when out is too small. */
+static int format_ipv4(const unsigned char b[4], char *out, size_t outlen)
+{
+	char text[INET_ADDRSTRLEN];
+	size_t len = 0;
+	for (int i = 0; i < 4; i++) {
+		unsigned v = b[i];
+		if (v >= 100)
+			text[len++] = (char)('0' + v / 100);
+		if (v >= 10)
+			text[len++] = (char)('0' + v / 10 % 10);
+		text[len++] = (char)('0' + v % 10);
+		text[len++] = i < 3 ? '.' : '\0';
+	}
+	if (len > outlen)
+		return -1;
+	memcpy(out, text, len);
+	return 0;
+}
+
 void log_format_addr(const struct sockaddr *sa, char *out, size_t outlen)
 {
-	const void *addr = NULL;
-	if (sa && sa->sa_family == AF_INET)
-		addr = &((const struct sockaddr_in *)sa)->sin_addr;
-	else if (sa && sa->sa_family == AF_INET6)
-		addr = &((const struct sockaddr_in6 *)sa)->sin6_addr;
-	if (!addr || !inet_ntop(sa->sa_family, addr, out, (socklen_t)outlen))
-		snprintf(out, outlen, "-");
+	if (sa && sa->sa_family == AF_INET) {
+		const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
+		if (format_ipv4((const unsigned char *)&in->sin_addr, out, outlen) == 0)
+			return;
+	} else if (sa && sa->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)sa;
+		if (inet_ntop(AF_INET6, &in6->sin6_addr, out, (socklen_t)outlen))
+			return;
+	}
+	snprintf(out, outlen, "-");
 }
 
 /* A line being built; appends stop quietly at the end of the buffer,

@@ -57,6 +57,8 @@ void log_lines_feed(struct log_lines *l, const char *label, const char *data, si
 /* Logs a last line that had no end yet. */
 void log_lines_flush(struct log_lines *l, const char *label);
 
+/* sa's address as text, as inet_ntop writes it; "-" for none, another
+ * family, or an out too small for it. */
 void log_format_addr(const struct sockaddr *sa, char *out, size_t outlen);
 
 #endif
