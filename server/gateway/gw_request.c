@@ -68,7 +68,10 @@ char **gw_request_env(struct plxd_request *r, const char *path, int pass_authori
 	while (root_len > 1 && r->root[root_len - 1] == '/')
 		root_len--;
 	char root[PATH_MAX];
-	snprintf(root, sizeof root, "%.*s", (int)root_len, r->root);
+	if (root_len >= sizeof root)
+		root_len = sizeof root - 1;
+	memcpy(root, r->root, root_len);
+	root[root_len] = '\0';
 
 	struct cgi_env_request req = {
 		.method = r->method,
