@@ -18,6 +18,15 @@ static struct sockaddr_in v4(unsigned char a, unsigned char b, unsigned char c, 
 	return sin;
 }
 
+/* sin written into room bytes. */
+static void in_room(struct sockaddr_in sin, size_t room, const char *want)
+{
+	char buf[64], text[INET_ADDRSTRLEN];
+	inet_ntop(AF_INET, &sin.sin_addr, text, sizeof text);
+	log_format_addr((struct sockaddr *)&sin, buf, room);
+	is_str(buf, want, "%s in %zu bytes: %s", text, room, want);
+}
+
 int main(void)
 {
 	/* Each octet value in each place, beside others of each width. */
@@ -37,21 +46,12 @@ int main(void)
 		}
 	ok(same, "every octet value in every place is written as inet_ntop writes it");
 
-	/* The buffer: the longest address needs 16 bytes with its NUL. */
-	struct sockaddr_in longest = v4(255, 255, 255, 255);
-	char exact[16];
-	log_format_addr((struct sockaddr *)&longest, exact, sizeof exact);
-	is_str(exact, "255.255.255.255", "255.255.255.255 in exactly 16 bytes");
-	char short_by_one[15];
-	log_format_addr((struct sockaddr *)&longest, short_by_one, sizeof short_by_one);
-	is_str(short_by_one, "-", "... and \"-\" in 15");
-	struct sockaddr_in shortest = v4(0, 0, 0, 0);
-	char eight[8];
-	log_format_addr((struct sockaddr *)&shortest, eight, sizeof eight);
-	is_str(eight, "0.0.0.0", "0.0.0.0 in exactly 8 bytes");
-	char seven[7];
-	log_format_addr((struct sockaddr *)&shortest, seven, sizeof seven);
-	is_str(seven, "-", "... and \"-\" in 7");
+	/* The buffer: the longest address needs 16 bytes with its NUL, the
+	 * shortest 8. */
+	in_room(v4(255, 255, 255, 255), 16, "255.255.255.255");
+	in_room(v4(255, 255, 255, 255), 15, "-");
+	in_room(v4(0, 0, 0, 0), 8, "0.0.0.0");
+	in_room(v4(0, 0, 0, 0), 7, "-");
 
 	struct sockaddr_in6 sin6;
 	memset(&sin6, 0, sizeof sin6);
