@@ -463,24 +463,37 @@ static int cancel_take(struct perl_interp *pi)
  * stop, not for ever. */
 #define LOAD_WAIT_SLICE_MS 20
 static pthread_mutex_t load_lock = PTHREAD_MUTEX_INITIALIZER;
+static unsigned loads; /* under way or waited for (atomic) */
 
 static int clone_load_begin(struct perl_interp *pi)
 {
+	int held = 0;
+	__atomic_add_fetch(&loads, 1, __ATOMIC_ACQ_REL);
 	for (;;) {
 		struct timespec until = clock_deadline(CLOCK_MONOTONIC, LOAD_WAIT_SLICE_MS);
 		int rc = pthread_mutex_clocklock(&load_lock, CLOCK_MONOTONIC, &until);
 		if (rc == 0)
-			return 1;
+			return 1; /* counted until clone_load_end */
 		if (rc != ETIMEDOUT)
-			return 0; /* none other for this mutex: the load goes on */
-		if (cancel_take(current ? current : pi))
-			return -1;
+			break; /* none other for this mutex: the load goes on */
+		if (cancel_take(current ? current : pi)) {
+			held = -1;
+			break;
+		}
 	}
+	__atomic_sub_fetch(&loads, 1, __ATOMIC_ACQ_REL);
+	return held;
 }
 
 static void clone_load_end(void)
 {
 	pthread_mutex_unlock(&load_lock);
+	__atomic_sub_fetch(&loads, 1, __ATOMIC_ACQ_REL);
+}
+
+static int clone_loading(void)
+{
+	return __atomic_load_n(&loads, __ATOMIC_ACQUIRE) != 0;
 }
 
 /* perl's signal check (PERL_ASYNC_CHECK, between ops) in a clone: ends
@@ -768,6 +781,7 @@ static const struct perl_clone_hooks clone_hooks = {
 	.linger = perl_linger,
 	.load_begin = clone_load_begin,
 	.load_end = clone_load_end,
+	.loading = clone_loading,
 };
 
 void perl_interp_threads_init(void)

@@ -279,9 +279,11 @@ struct perl_clone_hooks {
 	/* Keeps pi, whose scripts left Perl threads running, to be destroyed
 	 * once they end (perl_linger.c): returns 1 when kept. */
 	int (*linger)(struct perl_interp *pi);
-	/* load_begin and load_end, for interpreter threads. */
+	/* load_begin and load_end, for interpreter threads, and whether a
+	 * load is under way or waited for in the process. */
 	int (*load_begin)(struct perl_interp *pi);
 	void (*load_end)(void);
+	int (*loading)(void);
 };
 extern const struct perl_clone_hooks *perl_clone_hooks;
 

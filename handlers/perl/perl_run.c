@@ -208,6 +208,16 @@ static void open_data(pTHX_ struct perl_interp *pi, struct perl_script *s)
 	LEAVE;
 }
 
+int perl_interp_load_would_wait(struct perl_interp *pi, const struct perl_run *run)
+{
+	if (!perl_clone_hooks || !pi->perl || !perl_clone_hooks->loading())
+		return 0;
+	dTHXa(pi->perl);
+	struct perl_file_facts facts = run_file_facts(run);
+	struct perl_script *s = perl_registry_lookup(aTHX_ pi->registry, run->script, &facts);
+	return !s || (s->psgi && !s->app);
+}
+
 /* The compiled script for run, compiling it when it is new or its file
  * changed; NULL with run->outcome set when it cannot run. */
 static struct perl_script *script_fetch(pTHX_ struct perl_interp *pi, struct perl_run *run)

@@ -519,6 +519,11 @@ int perl_thread_alive(const struct perl_thread *t)
 	return t->pi != NULL;
 }
 
+int perl_thread_load_would_wait(const struct perl_thread *t, const struct perl_run *run)
+{
+	return t->pi && perl_interp_load_would_wait(t->pi, run);
+}
+
 int perl_thread_out(const struct perl_thread *t)
 {
 	return t->out[0];
@@ -604,4 +609,5 @@ const struct perl_threads_api perl_threads_api = {
 	.cancel = perl_thread_cancel,
 	.inline_thread = perl_threads_inline,
 	.alive = perl_thread_alive,
+	.load_would_wait = perl_thread_load_would_wait,
 };

@@ -84,6 +84,9 @@ struct perl_thread *perl_threads_inline(struct perl_threads *p, size_t *room, ch
  * thread. */
 int perl_thread_alive(const struct perl_thread *t);
 
+/* perl_interp_load_would_wait for t's interpreter; on t's own thread. */
+int perl_thread_load_would_wait(const struct perl_thread *t, const struct perl_run *run);
+
 /* What perl.so finds in plxd-perl-threads.so, a plugin it opens with
  * plxd_plugin_load only for thread mode, so that plxd holds no libperl
  * otherwise. plxd checks plugin.abi, PLXD_HANDLER_ABI, whose hash covers
@@ -102,6 +105,7 @@ struct perl_threads_api {
 	struct perl_thread *(*inline_thread)(struct perl_threads *p, size_t *room, char *err,
 			size_t errlen);
 	int (*alive)(const struct perl_thread *t);
+	int (*load_would_wait)(const struct perl_thread *t, const struct perl_run *run);
 };
 extern const struct perl_threads_api perl_threads_api;
 

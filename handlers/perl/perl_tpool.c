@@ -159,14 +159,30 @@ static void slot_take(struct tslot *s, struct perl_waiter *wt)
 	snprintf(s->script, sizeof s->script, "%s", wt->script ? wt->script : "");
 }
 
+/* q's script and its file facts, as plxd opened it, for a run. */
+static struct perl_run run_of(const struct perl_req *q)
+{
+	return (struct perl_run){ .script = q->script,
+		.dev = q->wire.dev,
+		.ino = q->wire.ino,
+		.size = q->wire.size,
+		.mtime_sec = q->wire.mtime_sec,
+		.mtime_nsec = q->wire.mtime_nsec };
+}
+
 /* Runs q's request inline when its script has proven short: it has run
- * when this returns 1, on a slot of its own. */
+ * when this returns 1, on a slot of its own. Not when it would first load
+ * there while another interpreter loads: the event thread would wait for
+ * that load (perl_interp_load_would_wait). */
 static int try_inline(struct perl_tpool *p, struct perl_waiter *wt, struct perl_runner **out,
 		int *send_errno)
 {
 	struct perl_req *q = wt->ctx;
 	struct perl_inline_thread *it = perl_inline_for(p->inline_runs, q);
 	if (!it)
+		return 0;
+	struct perl_run probe = run_of(q);
+	if (p->api->load_would_wait(perl_inline_perl_thread(it), &probe))
 		return 0;
 	struct tslot *s = xcalloc(1, sizeof *s);
 	s->r.out = s->r.err = -1;
@@ -405,20 +421,15 @@ static int send_thread(void *ctx, struct perl_runner *r)
 	q->in = inp[1];
 	q->b.thread.given = r;
 	q->b.thread.job = (struct perl_job){
-		.run = { .script = q->script,
-				.dev = q->wire.dev,
-				.ino = q->wire.ino,
-				.size = q->wire.size,
-				.mtime_sec = q->wire.mtime_sec,
-				.mtime_nsec = q->wire.mtime_nsec,
-				.env = q->env,
-				.stdin_fd = inp[0],
-				.want_running = (q->wire.flags & PERL_WIRE_TIMING) != 0 },
+		.run = run_of(q),
 		.running = thread_running,
 		.done = thread_done,
 		.ctx = q,
 		.fresh_out = -1,
 	};
+	q->b.thread.job.run.env = q->env;
+	q->b.thread.job.run.stdin_fd = inp[0];
+	q->b.thread.job.run.want_running = (q->wire.flags & PERL_WIRE_TIMING) != 0;
 	struct tslot *s = (struct tslot *)(void *)r;
 	api_of(q)->submit(s->t, &q->b.thread.job);
 	return 0;

@@ -16,6 +16,7 @@ use warnings;
 use Test::More;
 use PlxdTest;
 use IO::Socket::IP;
+use Time::HiRes qw(time);
 use JSON::PP qw(decode_json);
 
 my $threads = 4;
@@ -107,6 +108,53 @@ EOF
     my $left = qr{stopping without an interpreter thread that runs on[^\n]*};
     like($plxd->error_log, qr{$left/stuck\.plx}, 'the stop left the stuck load behind, and said so');
     unlike($plxd->error_log, qr{$left/other\.plx}, '... and no other thread');
+}
+
+# Inline (the default): a script proven short runs on its event thread,
+# which compiles it there the first time. While another interpreter loads,
+# that first run would wait for the load on the event thread, holding
+# every connection it carries; plxd sends it to the interpreter threads
+# instead (perl_tpool.c, try_inline; perl_interp_load_would_wait). One
+# event thread: a static file asked for meanwhile on it is answered long
+# before the load ends. Without this, the static file waited for the load
+# (4 s here).
+{
+    my $load_s = 4;
+    my %files = (
+        'slow.plx' => <<"EOF",
+BEGIN {
+    open my \$f, '>', 'slow.loading' or die "slow.loading: \$!";
+    close \$f;
+    select undef, undef, undef, $load_s;
+}
+print "Content-Type: text/plain\\n\\nslow\\n";
+EOF
+        'fast.plx'   => qq{print "Content-Type: text/plain\\n\\nfast\\n";\n},
+        'hello.html' => "hello\n",
+    );
+    my $plxd = PlxdTest->start(
+        files    => \%files,
+        handlers => { '.plx' => 'perl' },
+        server   => { threads => 1 },
+        sections => { perl => { workers => 2, isolation => 'thread', inline_budget => '50ms',
+                                inline_after => 1, timeout => '60s' } },
+    );
+    is($plxd->get('/fast.plx')->{content}, "fast\n", 'fast.plx runs once on an interpreter thread');
+    my $slow = $plxd->connect;
+    $slow->syswrite("GET /slow.plx HTTP/1.0\r\n\r\n");
+    ok(PlxdTest::wait_for(sub { -e $plxd->root . '/slow.loading' }, 30), 'slow.plx is loading');
+    my $fast = $plxd->connect;
+    $fast->syswrite("GET /fast.plx HTTP/1.0\r\n\r\n");
+    my $t0 = time;
+    my $static = $plxd->get('/hello.html');
+    my $took = time - $t0;
+    is($static->{content}, "hello\n", 'hello.html is answered meanwhile');
+    ok($took < $load_s / 2, sprintf('... in %.2f s, while the load takes %d s', $took, $load_s));
+    like(PlxdTest::read_until_closed($fast, 60), qr{^HTTP/1\.\d 200 .*fast\n\z}s,
+        'fast.plx, sent to the interpreter threads, is answered 200');
+    like(PlxdTest::read_until_closed($slow, 60), qr{^HTTP/1\.\d 200 .*slow\n\z}s, 'slow.plx is answered 200');
+    is($plxd->get('/fast.plx')->{content}, "fast\n", 'fast.plx runs again once the load is over');
+    is($plxd->stop, 0, 'plxd exited 0');
 }
 
 done_testing;
