@@ -176,9 +176,9 @@ int perl_interp_modules_changed(struct perl_interp *pi);
 /* Whether running run's script (run->script and its file facts) in pi would
  * load code (its compile, or its application's build, not done in pi yet)
  * while another interpreter of the process loads some: loads are one at a
- * time (perl_clone.c), and an event thread does not wait for one, holding
- * its connections; it sends the request to the interpreter threads. Call
- * it on pi's own thread, between its runs. */
+ * time (perl_clone.c), and an event thread does not wait for one under
+ * way, holding its connections; it sends the request to the interpreter
+ * threads. Call it on pi's own thread, between its runs. */
 int perl_interp_load_would_wait(struct perl_interp *pi, const struct perl_run *run);
 
 /* Whether a script left Perl threads (threads.pm) running, still holding
