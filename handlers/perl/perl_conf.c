@@ -67,8 +67,11 @@ const struct conf_key perl_conf_keys[] = {
 	PERL_KEY("preload", CONF_PATH, preload, "",
 		.help = "Perl file each worker requires once before serving (like mod_perl's "
 			"PerlRequire): load shared modules here; it must return true, and if it "
-			"dies plxd does not start",
-		.tests = "integration/perl_faults.t integration/perl_hooks.t"),
+			"dies plxd does not start. In thread mode it runs once, in the parent the "
+			"threads are cloned from: what it loaded, no thread loads again (each "
+			"thread's first compile of a script is one load at a time in plxd)",
+		.tests = "integration/perl_faults.t integration/perl_hooks.t "
+			 "integration/perl_thread_loads.t"),
 	PERL_KEY("inc", CONF_LIST, inc, "", .check = check_inc,
 		.help = "absolute folders put in front of @INC, in order; a module loaded from "
 			"outside Perl's own folders that changes on disk retires its worker (checked "
