@@ -10,7 +10,8 @@
 # with and without output flushed, a streamed response, workers killed or
 # exiting right after their DONE (their sockets' entries go with them), on
 # two event threads sharing one worker; and, with strace, the system calls
-# of plxd's event thread per request.
+# of plxd's event thread per request, with no turn of the loop between a
+# response and libmicrohttpd's next read of that connection.
 use strict;
 use warnings;
 use Test::More;
@@ -164,7 +165,7 @@ sub gone {
     my $out = readlink("/proc/$worker/fd/1") // '';
     my $n = 20;
     my $answered = 0;
-    my @lines = $s->strace_during($pid, [qw(epoll_ctl read recvmsg sendmsg poll)], sub {
+    my @lines = $s->strace_during($pid, [qw(epoll_ctl epoll_wait read recvmsg sendmsg poll recvfrom)], sub {
         for (1 .. $n) {
             my $res = $ka->get($s->url('/hello.plx'));
             $answered++ if $res->{status} == 200 && $res->{content} eq "hello\n";
@@ -200,6 +201,29 @@ sub gone {
         or diag(join "\n", @lines);
     is(join(',', grep { $_ != 0 } @after_done), '',
         '... and, finding nothing there, no read of the response pipe, the drain after the response included');
+
+    # After a response libmicrohttpd asks to be run again at once, twice;
+    # those runs take no turn of plxd's loop (an epoll_wait of its set
+    # that would find nothing). The loop's set is the one waited on with
+    # a timeout: libmicrohttpd's own is only ever polled (timeout 0).
+    my %loop_set;
+    $loop_set{$_} = 1 for map { /^\d+\s+epoll_wait\((\d+)<[^>]*>, .*, \d+, [1-9]\d*\) = / ? $1 : () } @lines;
+    is(scalar keys %loop_set, 1, "... the loop's epoll set found") or diag(join "\n", @lines);
+    my (@loop_turns, $after_response);
+    for (@lines) {
+        if (/^\d+\s+sendmsg\(\d+<TCP/) {
+            push @loop_turns, 0;
+            $after_response = 1;
+        } elsif (/^\d+\s+recvfrom\(\d+<TCP/) {
+            $after_response = 0;
+        } elsif ($after_response && /^\d+\s+epoll_wait\((\d+)<[^>]*>, .*, 0\) = / && $loop_set{$1}) {
+            $loop_turns[-1]++;
+        }
+    }
+    is(scalar @loop_turns, $n, "... $n responses sent");
+    is(join(',', grep { $_ } @loop_turns), '',
+        '... after each, libmicrohttpd run again with no turn of the loop in between')
+        or diag(join "\n", @lines);
 }
 
 done_testing;
