@@ -204,10 +204,10 @@ sub gone {
 
     # After a response libmicrohttpd asks to be run again at once, twice;
     # those runs take no turn of plxd's loop (an epoll_wait of its set
-    # that would find nothing). The loop's set is the one waited on with
-    # a timeout: libmicrohttpd's own is only ever polled (timeout 0).
+    # that would find nothing). The loop's set is the one the worker's
+    # control socket is watched in.
     my %loop_set;
-    $loop_set{$_} = 1 for map { /^\d+\s+epoll_wait\((\d+)<[^>]*>, .*, \d+, [1-9]\d*\) = / ? $1 : () } @lines;
+    $loop_set{$_} = 1 for map { /^\d+\s+epoll_ctl\((\d+)<[^>]*>, EPOLL_CTL_\w+, \d+<UNIX/ ? $1 : () } @lines;
     is(scalar keys %loop_set, 1, "... the loop's epoll set found") or diag(join "\n", @lines);
     my (@loop_turns, $after_response);
     for (@lines) {
