@@ -740,13 +740,12 @@ static void *thread_main(void *arg)
 		 * or resumed a connection; the loop's turn in between would be
 		 * an epoll_wait that finds nothing. Its timers, posts and
 		 * watches still get a turn at least every third run. */
-		if (timeout == 0 && runs_without_turn < 2) {
+		if (timeout != 0 || runs_without_turn == 2) {
+			runs_without_turn = 0;
+			loop_run_once(th->loop, timeout);
+		} else {
 			runs_without_turn++;
-			MHD_run(th->daemon);
-			continue;
 		}
-		runs_without_turn = 0;
-		loop_run_once(th->loop, timeout);
 		MHD_run(th->daemon);
 	}
 	/* Stopping: what requests were waiting on is ended (request.c), and

@@ -165,7 +165,7 @@ sub gone {
     my $out = readlink("/proc/$worker/fd/1") // '';
     my $n = 20;
     my $answered = 0;
-    my @lines = $s->strace_during($pid, [qw(epoll_ctl epoll_wait read recvmsg sendmsg poll recvfrom)], sub {
+    my @lines = $s->strace_during($pid, [qw(read recvmsg poll), @PlxdTest::RESUME_CALLS], sub {
         for (1 .. $n) {
             my $res = $ka->get($s->url('/hello.plx'));
             $answered++ if $res->{status} == 200 && $res->{content} eq "hello\n";
@@ -204,24 +204,12 @@ sub gone {
 
     # After a response libmicrohttpd asks to be run again at once, twice;
     # those runs take no turn of plxd's loop (an epoll_wait of its set
-    # that would find nothing). The loop's set is the one the worker's
-    # control socket is watched in.
-    my %loop_set;
-    $loop_set{$_} = 1 for map { /^\d+\s+epoll_ctl\((\d+)<[^>]*>, EPOLL_CTL_\w+, \d+<UNIX/ ? $1 : () } @lines;
-    is(scalar keys %loop_set, 1, "... the loop's epoll set found") or diag(join "\n", @lines);
-    my (@loop_turns, $after_response);
-    for (@lines) {
-        if (/^\d+\s+sendmsg\(\d+<TCP/) {
-            push @loop_turns, 0;
-            $after_response = 1;
-        } elsif (/^\d+\s+recvfrom\(\d+<TCP/) {
-            $after_response = 0;
-        } elsif ($after_response && /^\d+\s+epoll_wait\((\d+)<[^>]*>, .*, 0\) = / && $loop_set{$1}) {
-            $loop_turns[-1]++;
-        }
-    }
-    is(scalar @loop_turns, $n, "... $n responses sent");
-    is(join(',', grep { $_ } @loop_turns), '',
+    # that would find nothing). tests/integration/resume_turns.t puts the
+    # other handlers through the same case.
+    my ($sets, $loop_turns) = PlxdTest::loop_turns_after_responses(\@lines);
+    is($sets, 1, "... the loop's epoll set found") or diag(join "\n", @lines);
+    is(scalar @$loop_turns, $n, "... $n responses sent");
+    is(join(',', grep { $_ } @$loop_turns), '',
         '... after each, libmicrohttpd run again with no turn of the loop in between')
         or diag(join "\n", @lines);
 }

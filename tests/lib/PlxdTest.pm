@@ -329,6 +329,41 @@ sub strace_during {
     return split /\n/, read_file($trace);
 }
 
+# System calls strace_during needs for loop_turns_after_responses.
+our @RESUME_CALLS = qw(epoll_ctl epoll_wait sendmsg sendto recvfrom);
+
+# From strace_during's lines (with @RESUME_CALLS traced), the event loop's
+# own epoll set, and for each response the turns of that set with a zero
+# timeout that found nothing, between the response's last send and
+# libmicrohttpd's next read of its connection. Only the event thread's
+# calls count (the one that reads and writes the client's socket: other
+# threads have loops of their own). The loop's set is the one a script's
+# descriptors are watched in (a worker's control socket, a CGI script's
+# pipes) or that is waited on with a timeout; libmicrohttpd's own is only
+# ever polled. Returns (number of loop sets seen, [turns per response]).
+sub loop_turns_after_responses {
+    my ($all) = @_;
+    my ($event_thread) = map { /^(\d+)\s+(?:send(?:msg|to)|recvfrom)\(\d+<TCP/ ? $1 : () } @$all;
+    my $lines = [ grep { /^(\d+)\s/ && $1 eq ($event_thread // '') } @$all ];
+    my %loop_set = map {
+        /^\d+\s+epoll_ctl\((\d+)<[^>]*>, EPOLL_CTL_\w+, \d+<(?!TCP)/
+            || /^\d+\s+epoll_wait\((\d+)<[^>]*>, .*, \d+, [1-9]\d*\) = / ? ($1 => 1) : ()
+    } @$lines;
+    my ($turns, $open) = ([], 0);
+    for (@$lines) {
+        if (/^\d+\s+send(?:msg|to)\(\d+<TCP/) {
+            # A response's parts: only the turns after its last count.
+            $open ? ($turns->[-1] = 0) : push @$turns, 0;
+            $open = 1;
+        } elsif (/^\d+\s+recvfrom\(\d+<TCP/) {
+            $open = 0;
+        } elsif ($open && /^\d+\s+epoll_wait\((\d+)<[^>]*>, \[\], \d+, 0\) = 0/ && $loop_set{$1}) {
+            $turns->[-1]++;
+        }
+    }
+    return (scalar keys %loop_set, $turns);
+}
+
 # Polls the error log for a pattern.
 sub wait_log {
     my ($self, $re, $timeout) = @_;
