@@ -113,8 +113,9 @@ const struct conf_key perl_conf_keys[] = {
 			"its connection, with no hand-off (a request with no body); one run past "
 			"it sends the script back to the interpreter threads until it has run "
 			"short again, unless the run took no more CPU time than this, never "
-			"waited and ended within 4 times this and 16 ms (its event thread was "
-			"preempted); 0: never inline (doc/perl.md)",
+			"waited and ended within 4 times this and 16 ms (its thread was "
+			"preempted; the same for the runs on the interpreter threads that prove "
+			"it short again); 0: never inline (doc/perl.md)",
 		.limit = "the next request of the script runs on the interpreter threads",
 		.tests = "integration/perl_inline.t"),
 	PERL_KEY("inline_after", CONF_UINT, inline_after, "3", .max = 1000000,

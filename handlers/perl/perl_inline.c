@@ -73,10 +73,6 @@ struct perl_inline_thread {
 	struct perl_job *job;
 	const char *script;
 	uint64_t since_us, deadline_ms;
-	/* The event thread's CPU time and voluntary context switches (waits)
-	 * as the run began. */
-	uint64_t cpu_at;
-	long waits_at;
 	int timed_out; /* the watchdog ended it */
 	int spilled;   /* the watchdog read its pipes */
 	int held;      /* the watchdog marked its loop held (loop_set_held) */
@@ -224,36 +220,28 @@ static const char *fit_key(struct perl_req *q)
 	return q->route;
 }
 
-/* The calling thread's CPU time: getrusage's is only as fresh as the
- * scheduler's last look at the thread, up to a tick old. */
-static uint64_t thread_cpu_us(void)
+/* Whether a run of q's that took longer than budget_us did so only
+ * because its thread was preempted: its CPU time is within the budget,
+ * and it never waited (a sleep, a read that blocked, a lock) until the
+ * scheduler woke it. A machine busy enough to take the core from a short
+ * run for a tick (4 ms) would otherwise send its script to the
+ * interpreter threads, the slow path, just when the machine has least to
+ * spare; and there, where the runs that prove a script short again
+ * compete with the event threads for the cores, keep it from ever coming
+ * back. On the thread that ran it, as the run ends. */
+static int only_preempted(const struct perl_req *q, uint64_t run_us, uint64_t budget_us)
 {
-	struct timespec ts;
-	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) < 0)
-		return 0;
-	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
-}
-
-/* Whether an inline run that took longer than budget_us did so only
- * because its event thread was preempted: its CPU time is within the
- * budget, and it never waited (a sleep, a read that blocked, a lock)
- * until the scheduler woke it. A machine busy enough to take the core
- * from a short run for a tick (4 ms) would otherwise send its script to
- * the interpreter threads, the slow path, just when the machine has least
- * to spare. On the event thread, as the run ends. */
-static int only_preempted(const struct perl_inline_thread *it, uint64_t run_us, uint64_t budget_us)
-{
+	const struct perl_job *job = &q->b.thread.job;
 	struct rusage now;
-	return run_us <= budget_us * SLOW_FACTOR + PREEMPTED_SLACK_US
-			&& thread_cpu_us() - it->cpu_at <= budget_us
-			&& getrusage(RUSAGE_THREAD, &now) == 0 && now.ru_nvcsw == it->waits_at;
+	return run_us <= budget_us * SLOW_FACTOR + PREEMPTED_SLACK_US && job->waits_at >= 0
+			&& clock_thread_cpu_us() - job->cpu_at <= budget_us
+			&& getrusage(RUSAGE_THREAD, &now) == 0 && now.ru_nvcsw == job->waits_at;
 }
 
-int perl_inline_short(const struct perl_req *q, const struct perl_run *run,
-		const struct perl_inline_thread *it)
+int perl_inline_short(const struct perl_req *q, const struct perl_run *run)
 {
 	uint64_t budget_us = (uint64_t)q->conf->inline_budget_ms * 1000;
-	return (run->run_us <= budget_us || (it && only_preempted(it, run->run_us, budget_us)))
+	return (run->run_us <= budget_us || only_preempted(q, run->run_us, budget_us))
 			&& !run->forked && !run->accept_loop && !run->ran_on
 			&& run->flushed <= OUTPUT_MAX && run->outcome != PERL_CANCELED
 			&& run->outcome != PERL_FATAL;
@@ -446,11 +434,6 @@ struct perl_thread *perl_inline_perl_thread(const struct perl_inline_thread *it)
 
 void perl_inline_begin(struct perl_inline *in, struct perl_inline_thread *it, struct perl_req *q)
 {
-	/* Looked at again only when the run goes past the budget
-	 * (perl_inline_short). */
-	struct rusage usage;
-	it->waits_at = getrusage(RUSAGE_THREAD, &usage) == 0 ? usage.ru_nvcsw : -1;
-	it->cpu_at = thread_cpu_us();
 	pthread_mutex_lock(&in->lock);
 	it->job = &q->b.thread.job;
 	it->script = q->script;

@@ -36,10 +36,9 @@ int perl_inline_end(struct perl_inline *in, struct perl_inline_thread *it, struc
 		const struct perl_run *run, int *old_out);
 
 /* Whether run, of q's script, was short enough to run inline: within
- * inline_budget, or, inline (it, else NULL), past it only for the time its
- * event thread was preempted, on the thread as the run ends. */
-int perl_inline_short(const struct perl_req *q, const struct perl_run *run,
-		const struct perl_inline_thread *it);
+ * inline_budget, or past it only for the time its thread (inline or an
+ * interpreter thread) was preempted; on that thread, as the run ends. */
+int perl_inline_short(const struct perl_req *q, const struct perl_run *run);
 
 /* Counts a run of q's script (of its route, for an application): short
  * ones in a row, up to inline_after, make it run inline; a run that was

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 struct perl_thread {
@@ -87,8 +88,12 @@ static struct perl_run *next_job(void *ctx)
 	struct perl_job *job = t->job;
 	t->serving = job;
 	t->job = NULL;
-	if (job)
+	if (job) {
 		t->run = job->run;
+		/* Told when the script is about to run, for its usage too
+		 * (running_job); job->running only as the job asks. */
+		t->run.want_running |= job->want_usage;
+	}
 	pthread_mutex_unlock(&t->mu);
 	return job ? &t->run : NULL;
 }
@@ -147,8 +152,17 @@ static void running_job(void *ctx, const struct perl_run *run)
 {
 	struct perl_thread *t = ctx;
 	struct perl_job *job = t->serving; /* this thread's own write */
-	if (job && job->running)
+	if (!job)
+		return;
+	if (job->running && job->run.want_running)
 		job->running(job, run);
+	if (!job->want_usage)
+		return;
+	/* As the run's clock starts: its compile, which may read files and
+	 * wait for another interpreter's load, is not the run's. */
+	struct rusage usage;
+	job->waits_at = getrusage(RUSAGE_THREAD, &usage) == 0 ? usage.ru_nvcsw : -1;
+	job->cpu_at = clock_thread_cpu_us();
 }
 
 static void thread_ready(struct perl_thread *t, int failed, const char *why)

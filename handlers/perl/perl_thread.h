@@ -32,6 +32,15 @@ struct perl_job {
 	/* Set (atomic) by the request's loop when its response is wanted no
 	 * more; read by the interpreter thread (perl_transport.gone). */
 	int gone;
+	/* When want_usage: set on the thread that runs the job (an
+	 * interpreter thread, or an event thread inline) as the script is
+	 * about to run, after its compile, to that thread's CPU time
+	 * (clock_thread_cpu_us) and voluntary context switches so far, for
+	 * done to tell how the run spent its time. waits_at stays as the
+	 * caller set it (-1: not known) when the script did not compile. */
+	int want_usage;
+	uint64_t cpu_at;
+	long waits_at;
 };
 
 /* Makes the parent interpreter on the calling thread, then n threads each

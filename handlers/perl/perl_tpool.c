@@ -350,7 +350,7 @@ static void thread_done(struct perl_job *job, const struct perl_run *run)
 	struct perl_req *q = job->ctx;
 	struct tslot *s = (struct tslot *)(void *)q->b.thread.given;
 	struct perl_inline *inline_runs = ((struct perl_tpool *)q->st->backend)->inline_runs;
-	int short_run = perl_inline_short(q, run, s->inl);
+	int short_run = perl_inline_short(q, run);
 	if (s->inl)
 		short_run &= perl_inline_end(inline_runs, s->inl, q, run, &s->r.out);
 	/* Noted before its response can reach the client: the client's
@@ -426,6 +426,10 @@ static int send_thread(void *ctx, struct perl_runner *r)
 		.done = thread_done,
 		.ctx = q,
 		.fresh_out = -1,
+		/* Its thread's usage tells whether the run was short
+		 * (perl_inline_short): of no use when nothing runs inline. */
+		.want_usage = q->conf->inline_budget_ms != 0,
+		.waits_at = -1,
 	};
 	q->b.thread.job.run.env = q->env;
 	q->b.thread.job.run.stdin_fd = inp[0];
