@@ -39,16 +39,17 @@
 #define WATCHDOG_IDLE_TICKS 50 /* 1 s */
 
 /* Each demotion of a script that ran far past the budget inline (more
- * than SLOW_FACTOR times it) doubles the short runs its next promotion
- * needs (up to DEMOTIONS_MAX doublings, 512 times inline_after): one that is fast, then slow, then fast again (a slow
- * query on a quick route) holds its event thread ever more rarely. A run
- * just past the budget, as a short one is on a machine busy enough to
- * preempt it, demotes it without doubling: it proves itself again as
- * soon as before. */
+ * than SLOW_FACTOR times it, by its own time: run_own_us) doubles the
+ * short runs its next promotion needs (up to DEMOTIONS_MAX doublings, 512
+ * times inline_after): one that is fast, then slow, then fast again (a
+ * slow query on a quick route) holds its event thread ever more rarely.
+ * A run just past the budget, as a short one is on a machine busy enough
+ * to preempt it, demotes it without doubling, however long the scheduler
+ * held it: it proves itself again as soon as before. */
 #define DEMOTIONS_MAX 9
 #define SLOW_FACTOR   4
 /* A run past the budget by the clock only, its CPU time within it, is
- * short when nothing but the scheduler held it (only_preempted), up to
+ * short when nothing but the scheduler held it (run_own_us), up to
  * SLOW_FACTOR times the budget and this many more microseconds, four
  * scheduler ticks at 250 Hz: past that the event thread was held too long
  * whatever held it (a loop of sched_yield on a busy core makes no
@@ -220,36 +221,40 @@ static const char *fit_key(struct perl_req *q)
 	return q->route;
 }
 
-/* Whether a run of q's that took longer than budget_us did so only
- * because its thread was preempted: its CPU time is within the budget,
- * and it never waited (a sleep, a read that blocked, a lock) until the
- * scheduler woke it. A machine busy enough to take the core from a short
- * run for a tick (4 ms) would otherwise send its script to the
- * interpreter threads, the slow path, just when the machine has least to
- * spare; and there, where the runs that prove a script short again
- * compete with the event threads for the cores, keep it from ever coming
- * back. On the thread that ran it, as the run ends. */
-static int only_preempted(const struct perl_req *q, uint64_t run_us, uint64_t budget_us)
+/* How long a run of q's that took run_us by the clock held its thread by
+ * its own doing: its CPU time when it never waited (a sleep, a read that
+ * blocked, a lock), the rest being the scheduler's, which on a machine
+ * busy enough takes the core from a short run for a tick (4 ms) or more;
+ * else its time by the clock. Looked at only for a run past the budget,
+ * on the thread that ran it, as the run ends. */
+static uint64_t run_own_us(const struct perl_req *q, uint64_t run_us)
 {
 	const struct perl_job *job = &q->b.thread.job;
 	struct rusage now;
-	return run_us <= budget_us * SLOW_FACTOR + PREEMPTED_SLACK_US && job->waits_at >= 0
-			&& clock_thread_cpu_us() - job->cpu_at <= budget_us
-			&& getrusage(RUSAGE_THREAD, &now) == 0 && now.ru_nvcsw == job->waits_at;
+	if (job->waits_at < 0 || getrusage(RUSAGE_THREAD, &now) != 0 || now.ru_nvcsw != job->waits_at)
+		return run_us;
+	uint64_t cpu_us = clock_thread_cpu_us() - job->cpu_at;
+	return cpu_us < run_us ? cpu_us : run_us;
 }
 
-int perl_inline_short(const struct perl_req *q, const struct perl_run *run)
+enum perl_inline_verdict perl_inline_judge(const struct perl_req *q, const struct perl_run *run)
 {
 	uint64_t budget_us = (uint64_t)q->conf->inline_budget_ms * 1000;
-	return (run->run_us <= budget_us || only_preempted(q, run->run_us, budget_us))
-			&& !run->forked && !run->accept_loop && !run->ran_on
-			&& run->flushed <= OUTPUT_MAX && run->outcome != PERL_CANCELED
-			&& run->outcome != PERL_FATAL;
+	uint64_t own_us = run->run_us <= budget_us ? run->run_us : run_own_us(q, run->run_us);
+	/* Held past this by the clock, it held its event thread too long,
+	 * whatever held it. */
+	int held_too_long = run->run_us > budget_us * SLOW_FACTOR + PREEMPTED_SLACK_US;
+	if (own_us <= budget_us && !held_too_long && !run->forked && !run->accept_loop
+			&& !run->ran_on && run->flushed <= OUTPUT_MAX && run->outcome != PERL_CANCELED
+			&& run->outcome != PERL_FATAL)
+		return PERL_INLINE_SHORT;
+	return own_us > budget_us * SLOW_FACTOR ? PERL_INLINE_FAR : PERL_INLINE_LONG;
 }
 
-void perl_inline_note(struct perl_inline *in, struct perl_req *q, int short_run, int was_inline,
-		uint64_t run_us)
+void perl_inline_note(struct perl_inline *in, struct perl_req *q,
+		enum perl_inline_verdict verdict, int was_inline, uint64_t run_us)
 {
+	int short_run = verdict == PERL_INLINE_SHORT;
 	const char *key = fit_key(q);
 	if (!key)
 		return;
@@ -260,8 +265,7 @@ void perl_inline_note(struct perl_inline *in, struct perl_req *q, int short_run,
 		f->short_runs++;
 	else if (f && !short_run)
 		f->short_runs = 0;
-	uint64_t far_us = (uint64_t)q->conf->inline_budget_ms * 1000 * SLOW_FACTOR;
-	if (f && !short_run && was_inline && run_us > far_us && f->demotions < DEMOTIONS_MAX)
+	if (f && verdict == PERL_INLINE_FAR && was_inline && f->demotions < DEMOTIONS_MAX)
 		f->demotions++;
 	unsigned long needed = f ? runs_needed(f, after) : after;
 	pthread_mutex_unlock(&in->lock);

@@ -35,16 +35,21 @@ void perl_inline_begin(struct perl_inline *in, struct perl_inline_thread *it, st
 int perl_inline_end(struct perl_inline *in, struct perl_inline_thread *it, struct perl_req *q,
 		const struct perl_run *run, int *old_out);
 
-/* Whether run, of q's script, was short enough to run inline: within
- * inline_budget, or past it only for the time its thread (inline or an
- * interpreter thread) was preempted; on that thread, as the run ends. */
-int perl_inline_short(const struct perl_req *q, const struct perl_run *run);
+/* How a run of q's script went: short enough to run inline (within
+ * inline_budget by its own time, printed and started nothing too much),
+ * past the budget, or far past it (more than 4 times), by its own time:
+ * its CPU time when it never waited, else the clock's, so that a run its
+ * thread (inline or an interpreter thread) was only preempted for is
+ * judged by what it did. Called on that thread, as the run ends. */
+enum perl_inline_verdict { PERL_INLINE_SHORT, PERL_INLINE_LONG, PERL_INLINE_FAR };
+enum perl_inline_verdict perl_inline_judge(const struct perl_req *q, const struct perl_run *run);
 
 /* Counts a run of q's script (of its route, for an application): short
  * ones in a row, up to inline_after, make it run inline; a run that was
  * not short (logged when it ran inline, after run_us) sends it back to the
- * interpreter threads. */
-void perl_inline_note(struct perl_inline *in, struct perl_req *q, int short_run, int was_inline,
-		uint64_t run_us);
+ * interpreter threads, and one far past the budget inline doubles the
+ * short runs its next promotion needs. */
+void perl_inline_note(struct perl_inline *in, struct perl_req *q,
+		enum perl_inline_verdict verdict, int was_inline, uint64_t run_us);
 
 #endif

@@ -370,6 +370,9 @@ void modules_record(pTHX_ struct perl_interp *pi);
 /* perl_run.c */
 void interp_enter(struct perl_interp *pi);
 void run_clear_outcome(struct perl_run *run);
+/* Tells the transport that run's script is compiled (an application
+ * built) and about to run, when it asked (run->want_running). */
+void run_running(struct perl_interp *pi, const struct perl_run *run);
 void report(pTHX_ struct perl_interp *pi, SV *err);
 void tail_sent(struct perl_interp *pi);
 

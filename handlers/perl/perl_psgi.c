@@ -256,6 +256,7 @@ int psgi_run(pTHX_ struct perl_interp *pi, struct perl_script *s, struct perl_ru
 		if (loaded < 0)
 			return ret;
 	}
+	run_running(pi, run);
 	HV *env = env_build(aTHX_ pi, run);
 	sv_2mortal((SV *)env);
 	struct serve_arg a = { .pi = pi, .app = s->app, .env = env };

@@ -339,6 +339,12 @@ void run_clear_outcome(struct perl_run *run)
 		.want_running = run->want_running };
 }
 
+void run_running(struct perl_interp *pi, const struct perl_run *run)
+{
+	if (run->want_running && pi->transport->running)
+		pi->transport->running(pi->transport->ctx, run);
+}
+
 /* Runs one request's script (and, for a FastCGI-style script, the later
  * requests its accept loop takes: pi->run is the last of them). */
 static void run_request(struct perl_interp *pi, struct perl_run *run)
@@ -375,8 +381,9 @@ static void run_request(struct perl_interp *pi, struct perl_run *run)
 	IV reset_freed = pi->reset_freed;
 
 	struct perl_script *script = script_fetch(aTHX_ pi, run);
-	if (script && run->want_running && pi->transport->running)
-		pi->transport->running(pi->transport->ctx, run);
+	/* An application is about to run once it is built (psgi_run). */
+	if (script && !script->psgi)
+		run_running(pi, run);
 	f->turn_start = clock_us();
 	if (script) {
 		pi->script = script;

@@ -350,12 +350,13 @@ static void thread_done(struct perl_job *job, const struct perl_run *run)
 	struct perl_req *q = job->ctx;
 	struct tslot *s = (struct tslot *)(void *)q->b.thread.given;
 	struct perl_inline *inline_runs = ((struct perl_tpool *)q->st->backend)->inline_runs;
-	int short_run = perl_inline_short(q, run);
-	if (s->inl)
-		short_run &= perl_inline_end(inline_runs, s->inl, q, run, &s->r.out);
+	enum perl_inline_verdict verdict = perl_inline_judge(q, run);
+	int may_stay_short = s->inl ? perl_inline_end(inline_runs, s->inl, q, run, &s->r.out) : 1;
+	if (!may_stay_short && verdict == PERL_INLINE_SHORT)
+		verdict = PERL_INLINE_LONG;
 	/* Noted before its response can reach the client: the client's
 	 * next request finds the script's record up to date. */
-	perl_inline_note(inline_runs, q, short_run, s->inl != NULL, run->run_us);
+	perl_inline_note(inline_runs, q, verdict, s->inl != NULL, run->run_us);
 	q->result = (struct perl_wire_done){
 		.type = PERL_WIRE_DONE,
 		.outcome = perl_wire_outcome(run->outcome),
@@ -427,7 +428,7 @@ static int send_thread(void *ctx, struct perl_runner *r)
 		.ctx = q,
 		.fresh_out = -1,
 		/* Its thread's usage tells whether the run was short
-		 * (perl_inline_short): of no use when nothing runs inline. */
+		 * (perl_inline_judge): of no use when nothing runs inline. */
 		.want_usage = q->conf->inline_budget_ms != 0,
 		.waits_at = -1,
 	};
