@@ -294,6 +294,17 @@ EOF
         my $r = $s->get($_[0]);
         return ($r->{status} == 200 ? (split /\n/, $r->{content})[0] : "status $r->{status}", $run_ms->($r));
     };
+    # n runs of the path: where each ran, and its run time by the clock (ms).
+    my $spin_runs = sub {
+        my ($path, $n) = @_;
+        my (@where, @ms);
+        for (1 .. $n) {
+            my ($w, $ms) = $spin_where->($path);
+            push @where, $w;
+            push @ms, $ms;
+        }
+        return (\@where, \@ms);
+    };
     # Proven short first, with the core to itself.
     is(($spin_where->('/spin.plt?cpu=30'))[0], 'plxd-perl', "a script that spins 30 ms of CPU: proving itself ($_)")
         for 1 .. 3;
@@ -305,17 +316,12 @@ EOF
         exec 'taskset', '-c', '0', $^X, '-e', '1 while 1';
         POSIX::_exit(127);
     }
-    my (@where, @ms);
-    for (1 .. 20) {
-        my ($w, $ms) = $spin_where->('/spin.plt?cpu=30');
-        push @where, $w;
-        push @ms, $ms;
-    }
-    is(join(',', grep { $_ ne 'plxd-event' } @where), '',
+    my ($where, $ms) = $spin_runs->('/spin.plt?cpu=30', 20);
+    is(join(',', grep { $_ ne 'plxd-event' } @$where), '',
         '20 runs beside a busy process on its core: every one inline');
-    my @past = grep { $_ > 50 } @ms;
+    my @past = grep { $_ > 50 } @$ms;
     cmp_ok(scalar @past, '>', 0, sprintf('... %d of them past the 50 ms budget by the clock (%s ms)',
-        scalar @past, join(', ', map { sprintf '%.0f', $_ } @ms)));
+        scalar @past, join(', ', map { sprintf '%.0f', $_ } @$ms)));
     unlike($s->error_log, qr/spin\.plt: ran \d+ us inline, past inline_budget/, '... and none demoted');
     is(($spin_where->('/nap.plt?sleep=80'))[0], 'plxd-event', 'a proven script that sleeps 80 ms runs inline, once');
     ok(wait_for(sub { $s->error_log =~ m{nap\.plt: ran \d+ us inline, past inline_budget} }),
@@ -331,17 +337,12 @@ EOF
     # process preempts as it did the event thread: there too a run past
     # the budget by the clock only is short, or a script demoted on a busy
     # machine would seldom come back.
-    my (@again, @again_ms);
-    for (1 .. 3) {
-        my ($w, $ms) = $spin_where->('/spin.plt?cpu=30');
-        push @again, $w;
-        push @again_ms, $ms;
-    }
-    is(join(',', grep { $_ ne 'plxd-perl' } @again), '',
+    my ($again, $again_ms) = $spin_runs->('/spin.plt?cpu=30', 3);
+    is(join(',', grep { $_ ne 'plxd-perl' } @$again), '',
         '... then proves itself again on the interpreter thread in 3 runs, beside the busy process');
-    cmp_ok(scalar(grep { $_ > 50 } @again_ms), '>', 0,
+    cmp_ok(scalar(grep { $_ > 50 } @$again_ms), '>', 0,
         sprintf('... its runs there past the 50 ms budget by the clock (%s ms)',
-            join(', ', map { sprintf '%.0f', $_ } @again_ms)));
+            join(', ', map { sprintf '%.0f', $_ } @$again_ms)));
     is(($spin_where->('/spin.plt?cpu=30'))[0], 'plxd-event', '... and runs inline again after them');
     kill 'KILL', $busy;
     waitpid $busy, 0;
