@@ -231,7 +231,8 @@ static uint64_t run_own_us(const struct perl_req *q, uint64_t run_us)
 {
 	const struct perl_job *job = &q->b.thread.job;
 	struct rusage now;
-	if (job->waits_at < 0 || getrusage(RUSAGE_THREAD, &now) != 0 || now.ru_nvcsw != job->waits_at)
+	if (job->waits_at < 0 || getrusage(RUSAGE_THREAD, &now) != 0
+			|| now.ru_nvcsw != job->waits_at)
 		return run_us;
 	uint64_t cpu_us = clock_thread_cpu_us() - job->cpu_at;
 	return cpu_us < run_us ? cpu_us : run_us;
@@ -245,14 +246,14 @@ enum perl_inline_verdict perl_inline_judge(const struct perl_req *q, const struc
 	 * whatever held it. */
 	int held_too_long = run->run_us > budget_us * SLOW_FACTOR + PREEMPTED_SLACK_US;
 	if (own_us <= budget_us && !held_too_long && !run->forked && !run->accept_loop
-			&& !run->ran_on && run->flushed <= OUTPUT_MAX && run->outcome != PERL_CANCELED
-			&& run->outcome != PERL_FATAL)
+			&& !run->ran_on && run->flushed <= OUTPUT_MAX
+			&& run->outcome != PERL_CANCELED && run->outcome != PERL_FATAL)
 		return PERL_INLINE_SHORT;
 	return own_us > budget_us * SLOW_FACTOR ? PERL_INLINE_FAR : PERL_INLINE_LONG;
 }
 
-void perl_inline_note(struct perl_inline *in, struct perl_req *q,
-		enum perl_inline_verdict verdict, int was_inline, uint64_t run_us)
+void perl_inline_note(struct perl_inline *in, struct perl_req *q, enum perl_inline_verdict verdict,
+		int was_inline, uint64_t run_us)
 {
 	int short_run = verdict == PERL_INLINE_SHORT;
 	const char *key = fit_key(q);

@@ -49,7 +49,7 @@ enum perl_inline_verdict perl_inline_judge(const struct perl_req *q, const struc
  * not short (logged when it ran inline, after run_us) sends it back to the
  * interpreter threads, and one far past the budget inline doubles the
  * short runs its next promotion needs. */
-void perl_inline_note(struct perl_inline *in, struct perl_req *q,
-		enum perl_inline_verdict verdict, int was_inline, uint64_t run_us);
+void perl_inline_note(struct perl_inline *in, struct perl_req *q, enum perl_inline_verdict verdict,
+		int was_inline, uint64_t run_us);
 
 #endif
