@@ -115,7 +115,9 @@ const struct conf_key perl_conf_keys[] = {
 			"short again, unless the run took no more CPU time than this, never "
 			"waited and ended within 4 times this and 16 ms (its thread was "
 			"preempted; the same for the runs on the interpreter threads that prove "
-			"it short again); 0: never inline (doc/perl.md)",
+			"it short again), or took no more than twice this in CPU time, never "
+			"waited, and its script's runs, smoothed, average within this (a "
+			"straggler); 0: never inline (doc/perl.md)",
 		.limit = "the next request of the script runs on the interpreter threads",
 		.tests = "integration/perl_inline.t"),
 	PERL_KEY("inline_after", CONF_UINT, inline_after, "3", .max = 1000000,

@@ -39,22 +39,14 @@
 #define WATCHDOG_IDLE_TICKS 50 /* 1 s */
 
 /* Each demotion of a script that ran far past the budget inline (more
- * than SLOW_FACTOR times it, by its own time: run_own_us) doubles the
- * short runs its next promotion needs (up to DEMOTIONS_MAX doublings, 512
- * times inline_after): one that is fast, then slow, then fast again (a
- * slow query on a quick route) holds its event thread ever more rarely.
- * A run just past the budget, as a short one is on a machine busy enough
- * to preempt it, demotes it without doubling, however long the scheduler
- * held it: it proves itself again as soon as before. */
+ * than PERL_INLINE_SLOW_FACTOR times it, by its own time: run_own_us)
+ * doubles the short runs its next promotion needs (up to DEMOTIONS_MAX
+ * doublings, 512 times inline_after): one that is fast, then slow, then
+ * fast again (a slow query on a quick route) holds its event thread ever
+ * more rarely. A run just past the budget demotes it without doubling,
+ * however long the scheduler held it: it proves itself again as soon as
+ * before. */
 #define DEMOTIONS_MAX 9
-#define SLOW_FACTOR   4
-/* A run past the budget by the clock only, its CPU time within it, is
- * short when nothing but the scheduler held it (run_own_us), up to
- * SLOW_FACTOR times the budget and this many more microseconds, four
- * scheduler ticks at 250 Hz: past that the event thread was held too long
- * whatever held it (a loop of sched_yield on a busy core makes no
- * voluntary switch either). */
-#define PREEMPTED_SLACK_US 16000
 
 /* A script's (or a route's) record of short runs. */
 struct fit {
@@ -62,6 +54,8 @@ struct fit {
 	unsigned long short_runs; /* in a row, up to SHORT_RUNS_MAX */
 	unsigned demotions;       /* runs far past the budget inline, up to
 				     DEMOTIONS_MAX */
+	uint64_t avg_us;          /* its runs' own time, smoothed
+				     (perl_inline_smooth) */
 	int route;
 	char script[];
 };
@@ -225,60 +219,65 @@ static const char *fit_key(struct perl_req *q)
  * its own doing: its CPU time when it never waited (a sleep, a read that
  * blocked, a lock), the rest being the scheduler's, which on a machine
  * busy enough takes the core from a short run for a tick (4 ms) or more;
- * else its time by the clock. Looked at only for a run past the budget,
- * on the thread that ran it, as the run ends. */
-static uint64_t run_own_us(const struct perl_req *q, uint64_t run_us)
+ * else its time by the clock, and *waited is set. Looked at only for a
+ * run past the budget, on the thread that ran it, as the run ends. */
+static uint64_t run_own_us(const struct perl_req *q, uint64_t run_us, int *waited)
 {
 	const struct perl_job *job = &q->b.thread.job;
 	struct rusage now;
-	if (job->waits_at < 0 || getrusage(RUSAGE_THREAD, &now) != 0
-			|| now.ru_nvcsw != job->waits_at)
+	*waited = job->waits_at < 0 || getrusage(RUSAGE_THREAD, &now) != 0
+			|| now.ru_nvcsw != job->waits_at;
+	if (*waited)
 		return run_us;
 	uint64_t cpu_us = clock_thread_cpu_us() - job->cpu_at;
 	return cpu_us < run_us ? cpu_us : run_us;
 }
 
-enum perl_inline_verdict perl_inline_judge(const struct perl_req *q, const struct perl_run *run)
+enum perl_inline_verdict perl_inline_judge(const struct perl_req *q, const struct perl_run *run,
+		uint64_t *own_us)
 {
 	uint64_t budget_us = (uint64_t)q->conf->inline_budget_ms * 1000;
-	uint64_t own_us = run->run_us <= budget_us ? run->run_us : run_own_us(q, run->run_us);
-	/* Held past this by the clock, it held its event thread too long,
-	 * whatever held it. */
-	int held_too_long = run->run_us > budget_us * SLOW_FACTOR + PREEMPTED_SLACK_US;
-	if (own_us <= budget_us && !held_too_long && !run->forked && !run->accept_loop
-			&& !run->ran_on && run->flushed <= OUTPUT_MAX
-			&& run->outcome != PERL_CANCELED && run->outcome != PERL_FATAL)
-		return PERL_INLINE_SHORT;
-	return own_us > budget_us * SLOW_FACTOR ? PERL_INLINE_FAR : PERL_INLINE_LONG;
+	int waited = 0;
+	*own_us = run->run_us <= budget_us ? run->run_us : run_own_us(q, run->run_us, &waited);
+	int clean = !run->forked && !run->accept_loop && !run->ran_on && run->flushed <= OUTPUT_MAX
+			&& run->outcome != PERL_CANCELED && run->outcome != PERL_FATAL;
+	return perl_inline_verdict_of(budget_us, run->run_us, *own_us, waited, clean);
 }
 
 void perl_inline_note(struct perl_inline *in, struct perl_req *q, enum perl_inline_verdict verdict,
-		int was_inline, uint64_t run_us)
+		uint64_t own_us, int was_inline, uint64_t run_us)
 {
-	int short_run = verdict == PERL_INLINE_SHORT;
 	const char *key = fit_key(q);
 	if (!key)
 		return;
 	unsigned long after = q->conf->inline_after;
+	uint64_t budget_us = (uint64_t)q->conf->inline_budget_ms * 1000;
 	pthread_mutex_lock(&in->lock);
 	struct fit *f = fit_find(in, key, key != q->script, 1);
-	if (f && short_run && f->short_runs < SHORT_RUNS_MAX)
+	if (f)
+		f->avg_us = perl_inline_smooth(f->avg_us, own_us, budget_us);
+	if (verdict == PERL_INLINE_STRAY && !(f && perl_inline_forgiven(f->avg_us, budget_us)))
+		verdict = PERL_INLINE_LONG;
+	/* A straggler forgiven neither counts as short nor breaks the count. */
+	if (f && verdict == PERL_INLINE_SHORT && f->short_runs < SHORT_RUNS_MAX)
 		f->short_runs++;
-	else if (f && !short_run)
+	else if (f && verdict != PERL_INLINE_SHORT && verdict != PERL_INLINE_STRAY)
 		f->short_runs = 0;
 	if (f && verdict == PERL_INLINE_FAR && was_inline && f->demotions < DEMOTIONS_MAX)
 		f->demotions++;
 	unsigned long needed = f ? runs_needed(f, after) : after;
+	uint64_t avg_us = f ? f->avg_us : own_us;
 	pthread_mutex_unlock(&in->lock);
 	const char *route = key != q->script ? key + strlen(q->script) + 1 : NULL;
-	if (!short_run && was_inline)
+	if (verdict != PERL_INLINE_SHORT && verdict != PERL_INLINE_STRAY && was_inline)
 		plxd_log(PLXD_LOG_INFO,
 				"%s%s%s: ran %llu us inline, past inline_budget (or printed or forked "
 				"too much): it runs on the interpreter threads until it has run "
-				"short %lu times",
+				"short %lu times (its runs' own time, smoothed: %llu us)",
 				q->script, route ? ", route " : "",
 				route ? (*route ? route : "(the file's own URL)") : "",
-				(unsigned long long)run_us, needed ? needed : 1);
+				(unsigned long long)run_us, needed ? needed : 1,
+				(unsigned long long)avg_us);
 }
 
 /* ---- the watchdog ---- */

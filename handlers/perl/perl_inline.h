@@ -8,6 +8,7 @@
 #ifndef PLXD_PERL_INLINE_H
 #define PLXD_PERL_INLINE_H
 
+#include "perl_inline_rule.h"
 #include "perl_req.h"
 
 struct perl_inline;
@@ -35,21 +36,20 @@ void perl_inline_begin(struct perl_inline *in, struct perl_inline_thread *it, st
 int perl_inline_end(struct perl_inline *in, struct perl_inline_thread *it, struct perl_req *q,
 		const struct perl_run *run, int *old_out);
 
-/* How a run of q's script went: short enough to run inline (within
- * inline_budget by its own time, printed and started nothing too much),
- * past the budget, or far past it (more than 4 times), by its own time:
- * its CPU time when it never waited, else the clock's, so that a run its
- * thread (inline or an interpreter thread) was only preempted for is
- * judged by what it did. Called on that thread, as the run ends. */
-enum perl_inline_verdict { PERL_INLINE_SHORT, PERL_INLINE_LONG, PERL_INLINE_FAR };
-enum perl_inline_verdict perl_inline_judge(const struct perl_req *q, const struct perl_run *run);
+/* How a run of q's script went (perl_inline_rule.h), by its own time
+ * (*own_us: its CPU time when it never waited, else the clock's, so that
+ * a run its thread, inline or an interpreter thread, was only preempted
+ * for is judged by what it did). Called on that thread, as the run ends. */
+enum perl_inline_verdict perl_inline_judge(const struct perl_req *q, const struct perl_run *run,
+		uint64_t *own_us);
 
 /* Counts a run of q's script (of its route, for an application): short
  * ones in a row, up to inline_after, make it run inline; a run that was
  * not short (logged when it ran inline, after run_us) sends it back to the
  * interpreter threads, and one far past the budget inline doubles the
- * short runs its next promotion needs. */
+ * short runs its next promotion needs. A straggler while the script's
+ * smoothed own time is within the budget does neither. */
 void perl_inline_note(struct perl_inline *in, struct perl_req *q, enum perl_inline_verdict verdict,
-		int was_inline, uint64_t run_us);
+		uint64_t own_us, int was_inline, uint64_t run_us);
 
 #endif

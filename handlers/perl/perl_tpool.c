@@ -350,13 +350,14 @@ static void thread_done(struct perl_job *job, const struct perl_run *run)
 	struct perl_req *q = job->ctx;
 	struct tslot *s = (struct tslot *)(void *)q->b.thread.given;
 	struct perl_inline *inline_runs = ((struct perl_tpool *)q->st->backend)->inline_runs;
-	enum perl_inline_verdict verdict = perl_inline_judge(q, run);
+	uint64_t own_us;
+	enum perl_inline_verdict verdict = perl_inline_judge(q, run, &own_us);
 	int may_stay_short = s->inl ? perl_inline_end(inline_runs, s->inl, q, run, &s->r.out) : 1;
-	if (!may_stay_short && verdict == PERL_INLINE_SHORT)
+	if (!may_stay_short && (verdict == PERL_INLINE_SHORT || verdict == PERL_INLINE_STRAY))
 		verdict = PERL_INLINE_LONG;
 	/* Noted before its response can reach the client: the client's
 	 * next request finds the script's record up to date. */
-	perl_inline_note(inline_runs, q, verdict, s->inl != NULL, run->run_us);
+	perl_inline_note(inline_runs, q, verdict, own_us, s->inl != NULL, run->run_us);
 	q->result = (struct perl_wire_done){
 		.type = PERL_WIRE_DONE,
 		.outcome = perl_wire_outcome(run->outcome),

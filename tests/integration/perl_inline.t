@@ -283,7 +283,7 @@ select undef, undef, undef, $q{sleep} / 1000 if $q{sleep};
 print "Content-Type: text/plain\n\n", where(), "\n";
 EOF
     $s = PlxdTest->start(
-        files    => { 'spin.plt' => $spin, 'nap.plt' => $spin },
+        files    => { 'spin.plt' => $spin, 'nap.plt' => $spin, 'stray.plt' => $spin },
         handlers => { '.plt' => 'perl:thread' },
         server   => { threads => 1 },
         sections => { 'perl:thread' => { isolation => 'thread', workers => 1, inline_budget => '50ms',
@@ -305,6 +305,24 @@ EOF
         }
         return (\@where, \@ms);
     };
+    # A straggler: a run that never waited, past the budget by its CPU
+    # time but within twice it, is forgiven while the script's own time,
+    # smoothed (each run an eighth), stays within the budget; the limits
+    # are tested at their values in tests/unit/test_perl_inline_rule.c.
+    is_deeply(($spin_runs->('/stray.plt', 4))[0], [ ('plxd-perl') x 3, 'plxd-event' ],
+        'a script that spins no CPU: proven short, then inline');
+    is(($spin_where->('/stray.plt?cpu=55'))[0], 'plxd-event', 'a run of 55 ms of CPU (budget 50 ms) runs inline');
+    is(($spin_where->('/stray.plt'))[0], 'plxd-event', '... and is forgiven: the next run is inline too');
+    unlike($s->error_log, qr/stray\.plt: ran/, '... and nothing is logged');
+    my ($strays) = $spin_runs->('/stray.plt?cpu=55', 25);
+    my $inline = 0;
+    $inline++ while $inline < @$strays && $strays->[$inline] eq 'plxd-event';
+    cmp_ok($inline, '>', 5, "runs of 55 ms in a row: the first ones inline, forgiven ($inline)");
+    cmp_ok($inline, '<', 25, '... not all of them');
+    ok(wait_for(sub { $s->error_log =~ m{stray\.plt: ran \d+ us inline, past inline_budget .*smoothed: (\d+) us} && $1 > 50_000 }),
+        '... the last of them demotes it: its smoothed own time is past the budget, which the log gives');
+    is_deeply([ @$strays[$inline .. $#$strays] ], [ ('plxd-perl') x (25 - $inline) ],
+        '... and the runs after it are on the interpreter thread');
     # Proven short first, with the core to itself.
     is(($spin_where->('/spin.plt?cpu=30'))[0], 'plxd-perl', "a script that spins 30 ms of CPU: proving itself ($_)")
         for 1 .. 3;
@@ -330,7 +348,7 @@ EOF
     is($slow, 'plxd-event', 'a run that spins 120 ms of CPU runs inline, once');
     cmp_ok($slow_ms, '>', 200, sprintf('... %.0f ms by the clock beside the busy process, more than 4 times the budget', $slow_ms));
     ok(wait_for(sub { $s->error_log =~ m{spin\.plt: ran \d+ us inline, past inline_budget} }),
-        '... and is demoted: its CPU time is past the budget');
+        '... and is demoted at once: its CPU time is past twice the budget, no straggler');
     like($s->error_log, qr{spin\.plt: ran \d+ us inline, past inline_budget.* short 3 times},
         '... without doubling the runs its promotion needs: its own time, 120 ms of CPU, is less than 4 times the budget');
     # It proves itself again on the interpreter thread, which the busy
