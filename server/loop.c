@@ -33,8 +33,9 @@ struct loop {
 	size_t heap_n, heap_cap;
 	pthread_mutex_t posts_lock; /* guards posts and sleeping */
 	struct post *posts, *posts_last;
-	int sleeping;    /* in epoll_wait, or about to be: a post must wake it */
-	atomic_int held; /* loop_set_held */
+	int sleeping;        /* in epoll_wait, or about to be: a post must wake it */
+	unsigned long waits; /* epoll_waits with a timeout, for loop_waits */
+	atomic_int held;     /* loop_set_held */
 };
 
 static _Thread_local struct loop *current;
@@ -107,6 +108,11 @@ void loop_set_held(struct loop *l, int held)
 int loop_held(struct loop *l)
 {
 	return atomic_load_explicit(&l->held, memory_order_relaxed);
+}
+
+unsigned long loop_waits(const struct loop *l)
+{
+	return l->waits;
 }
 
 struct loop *loop_current(void)
@@ -329,18 +335,26 @@ int loop_run_once(struct loop *l, int timeout_ms)
 		if (timeout_ms < 0 || until < timeout_ms)
 			timeout_ms = until;
 	}
-	/* Posts made while the loop was not waiting wrote no wake-up: they
-	 * are looked for here. */
-	pthread_mutex_lock(&l->posts_lock);
-	if (l->posts)
-		timeout_ms = 0;
-	l->sleeping = timeout_ms != 0;
-	pthread_mutex_unlock(&l->posts_lock);
-	int n = epoll_wait(l->epfd, l->batch, BATCH, timeout_ms);
-	if (timeout_ms != 0) {
+	/* A busy loop mostly has events waiting: a look that cannot sleep
+	 * finds them without the wake-up handshake below, and only a turn
+	 * that may sleep counts as a wait (loop_waits). */
+	int n = timeout_ms != 0 ? epoll_wait(l->epfd, l->batch, BATCH, 0) : 0;
+	if (n <= 0) {
+		/* Posts made while the loop was not waiting wrote no wake-up:
+		 * they are looked for here. */
 		pthread_mutex_lock(&l->posts_lock);
-		l->sleeping = 0;
+		if (l->posts)
+			timeout_ms = 0;
+		l->sleeping = timeout_ms != 0;
 		pthread_mutex_unlock(&l->posts_lock);
+		if (timeout_ms != 0)
+			l->waits++;
+		n = epoll_wait(l->epfd, l->batch, BATCH, timeout_ms);
+		if (timeout_ms != 0) {
+			pthread_mutex_lock(&l->posts_lock);
+			l->sleeping = 0;
+			pthread_mutex_unlock(&l->posts_lock);
+		}
 	}
 	int ran = 0;
 	l->batch_n = n > 0 ? n : 0;

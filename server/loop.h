@@ -60,6 +60,10 @@ int loop_idle(struct loop *l);
 void loop_set_held(struct loop *l, int held);
 int loop_held(struct loop *l);
 
+/* How many times l's thread waited for events (loop_run_once with a
+ * timeout), read on that thread: unchanged, it has not slept since. */
+unsigned long loop_waits(const struct loop *l);
+
 /* The loop the calling thread runs (set by loop_run_once), or NULL. */
 struct loop *loop_current(void);
 

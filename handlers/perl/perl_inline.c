@@ -68,10 +68,11 @@ struct perl_inline_thread {
 	struct perl_job *job;
 	const char *script;
 	uint64_t since_us, deadline_ms;
-	int timed_out; /* the watchdog ended it */
-	int spilled;   /* the watchdog read its pipes */
-	int held;      /* the watchdog marked its loop held (loop_set_held) */
-	char *spill;   /* its stdout, read by the watchdog */
+	int timed_out;               /* the watchdog ended it */
+	int spilled;                 /* the watchdog read its pipes */
+	int held;                    /* the watchdog marked its loop held (loop_set_held) */
+	struct perl_usage_mark mark; /* its own, for its runs (the event thread's) */
+	char *spill;                 /* its stdout, read by the watchdog */
 	size_t spill_len, spill_cap;
 	struct log_lines err_lines; /* its stderr, read by the watchdog */
 	struct perl_inline_thread *next;
@@ -436,12 +437,22 @@ struct perl_thread *perl_inline_perl_thread(const struct perl_inline_thread *it)
 	return it->t;
 }
 
+struct perl_usage_mark *perl_inline_mark(struct perl_inline_thread *it)
+{
+	return &it->mark;
+}
+
 void perl_inline_begin(struct perl_inline *in, struct perl_inline_thread *it, struct perl_req *q)
 {
+	uint64_t now = clock_us();
+	struct perl_usage_mark *m = &it->mark;
+	m->loop_waits_now = loop_waits(it->loop);
+	m->usable = perl_inline_mark_usable(m->valid, m->loop_waits, m->loop_waits_now,
+			now - m->wall_us);
 	pthread_mutex_lock(&in->lock);
 	it->job = &q->b.thread.job;
 	it->script = q->script;
-	it->since_us = clock_us();
+	it->since_us = now;
 	it->deadline_ms = it->since_us / 1000 + q->conf->timeout_ms;
 	it->timed_out = it->spilled = 0;
 	/* Under load the watchdog never sleeps, and this costs nothing. */

@@ -26,6 +26,10 @@ void perl_inline_destroy(struct perl_inline *in);
 struct perl_inline_thread *perl_inline_for(struct perl_inline *in, struct perl_req *q);
 struct perl_thread *perl_inline_perl_thread(const struct perl_inline_thread *it);
 
+/* it's readings of its event thread's usage, for its runs' jobs (struct
+ * perl_usage_mark): usable by the run that perl_inline_begin begins. */
+struct perl_usage_mark *perl_inline_mark(struct perl_inline_thread *it);
+
 /* Around q's run on it: before the submit, and on the event thread as the
  * run returns (its done), which puts everything it printed in q->tail and
  * logs its stderr; *old_out is the pipe the programs it started (if it

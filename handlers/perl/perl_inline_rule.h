@@ -31,6 +31,12 @@
  * being forgiven a straggler long after it has proven short again. */
 #define PERL_INLINE_STRAY_FACTOR 2
 #define PERL_INLINE_AVG_WEIGHT   8
+/* How old an event thread's readings of its CPU time and voluntary
+ * context switches may be for a run to start from them, rather than read
+ * them anew (struct perl_usage_mark): what the thread did since counts as
+ * the run's own, up to this many microseconds of CPU time more, a fifth
+ * of the default budget. */
+#define PERL_INLINE_MARK_AGE_US 200
 
 enum perl_inline_verdict {
 	PERL_INLINE_SHORT, /* within the budget */
@@ -52,6 +58,16 @@ static inline enum perl_inline_verdict perl_inline_verdict_of(uint64_t budget_us
 	if (clean && !held_too_long && !waited && own_us <= budget_us * PERL_INLINE_STRAY_FACTOR)
 		return PERL_INLINE_STRAY;
 	return own_us > budget_us * PERL_INLINE_SLOW_FACTOR ? PERL_INLINE_FAR : PERL_INLINE_LONG;
+}
+
+/* Whether readings of an event thread's usage, age_us old, taken when its
+ * loop had waited waits_then times, may start a run that begins when it
+ * has waited waits_now times: the thread has not slept since, and what it
+ * did since, counted as the run's own, is little. */
+static inline int perl_inline_mark_usable(int valid, unsigned long waits_then,
+		unsigned long waits_now, uint64_t age_us)
+{
+	return valid && waits_then == waits_now && age_us <= PERL_INLINE_MARK_AGE_US;
 }
 
 /* A script's smoothed own time avg_us, with a run of own_us. */

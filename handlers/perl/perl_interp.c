@@ -771,6 +771,7 @@ void perl_interp_destroy(struct perl_interp *pi)
 		SvREFCNT_dec(pi->globals.base_warnhook);
 		SvREFCNT_dec(pi->globals.base_diehook);
 		SvREFCNT_dec(pi->globals.base_overrides);
+		psgi_unbind(aTHX_ pi);
 		pthread_mutex_lock(&destroy_lock);
 		perl_destruct(pi->perl);
 		perl_free(pi->perl);

@@ -202,6 +202,13 @@ struct perl_interp {
 		SV *none;   /* $PLXD::PSGI::none, the empty psgi.input */
 		GV *out;    /* *PLXD::PSGI::OUT, the response channel */
 		GV *stdout_gv, *stderr_gv;
+		/* The environment hash the last request left, to be filled
+		 * again (perl_psgi.c, env_fill), its psgi.version, and the
+		 * values a fill wrote. */
+		HV *env;
+		AV *version;
+		SV **written;
+		size_t nwritten, written_cap;
 	} psgi;
 	int fcgi_installed; /* FCGI's accept is plxd's (perl_modwatch.c) */
 	/* -T and -t on a #! line ([perl] taint = honour): taint checks are
@@ -328,6 +335,7 @@ XS(xs_psgi_respond_plain);
 /* Serves run with the app of s (loading it first): protect()'s result, 0
  * when nothing unwound it; run->outcome set when it failed. */
 int psgi_run(pTHX_ struct perl_interp *pi, struct perl_script *s, struct perl_run *run);
+void psgi_unbind(pTHX_ struct perl_interp *pi);
 
 /* perl_globals.c */
 void av_assign(pTHX_ AV *dst, AV *src);

@@ -9,9 +9,12 @@
  * its cleanup handlers) runs with STDOUT on STDERR, the log.
  * psgix.cleanup.handlers run after the request was answered (the answer
  * FastCGI-style scripts use, perl_fcgi.c), psgix.harakiri.commit retires
- * the interpreter after it (run->harakiri). */
+ * the interpreter after it (run->harakiri). The environment hash is
+ * filled again for the next request when nothing else holds it
+ * (env_fill, env_keep). */
 #include "perl_interp.h"
 #include "perl_interp_int.h"
+#include "alloc.h"
 #include "clock.h"
 
 #include <perliol.h>
@@ -21,7 +24,9 @@
 
 static int load(pTHX_ struct perl_interp *pi, struct perl_script *s, struct perl_run *run,
 		int *ret);
-static HV *env_build(pTHX_ struct perl_interp *pi, const struct perl_run *run);
+static HV *env_fill(pTHX_ struct perl_interp *pi, const struct perl_run *run);
+static void env_keep(pTHX_ struct perl_interp *pi, HV *env);
+static void env_set_str(pTHX_ SV *sv, const char *val, STRLEN vlen);
 static void cleanup_run(pTHX_ struct perl_interp *pi, HV *env);
 
 /* PLXD::PSGI::client_gone(): whether the request's response is wanted no
@@ -221,7 +226,7 @@ static void serve(pTHX_ void *p)
 	SV *input = input_for(aTHX_ pi, a->env);
 	SV *res = NULL;
 	if (input) {
-		(void)hv_stores(a->env, "psgi.input", newSVsv(input));
+		sv_setsv(*hv_fetchs(a->env, "psgi.input", 1), input); /* env_fill's */
 		res = call_scalar(aTHX_ a->app, envref, NULL);
 	}
 	int answered = res
@@ -257,7 +262,7 @@ int psgi_run(pTHX_ struct perl_interp *pi, struct perl_script *s, struct perl_ru
 			return ret;
 	}
 	run_running(pi, run);
-	HV *env = env_build(aTHX_ pi, run);
+	HV *env = env_fill(aTHX_ pi, run);
 	sv_2mortal((SV *)env);
 	struct serve_arg a = { .pi = pi, .app = s->app, .env = env };
 	sv_setpvs(ERRSV, "");
@@ -285,6 +290,7 @@ int psgi_run(pTHX_ struct perl_interp *pi, struct perl_script *s, struct perl_ru
 			pi->retire_next = 1;
 		}
 	}
+	env_keep(aTHX_ pi, env);
 	return 0;
 }
 
@@ -355,13 +361,13 @@ static int same_but_slashes(const char *a, size_t alen, const char *b)
  * once, after SCRIPT_NAME, its repeated slashes kept (plxd's PATH_INFO
  * has them merged, as it resolved the file). Only when that is the only
  * difference from plxd's: dot segments and the like keep plxd's reading.
- * Returns a new SV, or NULL to keep plxd's. */
-static SV *raw_path_info(pTHX_ HV *env, const char *path_info)
+ * Sets path_info, plxd's, to it. */
+static void raw_path_info(pTHX_ HV *env, SV *path_info)
 {
 	SV **uri = hv_fetchs(env, "REQUEST_URI", 0);
 	SV **script = hv_fetchs(env, "SCRIPT_NAME", 0);
 	if (!uri || !script || !strstr(SvPV_nolen(*uri), "//"))
-		return NULL;
+		return;
 	STRLEN ulen, slen;
 	const char *u = SvPV(*uri, ulen);
 	const char *sn = SvPV(*script, slen);
@@ -381,27 +387,113 @@ static SV *raw_path_info(pTHX_ HV *env, const char *path_info)
 			d[n++] = u[i];
 	}
 	if (n < slen || memcmp(d, sn, slen) != 0 || (n > slen && d[slen] != '/'))
-		return NULL;
-	if (!same_but_slashes(d + slen, n - slen, path_info))
-		return NULL;
-	return newSVpvn(d + slen, n - slen);
+		return;
+	if (same_but_slashes(d + slen, n - slen, SvPV_nolen(path_info)))
+		env_set_str(aTHX_ path_info, d + slen, n - slen);
 }
 
-static void env_store(pTHX_ HV *env, const char *key, SV *val)
+/* Whether sv, a value of the environment hash, is a plain scalar that
+ * nothing else holds: it can take the next request's value in place. */
+static int plain(SV *sv)
 {
-	(void)hv_store(env, key, (I32)strlen(key), val, 0);
+	return SvREFCNT(sv) == 1 && SvTYPE(sv) <= SVt_PVMG && !SvMAGICAL(sv) && !SvOBJECT(sv)
+			&& !SvREADONLY(sv);
+}
+
+/* Whether av, the psgix.cleanup.handlers array, is the app's no more. */
+static int plain_array(SV *av)
+{
+	return SvTYPE(av) == SVt_PVAV && SvREFCNT(av) == 1 && !SvMAGICAL(av) && !SvOBJECT(av)
+			&& !SvREADONLY(av);
+}
+
+/* env's element key, a plain scalar for the request's value: the one
+ * there when it is plain, else a new one. Recorded as written. */
+static SV *env_slot(pTHX_ struct perl_interp *pi, HV *env, const char *key, I32 klen)
+{
+	SV *sv = *hv_fetch(env, key, klen, 1);
+	if (!plain(sv)) {
+		sv = newSV(0);
+		(void)hv_store(env, key, klen, sv, 0);
+	}
+	if (pi->psgi.nwritten == pi->psgi.written_cap) {
+		pi->psgi.written_cap = pi->psgi.written_cap ? pi->psgi.written_cap * 2 : 64;
+		pi->psgi.written = xrealloc(pi->psgi.written,
+				pi->psgi.written_cap * sizeof *pi->psgi.written);
+	}
+	pi->psgi.written[pi->psgi.nwritten++] = sv;
+	return sv;
+}
+
+#define env_slots(pi, env, key) env_slot(aTHX_ pi, env, "" key "", sizeof key - 1)
+
+static void env_set_str(pTHX_ SV *sv, const char *val, STRLEN vlen)
+{
+	sv_setpvn(sv, val, vlen);
+	SvUTF8_off(sv); /* sv_setpvn keeps it, as an app's utf8::decode left it */
+	if (TAINTING_get)
+		SvTAINTED_on(sv);
+}
+
+static void env_set_ref(pTHX_ SV *sv, SV *target)
+{
+	if (!SvROK(sv) || SvRV(sv) != target)
+		sv_setrv_inc(sv, target);
+}
+
+/* psgi.version, [1, 1], one per interpreter, read-only as the app sees
+ * it: an app that changed it would change it for the next request too. */
+static AV *version(pTHX_ struct perl_interp *pi)
+{
+	if (!pi->psgi.version) {
+		AV *av = newAV();
+		av_push(av, newSViv(1));
+		av_push(av, newSViv(1));
+		for (SSize_t i = 0; i < 2; i++)
+			SvREADONLY_on(AvARRAY(av)[i]);
+		SvREADONLY_on((SV *)av);
+		pi->psgi.version = av;
+	}
+	return pi->psgi.version;
+}
+
+/* Deletes env's elements that are not among the values this fill wrote:
+ * a name the last request had and this one has not, or what the last
+ * request's app added. */
+static void env_prune(pTHX_ struct perl_interp *pi, HV *env)
+{
+	HE *he;
+	hv_iterinit(env);
+	while ((he = hv_iternext(env))) {
+		SV *val = HeVAL(he);
+		size_t i = 0;
+		while (i < pi->psgi.nwritten && pi->psgi.written[i] != val)
+			i++;
+		if (i == pi->psgi.nwritten) /* deleting the iteration's element is safe */
+			(void)hv_delete(env, HeKEY(he), HeKUTF8(he) ? -HeKLEN(he) : HeKLEN(he),
+					G_DISCARD);
+	}
 }
 
 /* The PSGI environment: the request's CGI variables as plxd computed
  * them (the process's own, PATH and PERL5LIB, and PLXD::Request's
- * settings, PLXD_REQUEST_*, aside), then PSGI's keys. */
-static HV *env_build(pTHX_ struct perl_interp *pi, const struct perl_run *run)
+ * settings, PLXD_REQUEST_*, aside), then PSGI's keys. Made in the hash the
+ * last request left when env_keep kept it: most of what a new hash costs
+ * is allocating and freeing its elements, their values and shared keys,
+ * and consecutive requests mostly have the same names. */
+static HV *env_fill(pTHX_ struct perl_interp *pi, const struct perl_run *run)
 {
-	HV *env = newHV();
-	/* Room for the CGI variables, the headers and PSGI's keys at once,
-	 * rather than three doublings on the way. */
-	hv_ksplit(env, 64);
+	HV *env = pi->psgi.env;
+	pi->psgi.env = NULL;
+	if (!env) {
+		env = newHV();
+		/* Room for the CGI variables, the headers and PSGI's keys at
+		 * once, rather than three doublings on the way. */
+		hv_ksplit(env, 64);
+	}
+	pi->psgi.nwritten = 0;
 	const char *https = NULL;
+	SV *path_info = NULL;
 	for (char *const *e = run->env; *e; e++) {
 		const char *eq = strchr(*e, '=');
 		if (!eq)
@@ -412,36 +504,88 @@ static HV *env_build(pTHX_ struct perl_interp *pi, const struct perl_run *run)
 			continue;
 		if (klen == 14 && memcmp(*e, "REQUEST_SCHEME", 14) == 0)
 			https = eq + 1;
-		SV *v = newSVpv(eq + 1, 0);
-		if (TAINTING_get)
-			SvTAINTED_on(v);
-		(void)hv_store(env, *e, (I32)klen, v, 0);
+		SV *sv = env_slot(aTHX_ pi, env, *e, (I32)klen);
+		env_set_str(aTHX_ sv, eq + 1, strlen(eq + 1));
+		if (klen == 9 && memcmp(*e, "PATH_INFO", 9) == 0)
+			path_info = sv;
 	}
-	SV **pi_sv = hv_fetchs(env, "PATH_INFO", 0);
-	SV *raw = raw_path_info(aTHX_ env, pi_sv ? SvPV_nolen(*pi_sv) : "");
-	if (raw) {
-		if (TAINTING_get)
-			SvTAINTED_on(raw);
-		env_store(aTHX_ env, "PATH_INFO", raw);
-	} else if (!pi_sv)
-		env_store(aTHX_ env, "PATH_INFO", newSVpvs(""));
-	AV *version = newAV();
-	av_push(version, newSViv(1));
-	av_push(version, newSViv(1));
-	env_store(aTHX_ env, "psgi.version", newRV_noinc((SV *)version));
-	env_store(aTHX_ env, "psgi.url_scheme",
-			newSVpv(https && strcmp(https, "https") == 0 ? "https" : "http", 0));
-	env_store(aTHX_ env, "psgi.errors", newRV_inc((SV *)pi->stdio.std_gv[2]));
+	if (!path_info) {
+		path_info = env_slots(pi, env, "PATH_INFO");
+		env_set_str(aTHX_ path_info, "", 0);
+	}
+	raw_path_info(aTHX_ env, path_info);
+	env_set_ref(aTHX_ env_slots(pi, env, "psgi.version"), (SV *)version(aTHX_ pi));
+	const char *scheme = https && strcmp(https, "https") == 0 ? "https" : "http";
+	sv_setpv(env_slots(pi, env, "psgi.url_scheme"), scheme);
+	env_set_ref(aTHX_ env_slots(pi, env, "psgi.errors"), (SV *)pi->stdio.std_gv[2]);
 	int threads = pi->cloned;
-	env_store(aTHX_ env, "psgi.multithread", newSVsv(threads ? &PL_sv_yes : &PL_sv_no));
-	env_store(aTHX_ env, "psgi.multiprocess", newSVsv(threads ? &PL_sv_no : &PL_sv_yes));
-	env_store(aTHX_ env, "psgi.run_once", newSVsv(&PL_sv_no));
-	env_store(aTHX_ env, "psgi.nonblocking", newSVsv(&PL_sv_no));
-	env_store(aTHX_ env, "psgi.streaming", newSVsv(&PL_sv_yes));
-	env_store(aTHX_ env, "psgix.input.buffered", newSVsv(&PL_sv_yes));
-	env_store(aTHX_ env, "psgix.harakiri", newSVsv(&PL_sv_yes));
-	env_store(aTHX_ env, "psgix.cleanup", newSVsv(&PL_sv_yes));
-	env_store(aTHX_ env, "psgix.cleanup.handlers", newRV_noinc((SV *)newAV()));
-	env_store(aTHX_ env, "psgix.logger", newRV_inc((SV *)pi->psgi.logger));
+	sv_setsv(env_slots(pi, env, "psgi.multithread"), threads ? &PL_sv_yes : &PL_sv_no);
+	sv_setsv(env_slots(pi, env, "psgi.multiprocess"), threads ? &PL_sv_no : &PL_sv_yes);
+	sv_setsv(env_slots(pi, env, "psgi.run_once"), &PL_sv_no);
+	sv_setsv(env_slots(pi, env, "psgi.nonblocking"), &PL_sv_no);
+	sv_setsv(env_slots(pi, env, "psgi.streaming"), &PL_sv_yes);
+	sv_setsv(env_slots(pi, env, "psgix.input.buffered"), &PL_sv_yes);
+	sv_setsv(env_slots(pi, env, "psgix.harakiri"), &PL_sv_yes);
+	sv_setsv(env_slots(pi, env, "psgix.cleanup"), &PL_sv_yes);
+	SV *handlers = env_slots(pi, env, "psgix.cleanup.handlers");
+	if (!SvROK(handlers) || !plain_array(SvRV(handlers)) || av_count((AV *)SvRV(handlers)))
+		sv_setrv_noinc(handlers, (SV *)newAV());
+	env_set_ref(aTHX_ env_slots(pi, env, "psgix.logger"), (SV *)pi->psgi.logger);
+	(void)env_slots(pi, env, "psgi.input"); /* serve sets it */
+	if (HvUSEDKEYS(env) != pi->psgi.nwritten)
+		env_prune(aTHX_ pi, env);
 	return env;
+}
+
+/* Whether he, an element of a request's environment hash, may stay for
+ * the next request: a plain scalar, a reference to the interpreter's own
+ * psgi.version, psgi.errors, psgix.logger or empty psgi.input, or the
+ * cleanup handlers' array (emptied here). */
+static int keepable(pTHX_ struct perl_interp *pi, HE *he)
+{
+	SV *val = HeVAL(he);
+	if (!plain(val))
+		return 0;
+	if (!SvROK(val))
+		return 1;
+	SV *target = SvRV(val);
+	if (target == (SV *)pi->psgi.version || target == (SV *)pi->stdio.std_gv[2]
+			|| target == (SV *)pi->psgi.logger
+			|| (SvROK(pi->psgi.none) && target == SvRV(pi->psgi.none)))
+		return 1;
+	if (HeKLEN(he) != sizeof "psgix.cleanup.handlers" - 1
+			|| memcmp(HeKEY(he), "psgix.cleanup.handlers", (size_t)HeKLEN(he)) != 0
+			|| !plain_array(target))
+		return 0;
+	av_clear((AV *)target);
+	return 1;
+}
+
+/* Keeps the request's environment hash for the next one when nothing but
+ * the request holds it (the app kept no reference to it, and left it a
+ * plain hash). What freeing it would have freed is freed now: the app's
+ * objects in it (their DESTROY runs as the request ends, as before),
+ * psgi.input and its body, the cleanup handlers. */
+static void env_keep(pTHX_ struct perl_interp *pi, HV *env)
+{
+	if (pi->psgi.env || TAINTING_get || SvREFCNT(env) != 1 || SvMAGICAL(env) || SvOBJECT(env)
+			|| SvREADONLY(env) || (SvOOK(env) && HvAUX(env)->xhv_backreferences))
+		return;
+	HE *he;
+	hv_iterinit(env);
+	while ((he = hv_iternext(env)))
+		if (!keepable(aTHX_ pi, he)) /* deleting the iteration's element is safe */
+			(void)hv_delete(env, HeKEY(he), HeKUTF8(he) ? -HeKLEN(he) : HeKLEN(he),
+					G_DISCARD);
+	pi->psgi.env = (HV *)SvREFCNT_inc_simple_NN(env);
+}
+
+void psgi_unbind(pTHX_ struct perl_interp *pi)
+{
+	SvREFCNT_dec(pi->psgi.env);
+	SvREFCNT_dec(pi->psgi.version);
+	free(pi->psgi.written);
+	pi->psgi.env = NULL;
+	pi->psgi.version = NULL;
+	pi->psgi.written = NULL;
 }

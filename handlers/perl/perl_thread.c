@@ -160,9 +160,21 @@ static void running_job(void *ctx, const struct perl_run *run)
 		return;
 	/* As the run's clock starts: its compile, which may read files and
 	 * wait for another interpreter's load, is not the run's. */
+	struct perl_usage_mark *m = job->mark;
+	if (m && m->usable && !run->compiled) {
+		job->waits_at = m->waits;
+		job->cpu_at = m->cpu_us;
+		return;
+	}
 	struct rusage usage;
 	job->waits_at = getrusage(RUSAGE_THREAD, &usage) == 0 ? usage.ru_nvcsw : -1;
 	job->cpu_at = clock_thread_cpu_us();
+	if (m)
+		*m = (struct perl_usage_mark){ .valid = job->waits_at >= 0,
+			.wall_us = clock_us(),
+			.cpu_us = job->cpu_at,
+			.waits = job->waits_at,
+			.loop_waits = m->loop_waits_now };
 }
 
 static void thread_ready(struct perl_thread *t, int failed, const char *why)

@@ -13,6 +13,22 @@ struct perl_threads;
 struct perl_thread;
 
 /* One request for an interpreter thread: the caller's until done has run. */
+/* An event thread's CPU time and voluntary context switches, read for
+ * one inline run and good for the runs after it while its thread has not
+ * waited for its loop since and they are recent (perl_inline.c,
+ * perl_inline_begin): the two system calls cost more than a short run's
+ * own Perl. A run's own time then counts what its thread did since the
+ * reading too, at most PERL_INLINE_MARK_AGE_US more. */
+struct perl_usage_mark {
+	int valid;                    /* read, not failed */
+	int usable;                   /* by the next run: set as it begins */
+	uint64_t wall_us;             /* clock_us() when read */
+	uint64_t cpu_us;              /* clock_thread_cpu_us() */
+	long waits;                   /* voluntary context switches */
+	unsigned long loop_waits;     /* loop_waits() when read */
+	unsigned long loop_waits_now; /* loop_waits() as the next run begins */
+};
+
 struct perl_job {
 	struct perl_run run; /* its "In" fields, as for a worker (copied when
 				the thread takes the job) */
@@ -41,6 +57,10 @@ struct perl_job {
 	int want_usage;
 	uint64_t cpu_at;
 	long waits_at;
+	/* Inline: the event thread's readings, used instead of new ones when
+	 * usable and the script did not compile. NULL on an interpreter
+	 * thread, which waits for its next job. */
+	struct perl_usage_mark *mark;
 };
 
 /* Makes the parent interpreter on the calling thread, then n threads each

@@ -422,6 +422,7 @@ static int send_thread(void *ctx, struct perl_runner *r)
 		return -1;
 	q->in = inp[1];
 	q->b.thread.given = r;
+	struct tslot *s = (struct tslot *)(void *)r;
 	q->b.thread.job = (struct perl_job){
 		.run = run_of(q),
 		.running = thread_running,
@@ -432,11 +433,11 @@ static int send_thread(void *ctx, struct perl_runner *r)
 		 * (perl_inline_judge): of no use when nothing runs inline. */
 		.want_usage = q->conf->inline_budget_ms != 0,
 		.waits_at = -1,
+		.mark = s->inl ? perl_inline_mark(s->inl) : NULL,
 	};
 	q->b.thread.job.run.env = q->env;
 	q->b.thread.job.run.stdin_fd = inp[0];
 	q->b.thread.job.run.want_running = (q->wire.flags & PERL_WIRE_TIMING) != 0;
-	struct tslot *s = (struct tslot *)(void *)r;
 	api_of(q)->submit(s->t, &q->b.thread.job);
 	return 0;
 }

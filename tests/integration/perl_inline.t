@@ -367,4 +367,31 @@ EOF
     $s->stop;
 }
 
+# --- a run that starts from the readings of the run before it ---
+# Two requests pipelined on one connection run one after the other on its
+# event thread, which does not sleep in between: the second starts from
+# the readings of its thread's CPU time and voluntary context switches
+# that the first took (struct perl_usage_mark) when it begins within
+# PERL_INLINE_MARK_AGE_US of them (tests/unit/test_perl_inline_rule.c
+# tests that limit; a slow build or machine reads them anew). Either way
+# one that sleeps is seen to have waited, and demoted.
+{
+    $s = PlxdTest->start(
+        files    => { 'pipe.plt' => $files{'where.plt'} },
+        handlers => { '.plt' => 'perl:thread' },
+        server   => { threads => 1 },
+        sections => { 'perl:thread' => { isolation => 'thread', workers => 1, inline_budget => '50ms' } },
+    );
+    $s->get('/pipe.plt') for 1 .. 3;
+    my $c = $s->connect;
+    $c->syswrite(request_bytes('GET', '/pipe.plt') . request_bytes('GET', '/pipe.plt?sleep=80'));
+    my @r = read_responses($c, 2);
+    is(join(',', map { $_->{body} } @r), "plxd-event\n,plxd-event\n",
+        'a short run and one that sleeps 80 ms, pipelined: both inline');
+    ok(wait_for(sub { $s->error_log =~ m{pipe\.plt: ran \d+ us inline, past inline_budget} }),
+        '... and the second is demoted: it waited');
+    is($s->get('/pipe.plt')->{content}, "plxd-perl\n", '... its next run is on the interpreter thread');
+    $s->stop;
+}
+
 done_testing;

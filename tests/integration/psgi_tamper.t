@@ -9,7 +9,10 @@ use Test::More;
 use PlxdTest qw(wait_for);
 
 my $app = <<'EOF2';
-my ($kept_responder, $kept_env, $kept_writer);
+my ($kept_responder, $kept_env, $kept_writer, $kept_value, $kept_weak);
+use Scalar::Util ();
+package EnvGuard { sub event { my ($file, $what) = @_; open my $fh, '>>', $file or die "$file: $!"; print $fh "$what\n"; close $fh }
+    sub new { bless { name => $_[1], file => $_[2] }, $_[0] } sub DESTROY { event($_[0]{file}, "destroyed $_[0]{name}") } }
 package Boom { use overload '""' => sub { die "a stringification died\n" }, fallback => 1; }
 package Guard { sub new { bless {}, shift } sub DESTROY { eval { die "set by a DESTROY\n" } } }
 package Body { sub new { bless { n => 0, die => $_[1] }, $_[0] } sub getline { my $s = shift;
@@ -46,6 +49,26 @@ sub {
     if ($q{boom}) { die bless {}, 'Boom' }
     if ($q{where}) { my $tid = syscall(186); open my $fh, '<', "/proc/self/task/$tid/comm" or die; my $c = <$fh>; return [200, [], [$c]] }
     if ($q{exit}) { exit $q{exit} }
+    # What one request does to its environment hash, which the next may be
+    # given again (perl_psgi.c, env_keep)
+    if ($q{envadd}) { $env->{'my.key'} = 'mine'; $env->{'my.guard'} = EnvGuard->new($q{envadd}, $q{events});
+        push @{ $env->{'psgix.cleanup.handlers'} }, sub { EnvGuard::event($q{events}, "cleanup of $q{envadd}") } }
+    if ($q{envdecode}) { utf8::decode($env->{PATH_INFO}) }
+    if ($q{envdelete}) { delete @$env{qw(QUERY_STRING REQUEST_METHOD psgi.version psgi.input psgix.cleanup.handlers)} }
+    if ($q{envset}) { $env->{REQUEST_METHOD} = [1]; $env->{'psgi.multithread'} = 'maybe'; $env->{HTTP_HOST} = EnvGuard->new('set', $q{events}) }
+    if ($q{envref}) { $kept_value = \$env->{QUERY_STRING} }
+    if ($q{envweak}) { $kept_weak = $env; Scalar::Util::weaken($kept_weak) }
+    if ($q{envversion}) { eval { $env->{'psgi.version'}[1] = 2 }; return [200, [], ["version: " . ($@ ? "read-only" : "changed") . "\n"]] }
+    if ($q{envshow}) {
+        my $handlers = $env->{'psgix.cleanup.handlers'};
+        return [200, [], [join(' ', map { "$_=" . (defined $env->{$_} ? $env->{$_} : 'undef') }
+            qw(my.key my.guard HTTP_X_ONCE QUERY_STRING REQUEST_METHOD psgi.multithread HTTP_HOST)),
+            " utf8=" . (utf8::is_utf8($env->{PATH_INFO}) ? 1 : 0),
+            " version=@{ $env->{'psgi.version'} } handlers=" . scalar(@$handlers),
+            " input=" . (ref $env->{'psgi.input'} ? 'ref' : 'none'),
+            " kept=" . (defined $kept_value ? $$kept_value : 'undef'),
+            " weak=" . (defined $kept_weak ? 'alive' : 'gone'), "\n"]];
+    }
     if ($q{die}) { die "the app died here\n" }
     return [200, ['Content-Type', 'text/plain'], ["read=[$read]\n"]];
 };
@@ -117,6 +140,39 @@ for my $mode (qw(worker thread inline)) {
     is($get->('?'), "200 read=[]\n", "$mode: served after a die with an object whose stringification dies");
     $get->("?openerr=$dir/err.txt");
     ok($logged->('after-openerr'), "$mode: after open STDERR, the next request's STDERR reaches the log");
+
+    # The environment hash of one request is the next's, filled again, when
+    # nothing kept it: nothing of the last request's may show in it.
+    my $mt = $mode eq 'worker' ? '' : 1;
+    my $clean = "my.key=undef my.guard=undef HTTP_X_ONCE=undef QUERY_STRING=envshow=1 REQUEST_METHOD=GET "
+        . "psgi.multithread=$mt HTTP_HOST=127.0.0.1:" . $s->port . " utf8=0 version=1 1 handlers=0 input=ref";
+    is($get->('?envshow=1'), "200 $clean kept=undef weak=gone\n", "$mode: the environment as a request finds it");
+    my $events = "$dir/events-$mode.txt";
+    my $event_log = sub { open my $fh, '<', $events or return ''; local $/; <$fh> };
+    is($get->("?envadd=add1&events=$events"), "200 read=[]\n", "$mode: an app adds a string, an object and a cleanup handler to \$env");
+    ok(wait_for(sub { $event_log->() =~ /destroyed add1/ }),
+        "$mode: ... the object is destroyed as its request ends, before any other request");
+    is($get->('?envshow=1'), "200 $clean kept=undef weak=gone\n", "$mode: ... the next request has none of them");
+    $s->get("/app.psgi?envadd=once&events=$events", { 'X-Once' => 'yes' });
+    is($get->('?envshow=1'), "200 $clean kept=undef weak=gone\n", "$mode: a header of the last request is not in the next's");
+    $s->get('/app.psgi/caf%C3%A9?envdecode=1');
+    like($s->get('/app.psgi/caf%C3%A9?envshow=1')->{content}, qr/ utf8=0 /,
+        "$mode: a value an app decoded in place is bytes again in the next request");
+    for my $tamper (qw(envdelete envset)) {
+        $get->("?$tamper=1&events=$events");
+        ok(wait_for(sub { $event_log->() =~ /destroyed set/ }),
+            "$mode: an object stored over a variable is destroyed as its request ends") if $tamper eq 'envset';
+        is($get->('?envshow=1'), "200 $clean kept=undef weak=gone\n", "$mode: after $tamper, the next request's environment is whole");
+    }
+    is($event_log->(), "cleanup of add1\ndestroyed add1\ncleanup of once\ndestroyed once\ndestroyed set\n",
+        "$mode: each cleanup handler ran once, and each object was destroyed once");
+    $get->('?envref=1');
+    is($get->('?envshow=1'), "200 $clean kept=envref=1 weak=gone\n",
+        "$mode: a reference kept to a value of \$env keeps its request's value");
+    $get->('?envweak=1');
+    like($get->('?envshow=1'), qr/ weak=gone\n/, "$mode: a weak reference to an earlier request's \$env is gone");
+    is($get->('?envversion=1'), "200 version: read-only\n", "$mode: psgi.version is read-only");
+
     $get->('?exit=3');
     is($get->('?'), "200 read=[]\n", "$mode: served after all that");
     $s->stop;

@@ -28,8 +28,9 @@ my $FORM = 'name=soak&list=x+y%21&empty=';
 my $FORM_ANSWER = "name => soak\nlist => x y!\nempty => ";
 
 # What is sent (request line, an extra header, a body: form, of type
-# x-www-form-urlencoded unless type says) and what must come back. The first nine are the good
-# requests; plt and post_plt run in interpreter threads inside plxd (.plt = perl:thread).
+# x-www-form-urlencoded unless type says) and what must come back. The first eleven are the good
+# requests; plt and post_plt run in interpreter threads inside plxd (.plt = perl:thread), psgi
+# and app_psgi where the configuration maps .psgi.
 our @KINDS = (
     { name => 'static',      good => 1, get => '/hello.html',         status => [200], body => qr/Hello world!/ },
     { name => 'pl',          good => 1, get => '/hello.pl',           status => [200], body => qr/Hello world!/ },
@@ -44,6 +45,10 @@ our @KINDS = (
       body => qr{^<html><body>\nHello world!\n</body></html>\n\z} },
     { name => 'post_plt',    good => 1, post => "/request.plt?$QUERY", form => $FORM, status => [200],
       body => qr/^\Q$QUERY_ANSWER\E\n\Q$FORM_ANSWER\E\z/ },
+    { name => 'psgi',        good => 1, get => '/hello.psgi',         status => [200],
+      body => qr{^<html><body>\nHello world!\n</body></html>\n\z} },
+    # Plack::Request and middleware: what they add to the environment is the request's alone.
+    { name => 'app_psgi',    good => 1, get => '/app.psgi?name=soak', status => [200], body => qr/^Hello, soak!\n/ },
     { name => 'bad_escape',  get => '/request.plx?a=%zz', status => [400] },
     { name => 'traversal',   get => '/../../etc/passwd',  status => [400, 403, 404] },
     { name => 'big_header',  get => '/hello.html', header => 'X-Big: ' . ('b' x 40000), status => [431] },

@@ -2,7 +2,7 @@
  * waiting one; from the loop's own thread it needs no wake-up, yet never
  * waits for one. Timers: stopping one in the middle of the heap leaves the
  * rest firing in order, none early. A one-shot watch fires once per
- * arming. */
+ * arming. loop_waits counts only the turns that may sleep. */
 #include "loop.h"
 #include "clock.h"
 #include "tap.h"
@@ -188,6 +188,46 @@ static uint64_t turn(void)
 	return clock_ms() - t0;
 }
 
+static void drain(struct loop_watch *w, unsigned events)
+{
+	(void)events;
+	char buf[16];
+	if (read(w->fd, buf, sizeof buf) > 0)
+		ran++;
+}
+
+/* loop_waits counts the turns that may sleep, which an inline Perl run's
+ * measure of its own time needs (perl_inline.c): a turn with an event
+ * already waiting does not sleep, whatever its timeout, nor does a turn
+ * with none. */
+static void test_waits(void)
+{
+	int fds[2];
+	if (pipe(fds) < 0) {
+		ok(0, "a pipe");
+		return;
+	}
+	struct loop_watch w;
+	loop_watch_init(&w);
+	loop_watch_add(loop, &w, fds[0], LOOP_IN, drain);
+	unsigned long before = loop_waits(loop);
+	ran = 0;
+	ssize_t unused = write(fds[1], "x", 1);
+	(void)unused;
+	loop_run_once(loop, 10 * 1000);
+	ok(ran == 1 && loop_waits(loop) == before,
+			"a turn that finds an event waiting is no wait (%lu waits)",
+			loop_waits(loop) - before);
+	loop_run_once(loop, 0);
+	ok(loop_waits(loop) == before, "nor is a turn with no timeout");
+	loop_run_once(loop, 10);
+	ok(loop_waits(loop) == before + 1, "a turn that may sleep is one (%lu waits)",
+			loop_waits(loop) - before);
+	loop_watch_del(loop, &w);
+	close(fds[0]);
+	close(fds[1]);
+}
+
 int main(void)
 {
 	loop = loop_create();
@@ -233,6 +273,7 @@ int main(void)
 
 	test_timer_stop_in_middle();
 	test_watch_once();
+	test_waits();
 
 	loop_destroy(loop);
 	return done_testing();

@@ -1,6 +1,7 @@
 /* perl_inline_rule.h: how an inline run went from its times, each limit
- * at its value and one past it (a budget of 1 ms: 1,000 us), and the
- * smoothed own time that forgives a straggler. Table-driven. */
+ * at its value and one past it (a budget of 1 ms: 1,000 us), the smoothed
+ * own time that forgives a straggler, and when a run starts from readings
+ * an earlier one took. Table-driven. */
 #include "perl_inline_rule.h"
 #include "tap.h"
 
@@ -74,5 +75,13 @@ int main(void)
 			runs);
 	ok(perl_inline_forgiven(B, B), "an average at the budget forgives");
 	ok(!perl_inline_forgiven(B + 1, B), "1 us past it does not");
+
+	/* The readings a run starts from, kept from an earlier run. */
+	const uint64_t age = PERL_INLINE_MARK_AGE_US;
+	ok(perl_inline_mark_usable(1, 7, 7, age), "readings %llu us old are used",
+			(unsigned long long)age);
+	ok(!perl_inline_mark_usable(1, 7, 7, age + 1), "1 us older, they are not");
+	ok(!perl_inline_mark_usable(1, 7, 8, 0), "nor once the loop waited since");
+	ok(!perl_inline_mark_usable(0, 7, 7, 0), "nor when none were read");
 	return done_testing();
 }
