@@ -260,9 +260,10 @@ void perl_inline_note(struct perl_inline *in, struct perl_req *q, enum perl_inli
 	if (verdict == PERL_INLINE_STRAY && !(f && perl_inline_forgiven(f->avg_us, budget_us)))
 		verdict = PERL_INLINE_LONG;
 	/* A straggler forgiven neither counts as short nor breaks the count. */
+	int past = verdict != PERL_INLINE_SHORT && verdict != PERL_INLINE_STRAY;
 	if (f && verdict == PERL_INLINE_SHORT && f->short_runs < SHORT_RUNS_MAX)
 		f->short_runs++;
-	else if (f && verdict != PERL_INLINE_SHORT && verdict != PERL_INLINE_STRAY)
+	else if (f && past)
 		f->short_runs = 0;
 	if (f && verdict == PERL_INLINE_FAR && was_inline && f->demotions < DEMOTIONS_MAX)
 		f->demotions++;
@@ -270,7 +271,7 @@ void perl_inline_note(struct perl_inline *in, struct perl_req *q, enum perl_inli
 	uint64_t avg_us = f ? f->avg_us : own_us;
 	pthread_mutex_unlock(&in->lock);
 	const char *route = key != q->script ? key + strlen(q->script) + 1 : NULL;
-	if (verdict != PERL_INLINE_SHORT && verdict != PERL_INLINE_STRAY && was_inline)
+	if (past && was_inline)
 		plxd_log(PLXD_LOG_INFO,
 				"%s%s%s: ran %llu us inline, past inline_budget (or printed or forked "
 				"too much): it runs on the interpreter threads until it has run "
