@@ -27,6 +27,8 @@ static int load(pTHX_ struct perl_interp *pi, struct perl_script *s, struct perl
 static HV *env_fill(pTHX_ struct perl_interp *pi, const struct perl_run *run);
 static void env_keep(pTHX_ struct perl_interp *pi, HV *env);
 static void env_set_str(pTHX_ SV *sv, const char *val, STRLEN vlen);
+static void served(pTHX_ struct perl_interp *pi, struct perl_run *run, HV *env);
+static void env_release(pTHX_ void *p);
 static void cleanup_run(pTHX_ struct perl_interp *pi, HV *env);
 
 /* PLXD::PSGI::client_gone(): whether the request's response is wanted no
@@ -163,18 +165,35 @@ static SV *call_scalar(pTHX_ SV *fn, SV *arg1, SV *arg2)
 	return SvTRUE(ERRSV) ? NULL : got;
 }
 
-/* Whether f, the empty psgi.input an earlier request had, is still an
- * in-memory handle with nothing to read, put back at its start. An app
- * may have opened its glob again onto other bytes (open $env->{'psgi.input'},
- * '<', \$secret), pushed a layer, or read it: the next request, of any
- * app, must read nothing of that. */
-static int still_empty(pTHX_ PerlIO *f)
+/* Whether gv, the empty psgi.input an earlier request had, is still as
+ * PLXD::PSGI::input made it: an in-memory handle with nothing to read, put
+ * back at its start, and nothing else of an app's on it. An app may have
+ * opened its glob again onto other bytes (open $env->{'psgi.input'}, '<',
+ * \$secret), pushed a layer or set its UTF-8 flag, read it, blessed or
+ * tied it or its handle, named formats for it ($~, $^), or put values in
+ * its glob's other slots (${*$in}, @{*$in}, %{*$in}): the next request, of
+ * any app, must see nothing of that. */
+static int still_empty(pTHX_ GV *gv)
 {
+	IO *io = GvIO(gv);
+	PerlIO *f = io ? IoIFP(io) : NULL;
+	SV *sv = GvSV(gv);
+	AV *av = GvAV(gv);
+	HV *hv = GvHV(gv);
 	char c;
+	if (!f || SvOBJECT(gv) || SvRMAGICAL(gv) || SvRMAGICAL(io)
+			|| SvSTASH(io) != gv_stashpvs("IO::File", 0) || IoFMT_NAME(io)
+			|| IoTOP_NAME(io) || IoFMT_GV(io) || IoTOP_GV(io) || GvCV(gv) || GvFORM(gv)
+			|| (sv && (SvOK(sv) || SvMAGICAL(sv)))
+			|| (av && (av_count(av) || SvMAGICAL(av)))
+			|| (hv && (HvUSEDKEYS(hv) || SvMAGICAL(hv))))
+		return 0;
 	if (!PerlIOValid(f) || strcmp(PerlIOBase(f)->tab->name, "scalar") != 0
-			|| PerlIO_seek(f, 0, SEEK_SET) < 0 || PerlIO_read(f, &c, 1) != 0)
+			|| (PerlIOBase(f)->flags & PERLIO_F_UTF8) || PerlIO_seek(f, 0, SEEK_SET) < 0
+			|| PerlIO_read(f, &c, 1) != 0)
 		return 0;
 	PerlIO_clearerr(f);
+	IoLINES(io) = 0;
 	return PerlIO_seek(f, 0, SEEK_SET) >= 0;
 }
 
@@ -187,15 +206,19 @@ static SV *input_for(pTHX_ struct perl_interp *pi, HV *env)
 	SV *none = pi->psgi.none;
 	SV *input = (SV *)pi->psgi.input;
 	if (!length || !SvTRUE(*length)) {
-		GV *gv = SvROK(none) && isGV_with_GP(SvRV(none)) ? (GV *)SvRV(none) : NULL;
-		IO *io = gv ? GvIO(gv) : NULL;
-		if (io && IoIFP(io) && still_empty(aTHX_ IoIFP(io)))
+		if (SvROK(none) && isGV_with_GP(SvRV(none)) && still_empty(aTHX_(GV *) SvRV(none)))
 			return none;
 		/* Not reused: input opens another, on a new glob. */
 		sv_setsv(none, &PL_sv_undef);
 	}
 	return call_scalar(aTHX_ input, length ? *length : &PL_sv_undef, NULL);
 }
+
+struct release_arg {
+	struct perl_interp *pi;
+	HV *env;
+	int keep;
+};
 
 struct serve_arg {
 	struct perl_interp *pi;
@@ -263,12 +286,23 @@ int psgi_run(pTHX_ struct perl_interp *pi, struct perl_script *s, struct perl_ru
 	}
 	run_running(pi, run);
 	HV *env = env_fill(aTHX_ pi, run);
-	sv_2mortal((SV *)env);
 	struct serve_arg a = { .pi = pi, .app = s->app, .env = env };
 	sv_setpvs(ERRSV, "");
 	ret = protect(aTHX_ serve, &a);
-	if (ret != 0)
-		return ret; /* exit inside the app, or a cancel: as a script's */
+	if (ret == 0) /* else exit inside the app, or a cancel: as a script's */
+		served(aTHX_ pi, run, env);
+	/* Let go of under protect too: an object the app left in the
+	 * environment may call exit in its DESTROY, as a script's lexical
+	 * may. */
+	struct release_arg r = { .pi = pi, .env = env, .keep = ret == 0 };
+	int released = protect(aTHX_ env_release, &r);
+	return ret != 0 ? ret : released;
+}
+
+/* After the app's request was served: its error logged, harakiri, the
+ * cleanup handlers. */
+static void served(pTHX_ struct perl_interp *pi, struct perl_run *run, HV *env)
+{
 	if (SvTRUE(ERRSV)) {
 		report_error(aTHX_ pi, "the PSGI application died");
 		run->outcome = PERL_DIED;
@@ -290,8 +324,14 @@ int psgi_run(pTHX_ struct perl_interp *pi, struct perl_script *s, struct perl_ru
 			pi->retire_next = 1;
 		}
 	}
-	env_keep(aTHX_ pi, env);
-	return 0;
+}
+
+static void env_release(pTHX_ void *p)
+{
+	struct release_arg *r = p;
+	if (r->keep)
+		env_keep(aTHX_ r->pi, r->env);
+	SvREFCNT_dec(r->env);
 }
 
 /* psgix.cleanup.handlers: the request is answered first (its response
@@ -445,6 +485,16 @@ static void env_set_ref(pTHX_ SV *sv, SV *target)
  * it: an app that changed it would change it for the next request too. */
 static AV *version(pTHX_ struct perl_interp *pi)
 {
+	AV *kept = pi->psgi.version;
+	/* Made writable again (Internals::SvREADONLY) and changed, it goes. */
+	if (kept
+			&& !(SvREADONLY(kept) && av_count(kept) == 2 && SvREADONLY(AvARRAY(kept)[0])
+					&& SvREADONLY(AvARRAY(kept)[1])
+					&& SvIV(AvARRAY(kept)[0]) == 1
+					&& SvIV(AvARRAY(kept)[1]) == 1)) {
+		SvREFCNT_dec(kept);
+		pi->psgi.version = NULL;
+	}
 	if (!pi->psgi.version) {
 		AV *av = newAV();
 		av_push(av, newSViv(1));
@@ -516,7 +566,7 @@ static HV *env_fill(pTHX_ struct perl_interp *pi, const struct perl_run *run)
 	raw_path_info(aTHX_ env, path_info);
 	env_set_ref(aTHX_ env_slots(pi, env, "psgi.version"), (SV *)version(aTHX_ pi));
 	const char *scheme = https && strcmp(https, "https") == 0 ? "https" : "http";
-	sv_setpv(env_slots(pi, env, "psgi.url_scheme"), scheme);
+	env_set_str(aTHX_ env_slots(pi, env, "psgi.url_scheme"), scheme, strlen(scheme));
 	env_set_ref(aTHX_ env_slots(pi, env, "psgi.errors"), (SV *)pi->stdio.std_gv[2]);
 	int threads = pi->cloned;
 	sv_setsv(env_slots(pi, env, "psgi.multithread"), threads ? &PL_sv_yes : &PL_sv_no);

@@ -11,6 +11,9 @@ use PlxdTest qw(wait_for);
 my $app = <<'EOF2';
 my ($kept_responder, $kept_env, $kept_writer, $kept_value, $kept_weak);
 use Scalar::Util ();
+package EvilIn { sub read { $_[1] = "EVILREAD"; 8 } }
+package TieIn { sub TIEHANDLE { bless {}, shift } sub READ { $_[1] = "TIEDREAD"; 8 } sub READLINE { "TIEDLINE" } }
+package ExitGuard { sub new { bless {}, shift } sub DESTROY { exit 3 } }
 package EnvGuard { sub event { my ($file, $what) = @_; open my $fh, '>>', $file or die "$file: $!"; print $fh "$what\n"; close $fh }
     sub new { bless { name => $_[1], file => $_[2] }, $_[0] } sub DESTROY { event($_[0]{file}, "destroyed $_[0]{name}") } }
 package Boom { use overload '""' => sub { die "a stringification died\n" }, fallback => 1; }
@@ -58,12 +61,23 @@ sub {
     if ($q{envset}) { $env->{REQUEST_METHOD} = [1]; $env->{'psgi.multithread'} = 'maybe'; $env->{HTTP_HOST} = EnvGuard->new('set', $q{events}) }
     if ($q{envref}) { $kept_value = \$env->{QUERY_STRING} }
     if ($q{envweak}) { $kept_weak = $env; Scalar::Util::weaken($kept_weak) }
+    # What one request does to its empty psgi.input, which the next request, of any app, may be given
+    # again (perl_psgi.c, still_empty)
+    if ($q{inglob}) { ${*$in}{secret} = 'GLOBHASH'; ${*$in} = 'GLOBSV'; @{*$in} = ('GLOBAV') }
+    if ($q{inbless}) { bless $in, 'EvilIn' }
+    if ($q{inblessio}) { bless *{$in}{IO}, 'EvilIn' }
+    if ($q{intie}) { tie *$in, 'TieIn' }
+    if ($q{infmt}) { my $old = select $in; $~ = 'SECRETFMT'; $^ = 'SECRETTOP'; select $old }
+    if ($q{inutf8}) { binmode $in, ':utf8' }
+    if ($q{inlines}) { $. = 42 }
+    if ($q{scheme}) { utf8::upgrade($env->{'psgi.url_scheme'}) }
+    if ($q{exitdestroy}) { $env->{'my.exit'} = ExitGuard->new }
     if ($q{envversion}) { eval { $env->{'psgi.version'}[1] = 2 }; return [200, [], ["version: " . ($@ ? "read-only" : "changed") . "\n"]] }
     if ($q{envshow}) {
         my $handlers = $env->{'psgix.cleanup.handlers'};
         return [200, [], [join(' ', map { "$_=" . (defined $env->{$_} ? $env->{$_} : 'undef') }
             qw(my.key my.guard HTTP_X_ONCE QUERY_STRING REQUEST_METHOD psgi.multithread HTTP_HOST)),
-            " utf8=" . (utf8::is_utf8($env->{PATH_INFO}) ? 1 : 0),
+            " utf8=" . (utf8::is_utf8($env->{PATH_INFO}) || utf8::is_utf8($env->{'psgi.url_scheme'}) ? 1 : 0),
             " version=@{ $env->{'psgi.version'} } handlers=" . scalar(@$handlers),
             " input=" . (ref $env->{'psgi.input'} ? 'ref' : 'none'),
             " kept=" . (defined $kept_value ? $$kept_value : 'undef'),
@@ -79,7 +93,13 @@ for my $mode (qw(worker thread inline)) {
         : (perl => { isolation => 'thread', workers => 1, inline_budget => $mode eq 'inline' ? '200ms' : 0 });
     my $other = 'sub { my $in = $_[0]{"psgi.input"}; my $x = do { local $/; <$in> } // ""; '
         . '[200, [], ["other read=[$x]\n"]] }';
-    my $s = PlxdTest->start(files => { 'app.psgi' => $app, 'other.psgi' => $other }, handlers => { '.psgi' => 'perl' },
+    # Reads its empty psgi.input every way, and says what is on its glob.
+    my $look = 'sub { my $in = $_[0]{"psgi.input"}; my $n = $in->read(my $b, 100); my $l = <$in> // ""; '
+        . 'my $lines = $.; my $old = select $in; my $f = "$~ $^"; select $old; '
+        . '[200, [], ["read=[$b] line=[$l] ref=" . ref($in) . " io=" . ref(*{$in}{IO}) . " lines=$lines slots=["'
+        . ' . join(",", ${*$in} // (), @{*$in}, %{*$in}) . "] formats=" . ($f =~ /SECRET/ ? "kept" : "own") . "\n"]] }';
+    my $s = PlxdTest->start(files => { 'app.psgi' => $app, 'other.psgi' => $other, 'look.psgi' => $look },
+        handlers => { '.psgi' => 'perl' },
         server => { threads => 1 }, sections => \%sec);
     my $get = sub { my $r = $s->get("/app.psgi/$_[0]"); "$r->{status} " . ($r->{content} // '') };
     # inline: the routes prove themselves first
@@ -120,6 +140,14 @@ for my $mode (qw(worker thread inline)) {
     my $u = $get->('?usekept=1');
     like($u, qr/^500/, "$mode: a kept responder called by a later request is a 500 ($u)");
     like($s->error_log, qr/app\.psgi.*responder of an earlier request/, "$mode: ... logged naming the app");
+    my $look_clean = "200 read=[] line=[] ref=GLOB io=IO::File lines=0 slots=[] formats=own\n";
+    is(join('', map { $_->{status} . ' ' . $_->{content} } $s->get('/look.psgi')), $look_clean,
+        "$mode: an app's empty psgi.input, every way read");
+    for my $tamper (qw(inglob inbless inblessio intie infmt inutf8 inlines)) {
+        $get->("?$tamper=1");
+        my $r = $s->get('/look.psgi');
+        is("$r->{status} $r->{content}", $look_clean, "$mode: after $tamper on it, another app's empty psgi.input is its own");
+    }
     $get->('?keepenv=1');
     is($get->('?oldenv=1'), "200 old env: keepenv=1\n", "$mode: a kept \$env is the old request's");
     is($get->('?body=1'), "200 line1\nline2\nline3\n", "$mode: a getline body");
@@ -172,6 +200,11 @@ for my $mode (qw(worker thread inline)) {
     $get->('?envweak=1');
     like($get->('?envshow=1'), qr/ weak=gone\n/, "$mode: a weak reference to an earlier request's \$env is gone");
     is($get->('?envversion=1'), "200 version: read-only\n", "$mode: psgi.version is read-only");
+    $get->('?scheme=1');
+    like($get->('?envshow=1'), qr/ utf8=0 /, "$mode: psgi.url_scheme upgraded by an app is bytes again in the next request");
+    is($get->('?exitdestroy=1'), "200 read=[]\n", "$mode: an object in \$env whose DESTROY calls exit: its request is answered");
+    ok(wait_for(sub { $s->error_log =~ /app\.psgi: exited with status 3/ }), "$mode: ... the exit is logged naming the app");
+    is($get->('?'), "200 read=[]\n", "$mode: ... and plxd serves the next request");
 
     $get->('?exit=3');
     is($get->('?'), "200 read=[]\n", "$mode: served after all that");
