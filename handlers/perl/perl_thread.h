@@ -12,7 +12,6 @@
 struct perl_threads;
 struct perl_thread;
 
-/* One request for an interpreter thread: the caller's until done has run. */
 /* An event thread's CPU time and voluntary context switches, read for
  * one inline run and good for the runs after it while its thread has not
  * waited for its loop since and they are recent (perl_inline.c,
@@ -29,6 +28,7 @@ struct perl_usage_mark {
 	unsigned long loop_waits_now; /* loop_waits() as the next run begins */
 };
 
+/* One request for an interpreter thread: the caller's until done has run. */
 struct perl_job {
 	struct perl_run run; /* its "In" fields, as for a worker (copied when
 				the thread takes the job) */
