@@ -650,6 +650,7 @@ int interp_bind(pTHX_ struct perl_interp *pi, char *err, size_t errlen)
 	pi->psgi.logger = get_cv("PLXD::PSGI::logger", 0);
 	pi->psgi.served = get_sv("PLXD::PSGI::served", 0);
 	pi->psgi.none = get_sv("PLXD::PSGI::none", 0);
+	pi->psgi.io_file = gv_stashpvs("IO::File", GV_ADD);
 	pi->psgi.out = gv_fetchpvs("PLXD::PSGI::OUT", 0, SVt_PVIO);
 	pi->psgi.stdout_gv = gv_fetchpvs("STDOUT", GV_NOTQUAL, SVt_PVIO);
 	pi->psgi.stderr_gv = gv_fetchpvs("STDERR", GV_NOTQUAL, SVt_PVIO);

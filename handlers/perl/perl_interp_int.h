@@ -194,13 +194,14 @@ struct perl_interp {
 	CV *fcgi_install; /* PLXD::Worker::fcgi_install */
 	/* What perl_psgi.c's request works with, in PLXD/PSGI.pm. */
 	struct {
-		CV *answer; /* PLXD::PSGI::answer */
-		CV *input;  /* PLXD::PSGI::input */
-		CV *call;   /* PLXD::PSGI::call */
-		CV *logger; /* PLXD::PSGI::logger, psgix.logger */
-		SV *served; /* $PLXD::PSGI::served */
-		SV *none;   /* $PLXD::PSGI::none, the empty psgi.input */
-		GV *out;    /* *PLXD::PSGI::OUT, the response channel */
+		CV *answer;  /* PLXD::PSGI::answer */
+		CV *input;   /* PLXD::PSGI::input */
+		CV *call;    /* PLXD::PSGI::call */
+		CV *logger;  /* PLXD::PSGI::logger, psgix.logger */
+		SV *served;  /* $PLXD::PSGI::served */
+		SV *none;    /* $PLXD::PSGI::none, the empty psgi.input */
+		HV *io_file; /* IO::File's stash, which perl blesses a handle into */
+		GV *out;     /* *PLXD::PSGI::OUT, the response channel */
 		GV *stdout_gv, *stderr_gv;
 		/* The environment hash the last request left, to be filled
 		 * again (perl_psgi.c, env_fill), its psgi.version, and the

@@ -173,7 +173,7 @@ static SV *call_scalar(pTHX_ SV *fn, SV *arg1, SV *arg2)
  * tied it or its handle, named formats for it ($~, $^), or put values in
  * its glob's other slots (${*$in}, @{*$in}, %{*$in}): the next request, of
  * any app, must see nothing of that. */
-static int still_empty(pTHX_ GV *gv)
+static int still_empty(pTHX_ struct perl_interp *pi, GV *gv)
 {
 	IO *io = GvIO(gv);
 	PerlIO *f = io ? IoIFP(io) : NULL;
@@ -182,8 +182,8 @@ static int still_empty(pTHX_ GV *gv)
 	HV *hv = GvHV(gv);
 	char c;
 	if (!f || SvOBJECT(gv) || SvRMAGICAL(gv) || SvRMAGICAL(io)
-			|| SvSTASH(io) != gv_stashpvs("IO::File", 0) || IoFMT_NAME(io)
-			|| IoTOP_NAME(io) || IoFMT_GV(io) || IoTOP_GV(io) || GvCV(gv) || GvFORM(gv)
+			|| SvSTASH(io) != pi->psgi.io_file || IoFMT_NAME(io) || IoTOP_NAME(io)
+			|| IoFMT_GV(io) || IoTOP_GV(io) || GvCV(gv) || GvFORM(gv)
 			|| (sv && (SvOK(sv) || SvMAGICAL(sv)))
 			|| (av && (av_count(av) || SvMAGICAL(av)))
 			|| (hv && (HvUSEDKEYS(hv) || SvMAGICAL(hv))))
@@ -206,7 +206,8 @@ static SV *input_for(pTHX_ struct perl_interp *pi, HV *env)
 	SV *none = pi->psgi.none;
 	SV *input = (SV *)pi->psgi.input;
 	if (!length || !SvTRUE(*length)) {
-		if (SvROK(none) && isGV_with_GP(SvRV(none)) && still_empty(aTHX_(GV *) SvRV(none)))
+		if (SvROK(none) && isGV_with_GP(SvRV(none))
+				&& still_empty(aTHX_ pi, (GV *)SvRV(none)))
 			return none;
 		/* Not reused: input opens another, on a new glob. */
 		sv_setsv(none, &PL_sv_undef);
@@ -507,6 +508,13 @@ static AV *version(pTHX_ struct perl_interp *pi)
 	return pi->psgi.version;
 }
 
+/* Deletes he from env while env is iterated, which is safe for the
+ * iteration's current element. */
+static void env_delete(pTHX_ HV *env, HE *he)
+{
+	(void)hv_delete(env, HeKEY(he), HeKUTF8(he) ? -HeKLEN(he) : HeKLEN(he), G_DISCARD);
+}
+
 /* Deletes env's elements that are not among the values this fill wrote:
  * a name the last request had and this one has not, or what the last
  * request's app added. */
@@ -519,9 +527,8 @@ static void env_prune(pTHX_ struct perl_interp *pi, HV *env)
 		size_t i = 0;
 		while (i < pi->psgi.nwritten && pi->psgi.written[i] != val)
 			i++;
-		if (i == pi->psgi.nwritten) /* deleting the iteration's element is safe */
-			(void)hv_delete(env, HeKEY(he), HeKUTF8(he) ? -HeKLEN(he) : HeKLEN(he),
-					G_DISCARD);
+		if (i == pi->psgi.nwritten)
+			env_delete(aTHX_ env, he);
 	}
 }
 
@@ -624,9 +631,8 @@ static void env_keep(pTHX_ struct perl_interp *pi, HV *env)
 	HE *he;
 	hv_iterinit(env);
 	while ((he = hv_iternext(env)))
-		if (!keepable(aTHX_ pi, he)) /* deleting the iteration's element is safe */
-			(void)hv_delete(env, HeKEY(he), HeKUTF8(he) ? -HeKLEN(he) : HeKLEN(he),
-					G_DISCARD);
+		if (!keepable(aTHX_ pi, he))
+			env_delete(aTHX_ env, he);
 	pi->psgi.env = (HV *)SvREFCNT_inc_simple_NN(env);
 }
 
