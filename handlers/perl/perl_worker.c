@@ -166,8 +166,6 @@ struct worker {
 	int rc; /* the worker's exit status */
 };
 
-/* Reads the next request; NULL when plxd closes the socket (it stops, or
- * this worker is to be replaced) or on a protocol error. */
 /* Whether plxd said the request's client left (PERL_WIRE_GONE waits on
  * the socket). */
 static int gone(void *ctx)
@@ -180,6 +178,8 @@ static int gone(void *ctx)
 			&& type == PERL_WIRE_GONE;
 }
 
+/* Reads the next request; NULL when plxd closes the socket (it stops, or
+ * this worker is to be replaced) or on a protocol error. */
 static struct perl_run *next_request(void *ctx)
 {
 	struct worker *w = ctx;
