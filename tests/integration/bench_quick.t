@@ -1,8 +1,8 @@
 # bench/run --quick, once: it builds, measures, stops what it started, and
 # writes a Markdown table, a CSV and a PNG chart that are well formed, with
 # every section's rows (the new-connection one and bare libmicrohttpd's
-# floor among them, and each .plt beside its .plx), and a chart that draws
-# the three ways. Then bench/run --status-cost's turns and callgrind
+# floor among them, the hop floor in the facts, and each .plt beside its
+# .plx), and a chart that draws the three ways. Then bench/run --status-cost's turns and callgrind
 # figures. It checks the shape of the output, never a speed.
 use strict;
 use warnings;
@@ -50,6 +50,8 @@ like($md, qr/^\| machine \| \d+ cores, .+ \|$/m, 'the machine: cores and CPU mod
 like($md, qr/^\| system \| .*kernel \S+/m, 'the kernel');
 like($md, qr/^\| plxd \| plxd \d+\.\d+\.\d+ .*git \S+/m, "plxd's version and git revision");
 like($md, qr/^\| floor \| libmicrohttpd \d+\.\d+\.\d+: bench\/mhd_floor/m, "the floor's libmicrohttpd version");
+like($md, qr/^\| hop floor \| one CPU [\d.]+ µs(?:, two CPUs [\d.]+ µs)? \(bench\/hop_floor: /m,
+    'the hop floor: a round trip between two processes, on one CPU and across two');
 like($md, qr/^\| sessions \| every server in a session of its own \(setsid\), every ab and wrk in another \|$/m,
     'how the servers and the load tools were started');
 my (@tables, $in);
