@@ -310,7 +310,7 @@ sub strace_during {
     my $tracer = fork // die "fork: $!";
     if (!$tracer) {
         open STDERR, '>', "$self->{dir}/strace.err";
-        exec 'strace', '-f', '-yy', '-e', 'trace=' . join(',', @$calls), '-o', $trace, '-p', $pid;
+        { exec 'strace', '-f', '-yy', '-e', 'trace=' . join(',', @$calls), '-o', $trace, '-p', $pid }
         POSIX::_exit(127);
     }
     my $attached = wait_for(sub {
