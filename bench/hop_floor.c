@@ -94,16 +94,29 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: hop_floor [ROUND_TRIPS]\n");
 		return 2;
 	}
-	double one = round_trip(n, 0, 0);
+	/* The first two CPUs this process may run on (a container's may not
+	 * start at 0). */
+	cpu_set_t allowed;
+	int cpu[2] = { -1, -1 }, found = 0;
+	if (sched_getaffinity(0, sizeof allowed, &allowed) < 0) {
+		fprintf(stderr, "hop_floor: sched_getaffinity: %s\n", strerror(errno));
+		return 1;
+	}
+	for (int i = 0; i < CPU_SETSIZE && found < 2; i++)
+		if (CPU_ISSET(i, &allowed))
+			cpu[found++] = i;
+	double one = round_trip(n, cpu[0], cpu[0]);
 	if (one < 0) {
-		fprintf(stderr, "hop_floor: %s\n", strerror(errno));
+		fprintf(stderr, "hop_floor: the round trips on CPU %d failed\n", cpu[0]);
 		return 1;
 	}
 	printf("one CPU: %.1f us\n", one);
-	if (sysconf(_SC_NPROCESSORS_ONLN) > 1) {
-		double two = round_trip(n, 0, 1);
+	fflush(stdout); /* not again from the next child */
+	if (found == 2) {
+		double two = round_trip(n, cpu[0], cpu[1]);
 		if (two < 0) {
-			fprintf(stderr, "hop_floor: %s\n", strerror(errno));
+			fprintf(stderr, "hop_floor: the round trips on CPUs %d and %d failed\n",
+					cpu[0], cpu[1]);
 			return 1;
 		}
 		printf("two CPUs: %.1f us\n", two);
