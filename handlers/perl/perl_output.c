@@ -45,6 +45,8 @@ static ssize_t script_read(struct gw *g, char *buf, size_t len)
 	if (q->pipe_clear && !q->tail_done) {
 		/* The pipe held nothing more from before the end: the tail
 		 * follows without another read. */
+	} else if (!q->w) {
+		/* Given back at its end: the pipe was found empty then. */
 	} else if (q->drained < DRAIN_MAX && !q->pipe_eof) {
 		size_t room = DRAIN_MAX - q->drained;
 		while ((n = read(q->w->out, buf, len < room ? len : room)) < 0 && errno == EINTR)

@@ -229,6 +229,8 @@ static void sent(struct perl_req *q)
 		perl_req_done(q, q->fresh);
 }
 
+static void runner_back(struct perl_req *q, enum perl_release how, const char *why);
+
 /* ---- the script's end ---- */
 
 /* How the script ended, as its end says, for the gateway: a script that
@@ -300,7 +302,9 @@ static int note_done(struct perl_req *q, int fresh)
 		q->pipe_clear = 1;
 	/* What the runner writes to stderr after its end is not the
 	 * script's. */
-	gw_stderr_end(&q->gw, polled && !pipes[1].revents);
+	int err_clear = polled && !pipes[1].revents;
+	gw_stderr_end(&q->gw, err_clear);
+	q->spent = q->pipe_clear && err_clear && fresh < 0 && q->in < 0;
 	if (q->stopped) {
 		/* Its output was not wanted: drained, dropped, and the runner
 		 * goes back. */
@@ -314,6 +318,12 @@ void perl_req_done(struct perl_req *q, int fresh)
 {
 	if (!note_done(q, fresh))
 		return;
+	/* Its runner has nothing more for it: the output is in hand, its
+	 * pipes are empty, and no process the script started holds them. It
+	 * goes back now, to run the next request while this response is
+	 * sent, rather than once the client has it. */
+	if (q->spent && gw_output_taken(&q->gw) == 0)
+		runner_back(q, PERL_RELEASE_IDLE, NULL);
 	gw_ended(&q->gw);
 	gw_output_ready(&q->gw);
 }
@@ -338,14 +348,10 @@ void perl_req_lost(struct perl_req *q)
 
 /* ---- the end ---- */
 
-void perl_req_give_back(struct perl_req *q, enum perl_release how, const char *why)
+/* The runner goes back to its backend, or is ended when how (or what its
+ * script left behind) says so; the request watches it no more. */
+static void runner_back(struct perl_req *q, enum perl_release how, const char *why)
 {
-	if (!q->w || q->phase == PERL_REQ_ENDING)
-		return;
-	if (q->phase == PERL_REQ_RUNNING && q->be->end_script(q, why)) {
-		q->phase = PERL_REQ_ENDING;
-		return;
-	}
 	if (how == PERL_RELEASE_IDLE && (q->result.flags & PERL_WIRE_RETIRING)) {
 		how = PERL_RELEASE_RETIRING;
 		why = perl_wire_retire_text(q->result.retire);
@@ -361,9 +367,6 @@ void perl_req_give_back(struct perl_req *q, enum perl_release how, const char *w
 	loop_timer_stop(q->loop, &q->timer);
 	q->be->unwatch(q);
 	loop_watch_del(q->loop, &q->drain_w);
-	if (q->completed && q->phase == PERL_REQ_DONE)
-		gw_log_end(&q->gw);
-	gw_fini(&q->gw); /* its last stderr, before the runner goes */
 	if (q->fresh >= 0) {
 		/* The script started processes that may still hold the old
 		 * pipe: what they write from now on goes nowhere. */
@@ -377,6 +380,20 @@ void perl_req_give_back(struct perl_req *q, enum perl_release how, const char *w
 	}
 	q->be->release(q->st->backend, q->w, how, why);
 	q->w = NULL;
+}
+
+void perl_req_give_back(struct perl_req *q, enum perl_release how, const char *why)
+{
+	if (!q->w || q->phase == PERL_REQ_ENDING)
+		return;
+	if (q->phase == PERL_REQ_RUNNING && q->be->end_script(q, why)) {
+		q->phase = PERL_REQ_ENDING;
+		return;
+	}
+	if (q->completed && q->phase == PERL_REQ_DONE)
+		gw_log_end(&q->gw);
+	gw_fini(&q->gw); /* its last stderr, before the runner goes */
+	runner_back(q, how, why);
 	q->phase = PERL_REQ_OVER;
 	perl_req_maybe_free(q);
 }
@@ -432,8 +449,14 @@ void perl_req_script_stop(struct gw *g, enum gw_stop how)
 		return; /* else waiter_ready carries on */
 	}
 	if (!q->w) {
+		/* Never had one, or gave it back at its end (perl_req_done). */
+		if (q->completed && q->phase == PERL_REQ_DONE)
+			gw_log_end(&q->gw);
 		if (q->phase != PERL_REQ_OVER)
 			refused(q);
+		/* A local redirect lets go of the request before it stops
+		 * the script: no finished() comes to free it. */
+		perl_req_maybe_free(q);
 		return;
 	}
 	if (q->phase == PERL_REQ_LOST) {

@@ -84,6 +84,8 @@ struct perl_req {
 	int pipe_eof;   /* every holder of the old pipe closed it */
 	int pipe_clear; /* read empty after its end: what was written before it
 			   is all read */
+	int spent;      /* ... and its stderr too, and no new pipe: the runner
+			   has nothing more for it */
 	int lingering;  /* the timer is linger for the processes holding it */
 	int held;       /* ... and they held it past linger */
 	int dirty;      /* a program the script started writes on */

@@ -851,6 +851,15 @@ void gw_stderr_end(struct gw *g, int empty)
 	g->err_fd = -1;
 }
 
+int gw_output_taken(struct gw *g)
+{
+	if (g->in_fd >= 0)
+		return -1;
+	loop_watch_del(g->loop, &g->out_w);
+	g->out_fd = -1;
+	return 0;
+}
+
 void gw_fini(struct gw *g)
 {
 	gw_stderr_end(g, 0);

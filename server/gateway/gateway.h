@@ -169,6 +169,12 @@ void gw_timed_out(struct gw *g);
  * the handler has seen that there is nothing (no read is made). */
 void gw_stderr_end(struct gw *g, int empty);
 
+/* The script's output is all in the handler's hands (its read() gives
+ * the rest without the pipe): the gateway no longer watches out_fd, whose
+ * runner may serve another request from now. Returns -1, and changes
+ * nothing, while the request's body is still being fed to the script. */
+int gw_output_taken(struct gw *g);
+
 /* The handler is done with the script: the last of its stderr is logged,
  * and the gateway lets go of everything it watched or held. */
 void gw_fini(struct gw *g);

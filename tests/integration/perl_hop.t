@@ -11,7 +11,8 @@
 # exiting right after their DONE (their sockets' entries go with them), on
 # two event threads sharing one worker; and, with strace, the system calls
 # of plxd's event thread per request, with no turn of the loop between a
-# response and libmicrohttpd's next read of that connection.
+# response and libmicrohttpd's next read of that connection, and a worker
+# given back at its script's end, before that script's response is sent.
 use strict;
 use warnings;
 use Test::More;
@@ -211,6 +212,63 @@ sub gone {
     is(scalar @$loop_turns, $n, "... $n responses sent");
     is(join(',', grep { $_ } @$loop_turns), '',
         '... after each, libmicrohttpd run again with no turn of the loop in between')
+        or diag(join "\n", @lines);
+}
+
+# A worker goes back at its script's end (DONE), before the response is
+# sent, when the output is all in hand: with one worker, a request queued
+# behind another is sent to it before that other's response goes out.
+# Without it, the worker waited for the response to be sent first.
+{
+    my $s = PlxdTest->start(
+        files => {
+            'hello.plx' => "print \"Content-Type: text/plain\\n\\nhello\\n\";\n",
+            # Runs until the test says go, so that another request can
+            # queue behind it.
+            'gate.plx' => <<'EOF',
+my $root = $ENV{DOCUMENT_ROOT};
+open my $f, '>', "$root/started" or die "started: $!";
+close $f;
+for (1 .. 2000) { last if -e "$root/go"; select(undef, undef, undef, 0.01) }
+print "Content-Type: text/plain\n\ngate\n";
+EOF
+        },
+        server   => { threads => 1 },
+        handlers => { '.plx' => 'perl' },
+        sections => { perl => { workers => 1 } },
+    );
+    my $root = $s->root;
+    is($s->get('/hello.plx')->{content}, "hello\n", 'one worker serves');
+    my $pid = $s->serving_pid;
+    my $get = sub { "GET $_[0] HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n" };
+    my ($gate, $hello) = ('', '');
+    my @lines = $s->strace_during($pid, [qw(sendmsg recvmsg)], sub {
+        my $first = $s->connect;
+        $first->syswrite($get->('/gate.plx'));
+        ok(wait_for(sub { -e "$root/started" }, 30), 'the first request runs on the worker');
+        my $second = $s->connect;
+        $second->syswrite($get->('/hello.plx'));
+        # Queued: the perl handler has it (writing counts it, the first
+        # and this status request).
+        ok(wait_for(sub {
+            my $res = $s->get('/plxd-status?json');
+            $res->{status} == 200 && $res->{content} =~ /"writing":(\d+)/ && $1 >= 3;
+        }, 30), 'the second waits for the worker');
+        PlxdTest::write_file("$root/go", '');
+        $gate = PlxdTest::read_until_closed($first, 30);
+        $hello = PlxdTest::read_until_closed($second, 30);
+    });
+    like($gate, qr/\r\n\r\ngate\n\z/, 'the first answered');
+    like($hello, qr/\r\n\r\nhello\n\z/, 'the second answered');
+    # The calls from the first DONE on (a recvmsg on the worker's socket):
+    # the second request to the worker, then the first response.
+    my @after;
+    for (@lines) {
+        next unless /^\d+\s+(sendmsg|recvmsg)\(\d+<(UNIX|TCP)/;
+        push @after, "$1 $2" if @after || "$1 $2" eq 'recvmsg UNIX';
+    }
+    is(join(', ', grep { defined } @after[0 .. 2]), 'recvmsg UNIX, sendmsg UNIX, sendmsg TCP',
+        "at the first script's end, the queued request goes to the worker before that script's response goes out")
         or diag(join "\n", @lines);
 }
 
