@@ -2,8 +2,9 @@
 # writes a Markdown table, a CSV and a PNG chart that are well formed, with
 # every section's rows (the new-connection one and bare libmicrohttpd's
 # floor among them, the hop floor in the facts, and each .plt beside its
-# .plx), and a chart that draws the three ways. Then bench/run --status-cost's turns and callgrind
-# figures. It checks the shape of the output, never a speed.
+# .plx), and a chart that draws the three ways. Then bench/run
+# --status-cost's turns and callgrind figures. It checks the shape of the
+# output, never a speed.
 use strict;
 use warnings;
 use Test::More;
