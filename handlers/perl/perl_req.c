@@ -304,7 +304,7 @@ static int note_done(struct perl_req *q, int fresh)
 	 * script's. */
 	int err_clear = polled && !pipes[1].revents;
 	gw_stderr_end(&q->gw, err_clear);
-	q->spent = q->pipe_clear && err_clear && fresh < 0 && q->in < 0;
+	q->spent = q->pipe_clear && err_clear && fresh < 0;
 	if (q->stopped) {
 		/* Its output was not wanted: drained, dropped, and the runner
 		 * goes back. */
